@@ -1,0 +1,432 @@
+"""Compiled ROUGE kernels over flat token-id arrays: one call scores a whole batch.
+
+Semantics are those of :mod:`pipeline.scoring.spec` (rouge-score 0.1.2), which the
+tests hold these kernels to, bit for bit.  What makes them fast:
+
+* n-grams: per pair, tokens get dense local ids from a small open-addressing
+  table; an n-gram's id is looked up from (id of its (n-1)-gram prefix, id of
+  its last token), a key packed exactly into 64 bits, so any n is exact.
+* LCS length (rougeL): Hyyrö's bit-parallel algorithm, bits over the shorter
+  text; ``V - U == V & ~U`` because ``U`` is a subset of ``V``, so only the
+  addition carries across words.  O(m*n/64) time, O(m/64) memory.
+* union LCS (rougeLsum): bits over each reference sentence and the bit vectors
+  ``V_j`` of every candidate column kept, so rouge-score's backtracking
+  (match -> diagonal; else up when ``t[i-1][j] >= t[i][j-1]``; else left) becomes
+  "jump to the highest set bit of ``M_j | ~V_j`` below i" (``t[i-1][j] == t[i][j]``
+  exactly when bit i-1 of ``V_j`` is set).
+* clipping: a union token is a hit while both whole-summary counts are positive;
+  the reference count never binds (union positions are distinct reference
+  positions), so hits = sum over tokens of min(union count, candidate count).
+
+``P = hits / max(n, 1)`` etc. and ``F = 2*p*r/(p+r)`` are computed in float64 in
+rouge-score's operation order; no fastmath anywhere.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+KIND_N, KIND_L, KIND_LSUM = 0, 1, 2
+_GOLD = np.uint64(0x9E3779B97F4A7C15)
+_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _fmeasure(p, r):
+    if p + r > 0:
+        return 2 * p * r / (p + r)
+    return 0.0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _lookup(keys, vals, used, n_used, key, next_id):
+    """Dense id of ``key`` in a local table; returns (id, n_used, next_id)."""
+    mask = keys.shape[0] - 1
+    slot = np.int64((np.uint64(key) * _GOLD) >> np.uint64(32)) & mask
+    while True:
+        k = keys[slot]
+        if k == key:
+            return vals[slot], n_used, next_id
+        if k < 0:
+            keys[slot] = key
+            vals[slot] = next_id
+            used[n_used] = slot
+            return next_id, n_used + 1, next_id + 1
+        slot = (slot + 1) & mask
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _clear(keys, used, n_used):
+    for u in range(n_used):
+        keys[used[u]] = -1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _highest_bit(x):
+    # x != 0
+    b = 0
+    if x >> np.uint64(32):
+        x >>= np.uint64(32)
+        b += 32
+    if x >> np.uint64(16):
+        x >>= np.uint64(16)
+        b += 16
+    if x >> np.uint64(8):
+        x >>= np.uint64(8)
+        b += 8
+    if x >> np.uint64(4):
+        x >>= np.uint64(4)
+        b += 4
+    if x >> np.uint64(2):
+        x >>= np.uint64(2)
+        b += 2
+    if x >> np.uint64(1):
+        b += 1
+    return b
+
+
+@njit(cache=True, nogil=True)
+def _popcount(x):
+    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return np.int64((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
+
+
+@njit(cache=True, nogil=True)
+def _lcs_length(short_lid, s0, s_len, long_lid, l0, l_len, peq, V):
+    """LCS length of two local-id sequences, bits over the shorter one."""
+    W = (s_len + 63) >> 6
+    for i in range(s_len):
+        lid = short_lid[s0 + i]
+        peq[lid * W + (i >> 6)] |= np.uint64(1) << np.uint64(i & 63)
+    for w in range(W):
+        V[w] = _ALL
+    if W == 1:
+        v = _ALL
+        for j in range(l_len):
+            u = v & peq[long_lid[l0 + j]]
+            v = (v + u) | (v & ~u)
+        V[0] = v
+    else:
+        for j in range(l_len):
+            base = long_lid[l0 + j] * W
+            carry = np.uint64(0)
+            for w in range(W):
+                v = V[w]
+                u = v & peq[base + w]
+                s1 = v + u
+                c1 = s1 < v
+                s2 = s1 + carry
+                c2 = s2 < s1
+                carry = np.uint64(1) if (c1 or c2) else np.uint64(0)
+                V[w] = s2 | (v & ~u)
+    zeros = 0
+    for w in range(W):
+        bits = s_len - 64 * w
+        v = V[w]
+        if bits < 64:
+            v |= _ALL << np.uint64(bits)
+        zeros += 64 - _popcount(v)
+    for i in range(s_len):
+        peq[short_lid[s0 + i] * W + (i >> 6)] = np.uint64(0)
+    return zeros
+
+
+@njit(cache=True, nogil=True)
+def _union_lcs_hits(lid, r_sents, c_sents, cand_cnt, ucnt, peq, Vs, um):
+    """rougeLsum hits for one pair (see module docstring).
+
+    ``lid``: local ids of the sentence stream; ``r_sents``/``c_sents``: (start, end)
+    rows into ``lid``; ``cand_cnt``: candidate unigram counts by local id;
+    ``ucnt``: zeroed scratch; ``peq``/``Vs``/``um``: scratch, ``peq`` zeroed.
+    """
+    hits = 0
+    for rs in range(r_sents.shape[0]):
+        r0 = r_sents[rs, 0]
+        mr = r_sents[rs, 1] - r0
+        W = (mr + 63) >> 6
+        for i in range(mr):
+            peq[lid[r0 + i] * W + (i >> 6)] |= np.uint64(1) << np.uint64(i & 63)
+        for w in range(W):
+            um[w] = np.uint64(0)
+        for cs in range(c_sents.shape[0]):
+            c0 = c_sents[cs, 0]
+            nc = c_sents[cs, 1] - c0
+            for w in range(W):
+                Vs[w] = _ALL
+            any_match = False
+            for j in range(nc):
+                base = lid[c0 + j] * W
+                prev = j * W
+                cur = prev + W
+                carry = np.uint64(0)
+                for w in range(W):
+                    v = Vs[prev + w]
+                    u = v & peq[base + w]
+                    if u:
+                        any_match = True
+                    s1 = v + u
+                    c1 = s1 < v
+                    s2 = s1 + carry
+                    c2 = s2 < s1
+                    carry = np.uint64(1) if (c1 or c2) else np.uint64(0)
+                    Vs[cur + w] = s2 | (v & ~u)
+            if not any_match:
+                continue
+            # backtrack from (mr, nc)
+            i = mr
+            j = nc
+            while i > 0 and j > 0:
+                base = lid[c0 + j - 1] * W
+                col = j * W
+                w = (i - 1) >> 6
+                found = -1
+                is_match = False
+                while w >= 0:
+                    x = peq[base + w] | ~Vs[col + w]
+                    top = i - 64 * w  # bits of this word that lie below i
+                    if top < 64:
+                        x &= (np.uint64(1) << np.uint64(top)) - np.uint64(1)
+                    if x:
+                        b = _highest_bit(x)
+                        found = 64 * w + b
+                        is_match = (peq[base + w] >> np.uint64(b)) & np.uint64(1) == np.uint64(1)
+                        break
+                    w -= 1
+                if found < 0:
+                    break
+                if is_match:
+                    um[found >> 6] |= np.uint64(1) << np.uint64(found & 63)
+                    i = found
+                else:
+                    i = found + 1
+                j -= 1
+        for i in range(mr):
+            if (um[i >> 6] >> np.uint64(i & 63)) & np.uint64(1):
+                ucnt[lid[r0 + i]] += 1
+        for i in range(mr):
+            peq[lid[r0 + i] * W + (i >> 6)] = np.uint64(0)
+    for rs in range(r_sents.shape[0]):
+        for i in range(r_sents[rs, 0], r_sents[rs, 1]):
+            t = lid[i]
+            if ucnt[t] > 0:
+                hits += min(ucnt[t], cand_cnt[t])
+                ucnt[t] = 0
+    return hits
+
+
+@njit(cache=True, nogil=True)
+def _sentence_rows(sent_tok, s_begin, s_end, offset):
+    rows = np.empty((s_end - s_begin, 2), dtype=np.int64)
+    for k in range(s_end - s_begin):
+        rows[k, 0] = sent_tok[s_begin + k] - offset
+        rows[k, 1] = sent_tok[s_begin + k + 1] - offset
+    return rows
+
+
+@njit(cache=True, nogil=True)
+def score_batch_kernel(tokens, doc_tok, sent_tokens, sent_tok, doc_sent, same_stream,
+                       ex_doc, kinds, ns, out, best_ref):
+    """Score every example of a batch.
+
+    Example ``e`` has candidate document ``ex_doc[e]`` and reference documents
+    ``ex_doc[e]+1 .. ex_doc[e+1]-1``.  ``kinds[t]``/``ns[t]`` describe type ``t``.
+    Writes P/R/F to ``out[e, t, :]`` and the chosen reference (rouge-score's
+    ``score_multi``: highest F, first on ties) to ``best_ref[e, t]``.
+    """
+    n_types = kinds.shape[0]
+    want_lsum = False
+    max_n = 0
+    want_l = False
+    for t in range(n_types):
+        if kinds[t] == KIND_N and ns[t] > max_n:
+            max_n = ns[t]
+        elif kinds[t] == KIND_L:
+            want_l = True
+        elif kinds[t] == KIND_LSUM:
+            want_lsum = True
+
+    # scratch sized for the largest pair of the batch
+    max_doc = 1
+    max_sdoc = 1
+    for d in range(doc_tok.shape[0] - 1):
+        max_doc = max(max_doc, doc_tok[d + 1] - doc_tok[d])
+        if want_lsum and not same_stream:
+            max_sdoc = max(max_sdoc, sent_tok[doc_sent[d + 1]] - sent_tok[doc_sent[d]])
+    pair_cap = 2 * max_doc + (2 * max_sdoc if (want_lsum and not same_stream) else 0)
+    cap = 16
+    while cap < 2 * pair_cap:
+        cap *= 2
+    keys = np.full(cap, -1, dtype=np.int64)
+    vals = np.empty(cap, dtype=np.int32)
+    used = np.empty(cap, dtype=np.int64)
+    lid1 = np.empty(pair_cap, dtype=np.int32)
+    cur = np.empty(pair_cap, dtype=np.int32)
+    slid = np.empty(pair_cap, dtype=np.int32)
+    cnt_r = np.zeros(pair_cap + 1, dtype=np.int64)
+    cnt_c = np.zeros(pair_cap + 1, dtype=np.int64)
+    ucnt = np.zeros(pair_cap + 1, dtype=np.int64)
+    W_doc = (max_doc + 63) >> 6
+    peq = np.zeros((pair_cap + 1) * W_doc, dtype=np.uint64)
+    V = np.empty(W_doc, dtype=np.uint64)
+    Vs = np.empty(16, dtype=np.uint64)
+    um = np.empty(W_doc, dtype=np.uint64)
+    scores = np.empty((n_types, 3), dtype=np.float64)
+
+    for e in range(ex_doc.shape[0] - 1):
+        cdoc = ex_doc[e]
+        c0 = doc_tok[cdoc]
+        n = doc_tok[cdoc + 1] - c0
+        for t in range(n_types):
+            out[e, t, 0] = 0.0
+            out[e, t, 1] = 0.0
+            out[e, t, 2] = -1.0
+            best_ref[e, t] = 0
+        for rdoc in range(cdoc + 1, ex_doc[e + 1]):
+            r0 = doc_tok[rdoc]
+            m = doc_tok[rdoc + 1] - r0
+            # level-1 local ids: reference at [0, m), candidate at [m, m+n)
+            n_used = 0
+            next_id = 0
+            for i in range(m):
+                got, n_used, next_id = _lookup(keys, vals, used, n_used, np.int64(tokens[r0 + i]), next_id)
+                lid1[i] = got
+            for j in range(n):
+                got, n_used, next_id = _lookup(keys, vals, used, n_used, np.int64(tokens[c0 + j]), next_id)
+                lid1[m + j] = got
+            n_uni = next_id
+            # --- rouge-N, all requested n in one pass over levels
+            if max_n > 0:
+                for i in range(m + n):
+                    cur[i] = lid1[i]
+                for k in range(1, max_n + 1):
+                    ref_cnt = max(m - k + 1, 0)
+                    cand_cnt = max(n - k + 1, 0)
+                    if k > 1:
+                        _clear(keys, used, n_used)
+                        n_used = 0
+                        next_id = 0
+                        for i in range(ref_cnt):
+                            key = (np.int64(cur[i]) << 32) | np.int64(lid1[i + k - 1])
+                            got, n_used, next_id = _lookup(keys, vals, used, n_used, key, next_id)
+                            cur[i] = got
+                        for j in range(cand_cnt):
+                            key = (np.int64(cur[m + j]) << 32) | np.int64(lid1[m + j + k - 1])
+                            got, n_used, next_id = _lookup(keys, vals, used, n_used, key, next_id)
+                            cur[m + j] = got
+                    wanted = False
+                    for t in range(n_types):
+                        if kinds[t] == KIND_N and ns[t] == k:
+                            wanted = True
+                    if not wanted:
+                        continue
+                    for j in range(cand_cnt):
+                        cnt_c[cur[m + j]] += 1
+                    for i in range(ref_cnt):
+                        cnt_r[cur[i]] += 1
+                    hits = 0
+                    for i in range(ref_cnt):
+                        g = cur[i]
+                        if cnt_r[g] > 0:
+                            hits += min(cnt_r[g], cnt_c[g])
+                            cnt_r[g] = 0
+                    for j in range(cand_cnt):
+                        cnt_c[cur[m + j]] = 0
+                    p = hits / max(cand_cnt, 1)
+                    r = hits / max(ref_cnt, 1)
+                    f = _fmeasure(p, r)
+                    for t in range(n_types):
+                        if kinds[t] == KIND_N and ns[t] == k:
+                            scores[t, 0] = p
+                            scores[t, 1] = r
+                            scores[t, 2] = f
+            _clear(keys, used, n_used)
+            # --- rougeL
+            if want_l:
+                if m == 0 or n == 0:
+                    p = 0.0
+                    r = 0.0
+                    f = 0.0
+                else:
+                    if m <= n:
+                        lcs = _lcs_length(lid1, 0, m, lid1, m, n, peq, V)
+                    else:
+                        lcs = _lcs_length(lid1, m, n, lid1, 0, m, peq, V)
+                    p = lcs / n
+                    r = lcs / m
+                    f = _fmeasure(p, r)
+                for t in range(n_types):
+                    if kinds[t] == KIND_L:
+                        scores[t, 0] = p
+                        scores[t, 1] = r
+                        scores[t, 2] = f
+            # --- rougeLsum
+            if want_lsum:
+                rs0 = doc_sent[rdoc]
+                rs1 = doc_sent[rdoc + 1]
+                cs0 = doc_sent[cdoc]
+                cs1 = doc_sent[cdoc + 1]
+                if same_stream:
+                    lid = lid1
+                    r_rows = _sentence_rows(sent_tok, rs0, rs1, r0)
+                    c_rows = _sentence_rows(sent_tok, cs0, cs1, c0 - m)
+                    ms = m
+                    nsl = n
+                else:
+                    sr0 = sent_tok[rs0]
+                    ms = sent_tok[rs1] - sr0
+                    sc0 = sent_tok[cs0]
+                    nsl = sent_tok[cs1] - sc0
+                    n_used = 0
+                    next_id = 0
+                    for i in range(ms):
+                        got, n_used, next_id = _lookup(keys, vals, used, n_used, np.int64(sent_tokens[sr0 + i]), next_id)
+                        slid[i] = got
+                    for j in range(nsl):
+                        got, n_used, next_id = _lookup(keys, vals, used, n_used, np.int64(sent_tokens[sc0 + j]), next_id)
+                        slid[ms + j] = got
+                    _clear(keys, used, n_used)
+                    lid = slid
+                    r_rows = _sentence_rows(sent_tok, rs0, rs1, sr0)
+                    c_rows = _sentence_rows(sent_tok, cs0, cs1, sc0 - ms)
+                if ms == 0 or nsl == 0:
+                    p = 0.0
+                    r = 0.0
+                    f = 0.0
+                else:
+                    max_w = 1
+                    max_nc = 1
+                    for k in range(r_rows.shape[0]):
+                        max_w = max(max_w, (r_rows[k, 1] - r_rows[k, 0] + 63) >> 6)
+                    for k in range(c_rows.shape[0]):
+                        max_nc = max(max_nc, c_rows[k, 1] - c_rows[k, 0])
+                    if Vs.shape[0] < (max_nc + 1) * max_w:
+                        Vs = np.empty((max_nc + 1) * max_w, dtype=np.uint64)
+                    if um.shape[0] < max_w:
+                        um = np.empty(max_w, dtype=np.uint64)
+                    need = (ms + nsl + 1) * max_w
+                    if peq.shape[0] < need:
+                        peq = np.zeros(need, dtype=np.uint64)
+                    for j in range(nsl):
+                        cnt_c[lid[ms + j]] += 1
+                    hits = _union_lcs_hits(lid, r_rows, c_rows, cnt_c, ucnt, peq, Vs, um)
+                    for j in range(nsl):
+                        cnt_c[lid[ms + j]] = 0
+                    p = hits / nsl
+                    r = hits / ms
+                    f = _fmeasure(p, r)
+                for t in range(n_types):
+                    if kinds[t] == KIND_LSUM:
+                        scores[t, 0] = p
+                        scores[t, 1] = r
+                        scores[t, 2] = f
+            for t in range(n_types):
+                if scores[t, 2] > out[e, t, 2]:
+                    out[e, t, 0] = scores[t, 0]
+                    out[e, t, 1] = scores[t, 1]
+                    out[e, t, 2] = scores[t, 2]
+                    best_ref[e, t] = rdoc - cdoc - 1
+        for t in range(n_types):
+            if out[e, t, 2] < 0.0:  # no reference at all
+                out[e, t, 2] = 0.0

@@ -1,0 +1,349 @@
+"""Batch encoder: many texts in, flat token-id arrays (CSR) out.
+
+The default rouge-score tokenizer runs here as a compiled byte scan, so a batch
+of texts costs one ``str.join``, one ``str.encode`` and one numba call:
+
+1. Texts are joined with ``"\\x00"`` (a separator for rouge-score too) and
+   encoded to ASCII.  Every run of non-ASCII characters goes through an error
+   handler that lowercases it and keeps only ``[a-z0-9]`` (only U+0130 and U+212A
+   survive, as ``i`` and ``k``; everything else becomes a space), which is exactly
+   what ``str.lower`` followed by rouge-score's ``[^a-z0-9]+`` substitution does.
+2. The compiled scan lowercases ASCII, splits tokens, records newline sentence
+   boundaries and document boundaries, and maps each token's bytes to a dense id
+   through an open-addressing hash table whose keys are verified byte for byte
+   (no collision can merge two tokens).
+3. Python only sees tokens it has never seen before: it stems them once (nltk
+   Porter, as rouge-score) and extends the raw-id -> stem-id map.
+
+Ids are local to a process and to a :class:`Vocabulary`; scores never depend on
+them, so a vocabulary may be reset between batches to bound memory.
+Custom tokenizers go through :func:`encode_with_tokenizer`, which builds the
+same arrays from Python token lists.
+"""
+from __future__ import annotations
+
+import codecs
+import re
+import threading
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+from numba import njit
+
+from pipeline.text.stemming import porter_stem
+
+_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
+_VALID_TOKEN = re.compile(r"^[a-z0-9]+$")
+_DOC_SEP = "\x00"
+_ERRORS = "rouge_pipeline_lower"
+
+
+def _lower_non_ascii(exc: UnicodeEncodeError):
+    run = exc.object[exc.start:exc.end].lower()
+    return "".join(c if c in _ALNUM else " " for c in run), exc.end
+
+
+codecs.register_error(_ERRORS, _lower_non_ascii)
+
+# byte -> lowercase token byte, or 0 (separator), 1 (newline: sentence end), 2 (document end)
+_BYTE_CLASS = np.zeros(256, dtype=np.uint8)
+for _b in b"abcdefghijklmnopqrstuvwxyz0123456789":
+    _BYTE_CLASS[_b] = _b
+for _b in b"ABCDEFGHIJKLMNOPQRSTUVWXYZ":
+    _BYTE_CLASS[_b] = _b + 32
+_BYTE_CLASS[ord("\n")] = 1
+_BYTE_CLASS[0] = 2
+
+_FNV_OFFSET = np.uint64(0xCBF29CE484222325)
+_FNV_PRIME = np.uint64(0x100000001B3)
+
+
+@njit(cache=True, nogil=True)
+def _scan(buf, pos, doc, ntok, nsent, classes,
+          slots, hashes, offs, arena, n_ids,
+          tokens, doc_tok, doc_sent, sent_tok):
+    """Tokenize ``buf[pos:]``; returns (status, pos, doc, ntok, nsent, n_ids).
+
+    status 0: done.  status 1: the vocabulary is full; the caller grows it and
+    calls again from the returned position (the start of the unfinished document).
+    """
+    mask = slots.shape[0] - 1
+    n = buf.shape[0]
+    doc_start = pos
+    doc_ntok = ntok
+    doc_nsent = nsent
+    in_sent = False
+    i = pos
+    while i <= n:
+        c = classes[buf[i]] if i < n else np.uint8(2)
+        if c > 2:
+            start = i
+            h = _FNV_OFFSET
+            while i < n:
+                c2 = classes[buf[i]]
+                if c2 <= 2:
+                    break
+                buf[i] = c2  # lowercased in place, so stored keys compare byte for byte
+                h = (h ^ np.uint64(c2)) * _FNV_PRIME
+                i += 1
+            length = i - start
+            slot = np.int64(h & np.uint64(mask))
+            tid = -1
+            while True:
+                s = slots[slot]
+                if s < 0:
+                    break
+                if hashes[s] == h and offs[s + 1] - offs[s] == length:
+                    o = offs[s]
+                    same = True
+                    for k in range(length):
+                        if arena[o + k] != buf[start + k]:
+                            same = False
+                            break
+                    if same:
+                        tid = s
+                        break
+                slot = (slot + 1) & mask
+            if tid < 0:
+                o = offs[n_ids]
+                if (n_ids + 1 >= hashes.shape[0] or o + length > arena.shape[0]
+                        or 2 * (n_ids + 1) > slots.shape[0]):
+                    return 1, doc_start, doc, doc_ntok, doc_nsent, n_ids
+                for k in range(length):
+                    arena[o + k] = buf[start + k]
+                offs[n_ids + 1] = o + length
+                hashes[n_ids] = h
+                slots[slot] = n_ids
+                tid = n_ids
+                n_ids += 1
+            if not in_sent:
+                sent_tok[nsent] = ntok
+                nsent += 1
+                in_sent = True
+            tokens[ntok] = tid
+            ntok += 1
+            continue
+        if c == 1:
+            in_sent = False
+        elif c == 2:
+            in_sent = False
+            doc += 1
+            doc_tok[doc] = ntok
+            doc_sent[doc] = nsent
+            doc_start = i + 1
+            doc_ntok = ntok
+            doc_nsent = nsent
+        i += 1
+    sent_tok[nsent] = ntok
+    return 0, n + 1, doc, ntok, nsent, n_ids
+
+
+@njit(cache=True, nogil=True)
+def _rehash(slots, hashes, n_ids):
+    mask = slots.shape[0] - 1
+    for t in range(n_ids):
+        slot = np.int64(hashes[t] & np.uint64(mask))
+        while slots[slot] >= 0:
+            slot = (slot + 1) & mask
+        slots[slot] = t
+
+
+@njit(cache=True, nogil=True)
+def _map_ids(tokens, id_map, out):
+    """out[i] = id_map[tokens[i]]; returns how many mapped to -1 (invalid tokens)."""
+    dropped = 0
+    for i in range(tokens.shape[0]):
+        v = id_map[tokens[i]]
+        out[i] = v
+        if v < 0:
+            dropped += 1
+    return dropped
+
+
+@njit(cache=True, nogil=True)
+def _drop_negative(tokens, doc_tok, doc_sent, sent_tok):
+    """Remove tokens < 0 in place and fix every offset array (sentences left empty are removed)."""
+    n_docs = doc_tok.shape[0] - 1
+    out_tok = 0
+    out_sent = 0
+    new_doc_tok = np.empty_like(doc_tok)
+    new_doc_sent = np.empty_like(doc_sent)
+    new_sent_tok = np.empty_like(sent_tok)
+    new_doc_tok[0] = 0
+    new_doc_sent[0] = 0
+    for d in range(n_docs):
+        for s in range(doc_sent[d], doc_sent[d + 1]):
+            begin = out_tok
+            for t in range(sent_tok[s], sent_tok[s + 1]):
+                if tokens[t] >= 0:
+                    tokens[out_tok] = tokens[t]
+                    out_tok += 1
+            if out_tok > begin:
+                new_sent_tok[out_sent] = begin
+                out_sent += 1
+        new_doc_tok[d + 1] = out_tok
+        new_doc_sent[d + 1] = out_sent
+    new_sent_tok[out_sent] = out_tok
+    return out_tok, out_sent, new_doc_tok, new_doc_sent, new_sent_tok
+
+
+@dataclass
+class EncodedDocs:
+    """Token ids of many documents in CSR form.
+
+    Document ``d`` is ``tokens[doc_tok[d]:doc_tok[d+1]]`` (the whole-text tokens,
+    for rougeN and rougeL).  Its sentences (rougeLsum) are
+    ``sent_tokens[sent_tok[s]:sent_tok[s+1]]`` for ``s`` in
+    ``range(doc_sent[d], doc_sent[d+1])``; sentences without tokens are left out.
+    With the default tokenizer the sentence stream *is* the token stream.
+    """
+
+    tokens: np.ndarray  # int32
+    doc_tok: np.ndarray  # int64, n_docs + 1
+    sent_tokens: np.ndarray  # int32
+    sent_tok: np.ndarray  # int64, n_sents + 1
+    doc_sent: np.ndarray  # int64, n_docs + 1
+
+    @property
+    def same_stream(self) -> bool:
+        return self.sent_tokens is self.tokens
+
+    @property
+    def n_docs(self) -> int:
+        return self.doc_tok.shape[0] - 1
+
+    def doc_lengths(self) -> np.ndarray:
+        return np.diff(self.doc_tok)
+
+
+class Vocabulary:
+    """Token bytes <-> dense ids, plus the raw-id -> stemmed-id map."""
+
+    # Past this many ids the vocabulary is rebuilt at the next batch (ids need only
+    # be consistent within a batch), so a long-lived worker's memory stays bounded.
+    MAX_IDS = 4_000_000
+
+    def __init__(self, capacity: int = 1 << 16):
+        self._alloc(capacity, capacity * 8)
+        self._stem_map = np.full(0, -1, dtype=np.int32)
+        self._stem_index: dict[str, int] = {}
+        self._stem_done = 0
+
+    def _alloc(self, id_cap: int, arena_cap: int) -> None:
+        self.n_ids = 0
+        self.slots = np.full(_pow2(2 * id_cap), -1, dtype=np.int32)
+        self.hashes = np.zeros(id_cap, dtype=np.uint64)
+        self.offs = np.zeros(id_cap + 1, dtype=np.int64)
+        self.arena = np.zeros(arena_cap, dtype=np.uint8)
+
+    def reset(self) -> None:
+        self.__init__(capacity=1 << 16)
+
+    def grow(self) -> None:
+        id_cap = self.hashes.shape[0] * 2
+        self.hashes = np.concatenate([self.hashes, np.zeros(id_cap - self.hashes.shape[0], np.uint64)])
+        offs = np.zeros(id_cap + 1, dtype=np.int64)
+        offs[: self.offs.shape[0]] = self.offs
+        self.offs = offs
+        self.arena = np.concatenate([self.arena, np.zeros(self.arena.shape[0], np.uint8)])
+        self.slots = np.full(_pow2(2 * id_cap), -1, dtype=np.int32)
+        _rehash(self.slots, self.hashes, self.n_ids)
+
+    def token(self, tid: int) -> str:
+        return self.arena[self.offs[tid]:self.offs[tid + 1]].tobytes().decode("ascii")
+
+    def stem_map(self) -> np.ndarray:
+        """raw id -> id of its Porter stem (rouge-score's rule), -1 if the stem is not a valid token."""
+        if self._stem_done < self.n_ids:
+            if self._stem_map.shape[0] < self.n_ids:
+                grown = np.full(max(self.n_ids, 2 * self._stem_map.shape[0]), -1, dtype=np.int32)
+                grown[: self._stem_map.shape[0]] = self._stem_map
+                self._stem_map = grown
+            index = self._stem_index
+            for tid in range(self._stem_done, self.n_ids):
+                stem = porter_stem(self.token(tid))
+                if _VALID_TOKEN.match(stem):
+                    self._stem_map[tid] = index.setdefault(stem, len(index))
+            self._stem_done = self.n_ids
+        return self._stem_map
+
+
+def _pow2(n: int) -> int:
+    return 1 << max(4, int(n - 1).bit_length())
+
+
+class DefaultEncoder:
+    """rouge-score's default tokenizer over whole batches (see module docstring)."""
+
+    def __init__(self, use_stemmer: bool = False):
+        self.use_stemmer = use_stemmer
+        self.vocab = Vocabulary()
+        self._lock = threading.Lock()
+
+    def encode(self, texts: Sequence[str]) -> EncodedDocs:
+        joined = _DOC_SEP.join(texts)
+        if joined.count(_DOC_SEP) != max(len(texts) - 1, 0):
+            # a NUL inside a text is a plain separator for rouge-score
+            joined = _DOC_SEP.join(t.replace(_DOC_SEP, " ") for t in texts)
+        buf = np.frombuffer(bytearray(joined.encode("ascii", _ERRORS)), dtype=np.uint8)
+        n_docs = len(texts)
+        cap = buf.shape[0] // 2 + 2
+        tokens = np.empty(cap, dtype=np.int32)
+        sent_tok = np.empty(cap + 1, dtype=np.int64)
+        doc_tok = np.zeros(n_docs + 1, dtype=np.int64)
+        doc_sent = np.zeros(n_docs + 1, dtype=np.int64)
+        with self._lock:
+            v = self.vocab
+            if v.n_ids > Vocabulary.MAX_IDS:
+                v.reset()
+            pos = doc = ntok = nsent = 0
+            while True:
+                status, pos, doc, ntok, nsent, v.n_ids = _scan(
+                    buf, pos, doc, ntok, nsent, _BYTE_CLASS,
+                    v.slots, v.hashes, v.offs, v.arena, v.n_ids,
+                    tokens, doc_tok, doc_sent, sent_tok)
+                if status == 0:
+                    break
+                v.grow()
+            tokens = tokens[:ntok]
+            sent_tok = sent_tok[: nsent + 1]
+            if self.use_stemmer:
+                stemmed = np.empty_like(tokens)
+                if _map_ids(tokens, v.stem_map(), stemmed):
+                    ntok, nsent, doc_tok, doc_sent, sent_tok = _drop_negative(stemmed, doc_tok, doc_sent, sent_tok)
+                    stemmed = stemmed[:ntok]
+                    sent_tok = sent_tok[: nsent + 1]
+                tokens = stemmed
+        return EncodedDocs(tokens, doc_tok, tokens, sent_tok, doc_sent)
+
+
+def encode_with_tokenizer(
+    texts: Sequence[str],
+    tokenize: Callable[[str], list],
+    split_sentences: Callable[[str], list[str]] | None,
+    index: dict | None = None,
+) -> EncodedDocs:
+    """Any tokenizer: whole-text tokens, and (when ``split_sentences`` is given) the
+    tokens of each sentence tokenized on its own, as rouge-score does for rougeLsum."""
+    index = {} if index is None else index
+    flat: list[int] = []
+    doc_tok = np.zeros(len(texts) + 1, dtype=np.int64)
+    for d, text in enumerate(texts):
+        flat.extend(index.setdefault(t, len(index)) for t in tokenize(text))
+        doc_tok[d + 1] = len(flat)
+    tokens = np.asarray(flat, dtype=np.int32)
+    if split_sentences is None:
+        return EncodedDocs(tokens, doc_tok, tokens, np.zeros(1, np.int64), np.zeros(len(texts) + 1, np.int64))
+    sflat: list[int] = []
+    sent_tok = [0]
+    doc_sent = np.zeros(len(texts) + 1, dtype=np.int64)
+    for d, text in enumerate(texts):
+        for sent in split_sentences(text):
+            toks = tokenize(sent)
+            if toks:
+                sflat.extend(index.setdefault(t, len(index)) for t in toks)
+                sent_tok.append(len(sflat))
+        doc_sent[d + 1] = len(sent_tok) - 1
+    return EncodedDocs(tokens, doc_tok, np.asarray(sflat, dtype=np.int32),
+                       np.asarray(sent_tok, dtype=np.int64), doc_sent)
