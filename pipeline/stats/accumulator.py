@@ -1,0 +1,484 @@
+"""Mergeable, exact corpus statistics for ROUGE scores.
+
+One :class:`StatsAccumulator` holds, per system and per (rouge type, stat) column, sufficient
+statistics that merge by integer addition (so a tree reduction over any partitioning, in any
+order, gives byte-identical results):
+
+* ``count``; ``sum X`` and ``sum X*X`` with ``X = round(x * 2**52)`` as exact Python ints
+  (see :mod:`pipeline.stats.fixedpoint`: quantisation error <= 2**-53 per score);
+* exact ``min`` / ``max`` (the float64 scores themselves);
+* a fixed-bin histogram on ``[0, 1]`` (``hist_bins`` bins, default 10,000: bin ``j`` holds
+  ``j/bins <= x < (j+1)/bins``, the last bin also holds ``x == 1``) for the quantiles, which
+  are therefore accurate to one bin width (1e-4 by default);
+* a Poisson bootstrap: per replicate ``b``, ``sum w_b`` and ``sum w_b * X`` with
+  ``w_b ~ Poisson(1)`` a pure function of ``(seed, key, b)`` (:mod:`pipeline.stats.poisson`).
+
+Finalisation turns these into rows: count, mean, std (sample, ddof=1), min, max, q05, q25,
+median, q75, q95 and the ``confidence`` percentile interval of the replicate means.
+Only NumPy is needed (pyarrow is imported lazily by :meth:`StatsAccumulator.to_arrow`).
+"""
+from __future__ import annotations
+
+import json
+import math
+import operator
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from pipeline.stats import fixedpoint as fp
+from pipeline.stats import poisson
+
+STATS = ("precision", "recall", "fmeasure")
+CI_METHOD = "poisson-bootstrap"
+FORMAT = "rouge-pipeline.stats"
+FORMAT_VERSION = 1
+QUANTILES = (("q05", 0.05), ("q25", 0.25), ("median", 0.5), ("q75", 0.75), ("q95", 0.95))
+ROW_KEYS = (
+    "system", "type", "stat", "count", "mean", "std", "min", "max",
+    "q05", "q25", "median", "q75", "q95", "ci_low", "ci_high", "ci_method", "n_boot", "seed",
+)
+
+# Examples per bootstrap chunk: the weight block is n_boot x chunk float64 (8 MB at 1000 x 1024).
+_BOOT_CHUNK = 1024
+# Limbs for the bootstrap product: X = hi26 * 2**26 + lo26, both <= 2**26; w <= 20 < 2**5, so a
+# chunk sum of w * limb is < 1024 * 2**31 = 2**41 < 2**53 and the float64 matrix product is
+# exact whatever the BLAS summation order.
+_L26 = 26
+_M26 = (1 << _L26) - 1
+
+
+@dataclass(frozen=True)
+class _System:
+    """Sufficient statistics of one system (treated as immutable)."""
+
+    count: int
+    sum_x: tuple          # Python ints, flattened (n_types * 3)
+    sum_x2: tuple         # Python ints, flattened (n_types * 3)
+    min: np.ndarray       # float64 (n_types, 3)
+    max: np.ndarray       # float64 (n_types, 3)
+    hist: np.ndarray      # int64 (n_types, 3, hist_bins)
+    boot_w: np.ndarray    # int64 (n_boot,): sum of weights
+    boot_hi: np.ndarray   # int64 (n_boot, n_types, 3): sum w*X = hi * 2**32 + lo, 0 <= lo < 2**32
+                          # (< 2**95: w <= 20 and X <= 2**52 allow > 2**38 examples per system)
+    boot_lo: np.ndarray
+
+    def merge(self, o: "_System") -> "_System":
+        hi, lo = fp.normalize_pair(self.boot_hi + o.boot_hi, self.boot_lo + o.boot_lo)
+        if hi.size and hi.min() < 0:  # int64 wrap-around: two values < 2**63 summed to >= 2**63
+            raise OverflowError("bootstrap sums exceed 2**95 (more than ~2**38 examples in one system)")
+        return _System(
+            count=self.count + o.count,
+            sum_x=tuple(a + b for a, b in zip(self.sum_x, o.sum_x)),
+            sum_x2=tuple(a + b for a, b in zip(self.sum_x2, o.sum_x2)),
+            min=np.minimum(self.min, o.min),
+            max=np.maximum(self.max, o.max),
+            hist=self.hist + o.hist,
+            boot_w=self.boot_w + o.boot_w,
+            boot_hi=hi,
+            boot_lo=lo,
+        )
+
+    def equals(self, o: "_System") -> bool:
+        return (
+            self.count == o.count
+            and self.sum_x == o.sum_x
+            and self.sum_x2 == o.sum_x2
+            and all(
+                np.array_equal(getattr(self, f), getattr(o, f))
+                for f in ("min", "max", "hist", "boot_w", "boot_hi", "boot_lo")
+            )
+        )
+
+
+def _check_int(name: str, v, lo: int | None = None) -> int:
+    if isinstance(v, bool):
+        raise TypeError(f"{name} must be an int")
+    v = operator.index(v)
+    if lo is not None and v < lo:
+        raise ValueError(f"{name} must be >= {lo}, got {v}")
+    return v
+
+
+class StatsAccumulator:
+    """Exact, mergeable corpus statistics (see the module docstring).
+
+    Build with :meth:`from_scores` (one partition), combine with :meth:`merge` /
+    :meth:`merge_all`, serialise with :meth:`to_dict` / :meth:`from_dict`, read out with
+    :meth:`finalize` or :meth:`to_arrow`.  :meth:`empty` is the neutral element.
+    """
+
+    __slots__ = ("type_names", "seed", "n_boot", "hist_bins", "_systems")
+
+    def __init__(self, type_names, seed, n_boot, hist_bins, systems: dict[str, _System] | None = None):
+        self.type_names = None if type_names is None else tuple(type_names)
+        self.seed = seed
+        self.n_boot = n_boot
+        self.hist_bins = hist_bins
+        self._systems: dict[str, _System] = dict(sorted((systems or {}).items()))
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def empty(cls, type_names=None, seed: int | None = None, n_boot: int | None = None,
+              hist_bins: int | None = None) -> "StatsAccumulator":
+        """An accumulator with no examples.  Without a configuration it adopts the other
+        side's on :meth:`merge` (identity element); with one it must match it."""
+        if type_names is None:
+            return cls(None, None, None, None)
+        return cls(list(type_names), _check_int("seed", seed), _check_int("n_boot", n_boot, 0),
+                   _check_int("hist_bins", hist_bins, 1))
+
+    @property
+    def configured(self) -> bool:
+        return self.type_names is not None
+
+    @property
+    def systems(self) -> list[str]:
+        return list(self._systems)
+
+    @property
+    def n_examples(self) -> int:
+        return sum(s.count for s in self._systems.values())
+
+    @classmethod
+    def from_scores(
+        cls,
+        keys: Sequence[str] | np.ndarray,
+        systems: Sequence[str] | np.ndarray | str,
+        scores: np.ndarray,
+        type_names: Sequence[str],
+        seed: int = 12345,
+        n_boot: int = 1000,
+        hist_bins: int = 10000,
+    ) -> "StatsAccumulator":
+        """Statistics of one partition.
+
+        ``keys[i]``: the example's unique key (the bootstrap weights are a function of it and
+        ``seed`` only; the pipeline passes ``f"{system}\\x1f{id}"``); ``systems[i]``: its system
+        (a single ``str`` applies to all); ``scores``: float64 ``(n, len(type_names), 3)`` of
+        precision, recall, fmeasure in ``[0, 1]``.
+        """
+        type_names = [str(t) for t in type_names]
+        if not type_names:
+            raise ValueError("type_names must not be empty")
+        if len(set(type_names)) != len(type_names):
+            raise ValueError(f"duplicate type names: {type_names}")
+        seed = _check_int("seed", seed)
+        if not -(1 << 63) <= seed < (1 << 63):
+            raise ValueError("seed must fit in a signed 64-bit integer")
+        n_boot = _check_int("n_boot", n_boot, 0)
+        hist_bins = _check_int("hist_bins", hist_bins, 1)
+        T = len(type_names)
+        scores = np.asarray(scores, dtype=np.float64)
+        if scores.ndim != 3 or scores.shape[1:] != (T, 3):
+            raise ValueError(f"scores must have shape (n, {T}, 3), got {scores.shape}")
+        n = scores.shape[0]
+        keys = keys.tolist() if isinstance(keys, np.ndarray) else list(keys)
+        if isinstance(systems, str):
+            systems = [systems] * n
+        else:
+            systems = systems.tolist() if isinstance(systems, np.ndarray) else list(systems)
+        if len(keys) != n or len(systems) != n:
+            raise ValueError(f"need one key and one system per example: {len(keys)} keys, "
+                             f"{len(systems)} systems, {n} score rows")
+        for name, seq in (("keys", keys), ("systems", systems)):
+            if not set(map(type, seq)) <= {str}:
+                bad = next(v for v in seq if not isinstance(v, str))
+                raise TypeError(f"{name} must be strings, got {type(bad).__name__}: {bad!r}")
+        if len(set(keys)) != n:
+            raise ValueError("example keys must be unique (use f'{system}\\x1f{id}')")
+        acc = cls(type_names, seed, n_boot, hist_bins)
+        if n == 0:
+            return acc
+
+        X = fp.to_fixed(scores).reshape(n, T * 3)
+        flat = scores.reshape(n, T * 3)
+        bases = poisson.example_bases(keys, seed)
+        codes_of: dict[str, int] = {}
+        codes = np.fromiter((codes_of.setdefault(v, len(codes_of)) for v in systems), dtype=np.int64, count=n)
+        sys_names = list(codes_of)
+        order = np.argsort(codes, kind="stable")
+        bounds = np.searchsorted(codes[order], np.arange(len(sys_names) + 1))
+        out: dict[str, _System] = {}
+        for s, name in enumerate(sys_names):
+            idx = order[bounds[s]:bounds[s + 1]]
+            out[name] = _system_stats(X[idx], flat[idx], bases[idx], T, n_boot, hist_bins)
+        acc._systems = dict(sorted(out.items()))
+        return acc
+
+    # ------------------------------------------------------------------ merging
+    def _config(self):
+        return (self.type_names, self.seed, self.n_boot, self.hist_bins)
+
+    def merge(self, other: "StatsAccumulator") -> "StatsAccumulator":
+        """A new accumulator of both (exact; associative and commutative)."""
+        if not isinstance(other, StatsAccumulator):
+            raise TypeError(f"cannot merge with {type(other).__name__}")
+        if not other.configured:
+            return StatsAccumulator(*self._config(), self._systems)
+        if not self.configured:
+            return StatsAccumulator(*other._config(), other._systems)
+        if self._config() != other._config():
+            raise ValueError(
+                "cannot merge statistics with different settings: "
+                f"{self._config()} vs {other._config()} (type_names, seed, n_boot, hist_bins)"
+            )
+        systems = dict(self._systems)
+        for name, st in other._systems.items():
+            systems[name] = systems[name].merge(st) if name in systems else st
+        return StatsAccumulator(*self._config(), systems)
+
+    @staticmethod
+    def merge_all(accs: Iterable["StatsAccumulator"]) -> "StatsAccumulator":
+        out = StatsAccumulator.empty()
+        for a in accs:
+            out = out.merge(a)
+        return out
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, StatsAccumulator):
+            return NotImplemented
+        return (
+            self._config() == other._config()
+            and list(self._systems) == list(other._systems)
+            and all(a.equals(other._systems[k]) for k, a in self._systems.items())
+        )
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return (f"StatsAccumulator(systems={len(self._systems)}, examples={self.n_examples}, "
+                f"types={self.type_names}, seed={self.seed}, n_boot={self.n_boot}, "
+                f"hist_bins={self.hist_bins})")
+
+    # ------------------------------------------------------------------ serialisation
+    def to_dict(self) -> dict:
+        """JSON-serialisable, canonical (equal accumulators give equal dicts).
+
+        Integers that can exceed 2**53 (the fixed-point sums) are decimal strings; the
+        histogram is sparse (flat indices into ``(n_types, 3, hist_bins)`` and counts).
+        """
+        systems = []
+        for name, st in self._systems.items():
+            flat = st.hist.ravel()
+            nz = np.flatnonzero(flat)
+            systems.append({
+                "system": name,
+                "count": st.count,
+                "sum_x": [str(v) for v in st.sum_x],
+                "sum_x2": [str(v) for v in st.sum_x2],
+                "min": st.min.ravel().tolist(),
+                "max": st.max.ravel().tolist(),
+                "hist_index": nz.tolist(),
+                "hist_count": flat[nz].tolist(),
+                "boot_sum_w": st.boot_w.tolist(),
+                "boot_sum_wx": [str(v) for v in fp.pair_to_ints(st.boot_hi, st.boot_lo)],
+            })
+        return {
+            "format": FORMAT,
+            "version": FORMAT_VERSION,
+            "fixed_point_bits": fp.FIXED_BITS,
+            "type_names": None if self.type_names is None else list(self.type_names),
+            "seed": self.seed,
+            "n_boot": self.n_boot,
+            "hist_bins": self.hist_bins,
+            "systems": systems,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "StatsAccumulator":
+        if d.get("format") != FORMAT or d.get("version") != FORMAT_VERSION:
+            raise ValueError(f"not a {FORMAT} v{FORMAT_VERSION} dict: {d.get('format')!r} v{d.get('version')!r}")
+        if d.get("fixed_point_bits") != fp.FIXED_BITS:
+            raise ValueError(f"fixed_point_bits {d.get('fixed_point_bits')!r} != {fp.FIXED_BITS}")
+        if d["type_names"] is None:
+            if d["systems"]:
+                raise ValueError("an unconfigured accumulator cannot hold systems")
+            return cls.empty()
+        acc = cls.empty(d["type_names"], d["seed"], d["n_boot"], d["hist_bins"])
+        T, B, H = len(acc.type_names), acc.n_boot, acc.hist_bins
+        m = T * 3
+        systems = {}
+        for s in d["systems"]:
+            hist = np.zeros(m * H, dtype=np.int64)
+            hist[np.asarray(s["hist_index"], dtype=np.int64)] = np.asarray(s["hist_count"], dtype=np.int64)
+            hi, lo = fp.ints_to_pair(s["boot_sum_wx"], (B, T, 3))
+            st = _System(
+                count=int(s["count"]),
+                sum_x=tuple(int(v) for v in s["sum_x"]),
+                sum_x2=tuple(int(v) for v in s["sum_x2"]),
+                min=np.asarray(s["min"], dtype=np.float64).reshape(T, 3),
+                max=np.asarray(s["max"], dtype=np.float64).reshape(T, 3),
+                hist=hist.reshape(T, 3, H),
+                boot_w=np.asarray(s["boot_sum_w"], dtype=np.int64).reshape(B),
+                boot_hi=hi,
+                boot_lo=lo,
+            )
+            if len(st.sum_x) != m or len(st.sum_x2) != m:
+                raise ValueError("sum_x/sum_x2 length does not match type_names")
+            systems[s["system"]] = st
+        acc._systems = dict(sorted(systems.items()))
+        return acc
+
+    # ------------------------------------------------------------------ read-out
+    def finalize(self, confidence: float = 0.95) -> list[dict]:
+        """One row per (system, type, stat), sorted by system, type order, stat order."""
+        if not 0.0 <= confidence <= 1.0:
+            raise ValueError("confidence must be in [0, 1]")
+        rows = []
+        for name, st in self._systems.items():
+            ok = st.boot_w > 0  # replicates whose weights are all zero have no mean: dropped
+            boot_w = [int(v) << fp.FIXED_BITS for v in st.boot_w[ok].tolist()]
+            boot_hi, boot_lo = st.boot_hi[ok], st.boot_lo[ok]
+            for t, tname in enumerate(self.type_names):
+                for k, stat in enumerate(STATS):
+                    j = t * 3 + k
+                    row = {"system": name, "type": tname, "stat": stat, "count": st.count}
+                    row.update(_moments(st.count, st.sum_x[j], st.sum_x2[j]))
+                    lo_v, hi_v = float(st.min[t, k]), float(st.max[t, k])
+                    row["min"], row["max"] = lo_v, hi_v
+                    row.update(_hist_quantiles(st.hist[t, k], st.count, lo_v, hi_v))
+                    row["ci_low"], row["ci_high"] = _boot_ci(
+                        boot_w, fp.pair_to_ints(boot_hi[:, t, k], boot_lo[:, t, k]), confidence)
+                    row["ci_method"] = CI_METHOD
+                    row["n_boot"] = self.n_boot
+                    row["seed"] = self.seed
+                    rows.append({key: row[key] for key in ROW_KEYS})
+        return rows
+
+    def to_arrow(self, confidence: float = 0.95):
+        return rows_to_arrow(self.finalize(confidence))
+
+
+# ---------------------------------------------------------------------- per-partition work
+def _system_stats(X: np.ndarray, x: np.ndarray, bases: np.ndarray, T: int, n_boot: int,
+                  hist_bins: int) -> _System:
+    n, m = X.shape
+    sum_x, sum_x2 = fp.exact_column_sums(X)
+    # Histogram: floor(x * bins) (exact IEEE operations: deterministic), x == 1 in the last bin.
+    b = np.minimum(np.floor(x * float(hist_bins)).astype(np.int64), hist_bins - 1)
+    b += np.arange(m, dtype=np.int64)[None, :] * hist_bins
+    hist = np.bincount(b.ravel(), minlength=m * hist_bins).astype(np.int64).reshape(T, 3, hist_bins)
+
+    boot_w = np.zeros(n_boot, dtype=np.int64)
+    hi = np.zeros((n_boot, m), dtype=np.int64)
+    lo = np.zeros((n_boot, m), dtype=np.int64)
+    if n_boot:
+        limbs = np.empty((n, 2 * m + 1), dtype=np.float64)
+        limbs[:, :m] = X & _M26
+        limbs[:, m:2 * m] = X >> _L26
+        limbs[:, 2 * m] = 1.0
+        wbuf = np.empty((n_boot, min(n, _BOOT_CHUNK)), dtype=np.float64)
+        for start in range(0, n, _BOOT_CHUNK):
+            stop = min(n, start + _BOOT_CHUNK)
+            W = wbuf if stop - start == wbuf.shape[1] else np.empty((n_boot, stop - start))
+            poisson.poisson_weights(bases[start:stop], n_boot, W)
+            R = (W @ limbs[start:stop]).astype(np.int64)  # exact: every value < 2**53
+            r_lo, r_hi = R[:, :m], R[:, m:2 * m]
+            boot_w += R[:, 2 * m]
+            # r_hi * 2**26 + r_lo  ==  (r_hi >> 6) * 2**32 + ((r_hi & 63) << 26) + r_lo
+            hi, lo = fp.normalize_pair(hi + (r_hi >> 6), lo + ((r_hi & 63) << _L26) + r_lo)
+    return _System(
+        count=n,
+        sum_x=tuple(sum_x),
+        sum_x2=tuple(sum_x2),
+        min=x.min(axis=0).reshape(T, 3),
+        max=x.max(axis=0).reshape(T, 3),
+        hist=hist,
+        boot_w=boot_w,
+        boot_hi=hi.reshape(n_boot, T, 3),
+        boot_lo=lo.reshape(n_boot, T, 3),
+    )
+
+
+# ---------------------------------------------------------------------- finalisation helpers
+def _moments(n: int, s: int, q: int) -> dict:
+    """Mean and sample std (ddof=1; None when n < 2) from exact integer sums.
+
+    ``int / int`` is correctly rounded in Python, so both are deterministic functions of the
+    integer sums (mean within 1 ulp of the exact mean of the quantised scores).
+    """
+    mean = s / (n << fp.FIXED_BITS)
+    if n < 2:
+        return {"mean": mean, "std": None}
+    num = n * q - s * s  # n^2 * population variance, exact and >= 0
+    var = num / ((n * (n - 1)) << (2 * fp.FIXED_BITS))
+    return {"mean": mean, "std": math.sqrt(var)}
+
+
+def _hist_quantiles(counts: np.ndarray, n: int, lo: float, hi: float) -> dict:
+    """NumPy's default ('linear') quantiles, with each order statistic estimated inside its bin.
+
+    The r-th order statistic (0-based) lies in bin j; its estimate is the position of the
+    i-th of the c values of that bin spread evenly, ``(j + (i + 0.5) / c) / bins``, clamped to
+    the exact [min, max].  Each estimate is in the true value's bin, so the error is at most
+    one bin width.
+    """
+    bins = counts.shape[0]
+    cum = np.cumsum(counts)
+
+    def order_stat(r: int) -> float:
+        j = int(np.searchsorted(cum, r, side="right"))
+        before = int(cum[j - 1]) if j else 0
+        c = int(counts[j])
+        v = (j + (r - before + 0.5) / c) / bins
+        return min(max(v, lo), hi)
+
+    out = {}
+    for key, q in QUANTILES:
+        h = (n - 1) * q
+        r0 = math.floor(h)
+        frac = h - r0
+        v0 = order_stat(r0)
+        out[key] = v0 if frac == 0 else v0 + frac * (order_stat(min(r0 + 1, n - 1)) - v0)
+    return out
+
+
+def _boot_ci(sum_w_scaled: list[int], sum_wx: list[int], confidence: float):
+    if not sum_w_scaled:
+        return None, None
+    means = np.array([a / b for a, b in zip(sum_wx, sum_w_scaled)], dtype=np.float64)
+    delta = (1.0 - confidence) / 2.0
+    low, high = np.percentile(means, [100.0 * delta, 100.0 * (1.0 - delta)])
+    return float(low), float(high)
+
+
+# ---------------------------------------------------------------------- output formats
+def stats_schema():
+    """The pinned Arrow schema of the statistics rows."""
+    import pyarrow as pa
+
+    f64 = pa.float64()
+    return pa.schema([
+        pa.field("system", pa.string(), nullable=False),
+        pa.field("type", pa.string(), nullable=False),
+        pa.field("stat", pa.string(), nullable=False),
+        pa.field("count", pa.int64(), nullable=False),
+        pa.field("mean", f64, nullable=False),
+        pa.field("std", f64),  # null when count < 2
+        pa.field("min", f64, nullable=False),
+        pa.field("max", f64, nullable=False),
+        pa.field("q05", f64, nullable=False),
+        pa.field("q25", f64, nullable=False),
+        pa.field("median", f64, nullable=False),
+        pa.field("q75", f64, nullable=False),
+        pa.field("q95", f64, nullable=False),
+        pa.field("ci_low", f64),  # null when n_boot == 0 (or no replicate had weight)
+        pa.field("ci_high", f64),
+        pa.field("ci_method", pa.string(), nullable=False),
+        pa.field("n_boot", pa.int64(), nullable=False),
+        pa.field("seed", pa.int64(), nullable=False),
+    ])
+
+
+def rows_to_arrow(rows: list[dict]):
+    import pyarrow as pa
+
+    schema = stats_schema()
+    return pa.table({f.name: pa.array([r[f.name] for r in rows], f.type) for f in schema}, schema=schema)
+
+
+def stats_to_json(rows: list[dict], indent: int | None = None) -> str:
+    """Deterministic JSON of finalised rows (floats as shortest round-trip repr; NaN refused)."""
+    return json.dumps(rows, indent=indent, allow_nan=False, ensure_ascii=False)

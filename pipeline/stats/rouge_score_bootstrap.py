@@ -1,0 +1,68 @@
+"""rouge-score's ``BootstrapAggregator``, reproduced exactly with a private RNG.
+
+``rouge_score.scoring.BootstrapAggregator.aggregate()`` processes the rouge types in insertion
+order and, for each, draws ``n_samples`` resamples with
+``np.random.choice(np.arange(N), size=N)`` from NumPy's *global* legacy generator, averages
+each resample with ``np.mean(sample, axis=0)`` and reports the percentiles
+``(1-ci)/2, 0.5, 1-(1-ci)/2`` (linear interpolation) of those means as low/mid/high.
+
+For the legacy generator, ``choice(arange(N), size=N)`` is ``randint(0, N, size=N)``, which
+consumes the MT19937 stream one draw per element (and nothing at all when N == 1), so the
+indices can be drawn many resamples at a time.  The means are still computed one resample at
+a time with the same ``np.mean(matrix[idx], axis=0)`` call, so that NumPy's summation order --
+and therefore every bit of the result -- is the one rouge-score gets.
+
+So ``bootstrap_aggregate(scores, seed)`` equals ``np.random.seed(seed)`` followed by
+``BootstrapAggregator().aggregate()`` on the same scores, without touching the global RNG.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+from typing import Mapping
+
+import numpy as np
+
+# Field-for-field the namedtuples of rouge_score.scoring (equal as tuples).
+Score = namedtuple("Score", ["precision", "recall", "fmeasure"])
+AggregateScore = namedtuple("AggregateScore", ["low", "mid", "high"])
+
+# Resamples whose indices are drawn at once (bounded memory: at most ~2**22 int64 indices).
+_MAX_INDEX_BLOCK = 1 << 22
+
+
+def bootstrap_aggregate(
+    scores_by_type: Mapping[str, np.ndarray],
+    seed: int,
+    n_samples: int = 1000,
+    confidence_interval: float = 0.95,
+) -> dict[str, AggregateScore]:
+    """``{type: AggregateScore(low, mid, high)}`` exactly as rouge-score computes it.
+
+    ``scores_by_type[type]``: float64 ``(N, 3)`` rows of (precision, recall, fmeasure) in the
+    order they would have been added; types are processed in the mapping's order.
+    """
+    if confidence_interval < 0 or confidence_interval > 1:
+        raise ValueError("confidence_interval must be in range [0, 1]")
+    if n_samples <= 0:
+        raise ValueError("n_samples must be positive")
+    rs = np.random.RandomState(seed)
+    delta = (1 - confidence_interval) / 2
+    q = 100 * np.array([delta, 0.5, 1 - delta])
+    result: dict[str, AggregateScore] = {}
+    for name, matrix in scores_by_type.items():
+        matrix = np.asarray(matrix, dtype=np.float64)
+        if matrix.ndim == 1:
+            matrix = matrix.reshape(1, -1)
+        if matrix.ndim != 2 or matrix.shape[0] == 0:
+            raise ValueError(f"{name}: need a non-empty (N, 3) matrix, got shape {matrix.shape}")
+        N = matrix.shape[0]
+        sample_mean = np.zeros((n_samples, matrix.shape[1]))
+        block = max(1, min(n_samples, _MAX_INDEX_BLOCK // N))
+        for start in range(0, n_samples, block):
+            stop = min(n_samples, start + block)
+            idx = rs.randint(0, N, size=(stop - start, N))
+            for i in range(stop - start):
+                sample_mean[start + i, :] = np.mean(matrix[idx[i], :], axis=0)
+        pct = np.percentile(sample_mean, q, axis=0)
+        result[name] = AggregateScore(*(Score(*pct[j, :]) for j in range(3)))
+    return result
