@@ -1,0 +1,341 @@
+"""The run configuration: safe YAML, unknown keys refused, dotted ``key=value`` overrides.
+
+```yaml
+input:            # pipeline.io.readers.InputSpec (layout, paths | candidates+references, format, columns, ...)
+  layout: records
+  paths: s3://bucket/corpus/*.jsonl.gz
+output:
+  url: s3://bucket/runs/nightly       # the run folder
+  overwrite: false
+scoring:
+  rouge_types: [rouge1, rouge2, rougeL, rougeLsum]
+  use_stemmer: false                  # rouge-score's default
+  tokenizer: default                  # default | whitespace
+  sentence_splitter: newline          # newline | punkt | sentencex (rougeLsum)
+  multi_ref: max_f                    # rouge-score's rule: the reference with the highest F
+  profile: rouge-score-0.1.2          # whose numbers are reproduced
+stats:
+  seed: 12345
+  n_boot: 1000                        # 0: no bootstrap
+  confidence: 0.95
+  bootstrap: poisson                  # poisson (mergeable, partition-independent) | exact
+execution:
+  mode: local                         # local | scheduler | sync
+  scheduler: null                     # address, for mode: scheduler (tcp://host:8786)
+  n_workers: <cpu count>
+  memory_limit: null                  # per worker, e.g. "4GB" (null: Dask's default)
+  retries: 2
+  target_rows: null                   # rows per work unit (null: one unit per input file)
+  target_cost: null                   # estimated cost per task, for the driver's planning
+strict: false                         # true: any quarantined record fails the run
+storage_options: {}                   # fsspec options for input and output (input.storage_options wins)
+```
+
+Only ``yaml.safe_load`` is used.  Every unknown key (at any depth) is an error naming the
+dotted key and the closest allowed key.  Secrets (any storage option whose name contains
+key/secret/token/password/credential) are redacted by ``to_dict()`` (the default).
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from pipeline.io.paths import check_keys, check_scheme
+from pipeline.io.readers import InputSpec
+from pipeline.scoring.types import parse_rouge_types
+
+TOKENIZERS = ("default", "whitespace")
+SENTENCE_SPLITTERS = ("newline", "punkt", "sentencex")
+MULTI_REF = ("max_f",)
+PROFILES = ("rouge-score-0.1.2",)
+BOOTSTRAPS = ("poisson", "exact")
+MODES = ("local", "scheduler", "sync")
+SECRET_WORDS = ("key", "secret", "token", "password", "credential")
+REDACTED = "***"
+
+
+class ConfigError(ValueError):
+    """A configuration error; the message names the field."""
+
+
+def _type_name(v: Any) -> str:
+    return "null" if v is None else type(v).__name__
+
+
+def _check_bool(v, name):
+    if not isinstance(v, bool):
+        raise ConfigError(f"{name}: expected true or false, got {v!r} ({_type_name(v)})")
+    return v
+
+
+def _check_int(v, name, minimum=0, allow_none=False):
+    if v is None and allow_none:
+        return v
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ConfigError(f"{name}: expected an integer, got {v!r} ({_type_name(v)})")
+    if v < minimum:
+        raise ConfigError(f"{name}: must be >= {minimum}, got {v}")
+    return v
+
+
+def _check_choice(v, name, choices):
+    if v not in choices:
+        raise ConfigError(f"{name}: expected one of {', '.join(map(str, choices))}, got {v!r}")
+    return v
+
+
+def _check_str(v, name, allow_none=False):
+    if v is None and allow_none:
+        return v
+    if not isinstance(v, str) or not v:
+        raise ConfigError(f"{name}: expected a non-empty string, got {v!r} ({_type_name(v)})")
+    return v
+
+
+@dataclass
+class OutputConfig:
+    url: str = ""
+    overwrite: bool = False
+
+    def validate(self):
+        _check_str(self.url, "output.url")
+        try:
+            check_scheme(self.url, "output.url")
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
+        _check_bool(self.overwrite, "output.overwrite")
+
+
+@dataclass
+class ScoringConfig:
+    rouge_types: list = field(default_factory=lambda: ["rouge1", "rouge2", "rougeL", "rougeLsum"])
+    use_stemmer: bool = False
+    tokenizer: str = "default"
+    sentence_splitter: str = "newline"
+    multi_ref: str = "max_f"
+    profile: str = "rouge-score-0.1.2"
+
+    def validate(self):
+        rt = self.rouge_types
+        if isinstance(rt, str):
+            rt = self.rouge_types = [s.strip() for s in rt.split(",") if s.strip()]
+        if not isinstance(rt, list) or not all(isinstance(x, str) for x in rt):
+            raise ConfigError(f"scoring.rouge_types: expected a list of names, got {rt!r}")
+        try:
+            parse_rouge_types(rt)
+        except ValueError as e:
+            raise ConfigError(f"scoring.rouge_types: {e}") from None
+        if len(set(rt)) != len(rt):
+            raise ConfigError(f"scoring.rouge_types: duplicate type in {rt}")
+        _check_bool(self.use_stemmer, "scoring.use_stemmer")
+        _check_choice(self.tokenizer, "scoring.tokenizer", TOKENIZERS)
+        _check_choice(self.sentence_splitter, "scoring.sentence_splitter", SENTENCE_SPLITTERS)
+        _check_choice(self.multi_ref, "scoring.multi_ref", MULTI_REF)
+        _check_choice(self.profile, "scoring.profile", PROFILES)
+
+
+@dataclass
+class StatsConfig:
+    seed: int = 12345
+    n_boot: int = 1000
+    confidence: float = 0.95
+    bootstrap: str = "poisson"
+
+    def validate(self):
+        _check_int(self.seed, "stats.seed")
+        _check_int(self.n_boot, "stats.n_boot")
+        c = self.confidence
+        if isinstance(c, bool) or not isinstance(c, (int, float)) or not 0 < c < 1:
+            raise ConfigError(f"stats.confidence: expected a number between 0 and 1 (exclusive), got {c!r}")
+        self.confidence = float(c)
+        _check_choice(self.bootstrap, "stats.bootstrap", BOOTSTRAPS)
+
+
+@dataclass
+class ExecutionConfig:
+    mode: str = "local"
+    scheduler: str | None = None
+    n_workers: int = field(default_factory=lambda: os.cpu_count() or 1)
+    memory_limit: str | int | None = None
+    retries: int = 2
+    target_rows: int | None = None
+    target_cost: int | float | None = None
+
+    def validate(self):
+        _check_choice(self.mode, "execution.mode", MODES)
+        _check_str(self.scheduler, "execution.scheduler", allow_none=True)
+        if self.mode == "scheduler" and not self.scheduler:
+            raise ConfigError("execution.scheduler: an address is required with execution.mode: scheduler")
+        _check_int(self.n_workers, "execution.n_workers", minimum=1)
+        m = self.memory_limit
+        if m is not None:
+            if isinstance(m, bool) or not isinstance(m, (str, int)) or (isinstance(m, int) and m <= 0) or m == "":
+                raise ConfigError(f"execution.memory_limit: expected a size like '4GB', 'auto' or a positive "
+                                  f"number of bytes, got {m!r}")
+        _check_int(self.retries, "execution.retries")
+        _check_int(self.target_rows, "execution.target_rows", minimum=1, allow_none=True)
+        t = self.target_cost
+        if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or t <= 0):
+            raise ConfigError(f"execution.target_cost: expected a positive number, got {t!r}")
+
+
+_SECTIONS = {"output": OutputConfig, "scoring": ScoringConfig, "stats": StatsConfig,
+             "execution": ExecutionConfig}
+_TOP_KEYS = ("input", "output", "scoring", "stats", "execution", "strict", "storage_options")
+
+
+def is_secret_key(key: str) -> bool:
+    k = str(key).lower()
+    return any(w in k for w in SECRET_WORDS)
+
+
+def redact(obj: Any) -> Any:
+    """A copy of ``obj`` with every value under a secret-looking key replaced by ``***``."""
+    if isinstance(obj, dict):
+        return {k: (REDACTED if is_secret_key(k) and v is not None else redact(v)) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [redact(v) for v in obj]
+    return obj
+
+
+@dataclass
+class RunConfig:
+    input: dict = field(default_factory=dict)
+    output: OutputConfig = field(default_factory=OutputConfig)
+    scoring: ScoringConfig = field(default_factory=ScoringConfig)
+    stats: StatsConfig = field(default_factory=StatsConfig)
+    execution: ExecutionConfig = field(default_factory=ExecutionConfig)
+    strict: bool = False
+    storage_options: dict = field(default_factory=dict)
+
+    # -- construction -------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, d: dict | None) -> "RunConfig":
+        d = {} if d is None else d
+        try:
+            check_keys(d, _TOP_KEYS, "")
+            sections = {}
+            for name, klass in _SECTIONS.items():
+                sub = d.get(name) or {}
+                allowed = [f.name for f in dataclasses.fields(klass)]
+                check_keys(sub, allowed, name)
+                sections[name] = klass(**sub)
+        except ConfigError:
+            raise
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
+        so = d.get("storage_options") or {}
+        if not isinstance(so, dict):
+            raise ConfigError(f"storage_options: expected a mapping, got {_type_name(so)}")
+        inp = d.get("input")
+        if not isinstance(inp, dict) or not inp:
+            raise ConfigError("input: a mapping is required (layout, paths or candidates/references, ...)")
+        cfg = cls(input=dict(inp), strict=d.get("strict", False), storage_options=dict(so), **sections)
+        cfg.validate()
+        return cfg
+
+    def validate(self) -> "RunConfig":
+        for name in _SECTIONS:
+            getattr(self, name).validate()
+        _check_bool(self.strict, "strict")
+        try:
+            self.input_spec()
+        except ConfigError:
+            raise
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
+        return self
+
+    def input_spec(self) -> InputSpec:
+        """The ``InputSpec``; top-level ``storage_options`` are the defaults for the input's."""
+        d = dict(self.input)
+        own = d.get("storage_options") or {}
+        if not isinstance(own, dict):
+            raise ConfigError(f"input.storage_options: expected a mapping, got {_type_name(own)}")
+        d["storage_options"] = {**self.storage_options, **own}
+        return InputSpec.from_config(d)
+
+    # -- serialisation --------------------------------------------------------------
+    def to_dict(self, redact: bool = True) -> dict:
+        """Plain dict (YAML/JSON-able).  Secrets are redacted unless ``redact=False``."""
+        out = {
+            "input": json.loads(json.dumps(self.input)),
+            **{name: dataclasses.asdict(getattr(self, name)) for name in _SECTIONS},
+            "strict": self.strict,
+            "storage_options": json.loads(json.dumps(self.storage_options, default=str)),
+        }
+        return _redact(out) if redact else out
+
+    def hashed_settings(self) -> dict:
+        """The settings that change numbers or inputs (never output, execution or credentials)."""
+        from pipeline import __version__
+
+        spec = self.input_spec().to_dict()
+        spec.pop("storage_options", None)
+        return {
+            "input": spec,
+            "scoring": dataclasses.asdict(self.scoring),
+            "stats": dataclasses.asdict(self.stats),
+            "version": __version__,
+        }
+
+    def config_hash(self, length: int = 16) -> str:
+        blob = json.dumps(self.hashed_settings(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:length]
+
+
+_redact = redact
+
+
+# --------------------------------------------------------------------------- loading
+def parse_override(item: str) -> tuple[list[str], Any]:
+    """``"scoring.use_stemmer=true"`` -> ``(["scoring", "use_stemmer"], True)`` (value parsed as YAML)."""
+    if not isinstance(item, str) or "=" not in item:
+        raise ConfigError(f"override {item!r}: expected dotted.key=value")
+    key, _, raw = item.partition("=")
+    parts = [p.strip() for p in key.strip().split(".")]
+    if not all(parts):
+        raise ConfigError(f"override {item!r}: empty key")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError as e:
+        raise ConfigError(f"override {item!r}: value is not valid YAML ({e})") from None
+    return parts, value
+
+
+def apply_overrides(d: dict, overrides: list[str] | None) -> dict:
+    d = json.loads(json.dumps(d or {}))    # deep copy; YAML gave JSON-able data
+    for item in overrides or []:
+        parts, value = parse_override(item)
+        node = d
+        for i, p in enumerate(parts[:-1]):
+            nxt = node.get(p)
+            if nxt is None:
+                nxt = node[p] = {}
+            elif not isinstance(nxt, dict):
+                raise ConfigError(f"override {item!r}: {'.'.join(parts[:i + 1])} is not a section")
+            node = nxt
+        node[parts[-1]] = value
+    return d
+
+
+def load_config(path: str | os.PathLike | None, overrides: list[str] | None = None) -> RunConfig:
+    """Read ``path`` (YAML, ``safe_load`` only; ``None``: overrides only), apply overrides, validate."""
+    d: Any = {}
+    if path is not None:
+        with open(path, encoding="utf-8") as f:
+            try:
+                d = yaml.safe_load(f)
+            except yaml.YAMLError as e:
+                raise ConfigError(f"{path}: not valid YAML ({e})") from None
+        if d is None:
+            d = {}
+        if not isinstance(d, dict):
+            raise ConfigError(f"{path}: the top level must be a mapping, got {_type_name(d)}")
+    return RunConfig.from_dict(apply_overrides(d, overrides))

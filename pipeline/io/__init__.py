@@ -1,0 +1,22 @@
+"""Input layouts -> the canonical example table, and atomic, deterministic outputs.
+
+fsspec and Arrow only: this package must never import Dask (only ``pipeline.execution`` does).
+"""
+from pipeline.io.readers import (  # noqa: F401
+    CANONICAL_SCHEMA,
+    QUARANTINE_SCHEMA,
+    InputSpec,
+    WorkUnit,
+    plan_units,
+    read_unit,
+)
+from pipeline.io.writers import (  # noqa: F401
+    escape_system,
+    is_complete,
+    mark_success,
+    part_name,
+    partition_path,
+    unescape_system,
+    write_json_atomic,
+    write_parquet_atomic,
+)

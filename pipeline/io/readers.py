@@ -1,0 +1,852 @@
+"""Every input layout -> the canonical example table (fsspec + Arrow; never Dask).
+
+Layouts (``InputSpec.layout``):
+
+``records``
+    One dataset (``paths``: URLs, globs or folders) whose records hold ``id``,
+    ``candidate``, ``references`` (a string or a list of strings) and optionally
+    ``system`` and ``source``.  JSONL (plain, .gz, .bz2, .xz, .zst when
+    ``zstandard`` is installed) or Parquet.  Column names are mapped with ``columns``.
+
+``paired``
+    ``candidates`` and ``references`` are separate datasets joined by id (the
+    references side's id column is ``columns["reference_id"]``, default
+    ``columns["id"]``).  References are shared by every system of the candidate side.
+    A references-side id that occurs on several rows contributes all of them, in
+    (file, row) order: one-reference-per-row datasets work as they are.
+    **Join strategy**: :func:`plan_units` reads the id column of both sides once
+    (only that column for Parquet; JSONL lines must be parsed), builds an
+    ``id -> (file, row)`` index of the references side and makes one unit per
+    candidate shard (or row slice of it, with ``target_rows``).  Each unit carries the
+    exact row ranges of the reference rows it needs (run-length encoded, so an aligned
+    sharding costs one range per unit), and :func:`read_unit` reads only those.  The
+    index lives in the planner's memory only (about 100 bytes per reference row).
+    Ids present on one side only are reported as quarantine rows:
+    ``no references for id`` (by the unit reading that candidate row) and
+    ``no candidate for id`` (planned, emitted by one deterministic unit).
+
+``lines``
+    The rouge-score CLI layout: plain text files, one example per line.  Candidate
+    files and reference files are sorted and paired by position (as rouge-score's
+    ``glob`` + ``sorted``), within each system.  ``system_from``: ``None`` (no
+    system), ``"stem"`` (each candidate file is one system, named by its file stem)
+    or ``"folder"`` (system = the candidate file's folder name).  Line ``k`` of the
+    candidate file pairs with line ``k`` of the reference file; the id is
+    ``"<reference file stem>:<k>"`` with ``k`` 1-based (the reference name, so the
+    same example has the same id in every system).  Different line counts are an
+    error naming both files, raised at plan time.  Lines are split on ``"\\n"``
+    (a trailing ``"\\r"`` is removed, as Python's text mode does); a final newline
+    does not start a record.
+
+Rows: ``row`` is the 0-based row index in its file (for JSONL and text the line
+number is ``row + 1``; messages say ``line N``).  Blank JSONL lines are skipped (they
+are not records).  Bad records (malformed JSON, wrong types, null/missing candidate or
+references, empty reference list, invalid UTF-8, duplicate ``(system, id)`` within the
+unit: the later rows) become quarantine rows whose reason names the file and line,
+never a crash.  Integer ids (and systems) are accepted and converted to strings.
+Configuration errors (unknown column, missing Parquet column, glob matching nothing,
+different line counts) raise.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+import fsspec
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline.io import paths as _paths
+from pipeline.io.paths import check_keys, check_scheme, compression_of, expand, file_stem, infer_format, parent_name
+
+LAYOUTS = ("records", "paired", "lines")
+SYSTEM_FROM = (None, "stem", "folder")
+COLUMN_KEYS = ("id", "candidate", "references", "system", "source", "reference_id")
+
+CANONICAL_SCHEMA = pa.schema([
+    pa.field("id", pa.string(), nullable=False),
+    pa.field("system", pa.string(), nullable=False),
+    pa.field("candidate", pa.string(), nullable=False),
+    pa.field("references", pa.list_(pa.string()), nullable=False),
+    pa.field("source", pa.string(), nullable=True),
+    pa.field("row", pa.int64(), nullable=False),
+    pa.field("file", pa.string(), nullable=False),
+])
+
+QUARANTINE_SCHEMA = pa.schema([
+    pa.field("id", pa.string(), nullable=True),
+    pa.field("system", pa.string(), nullable=True),
+    pa.field("file", pa.string(), nullable=False),
+    pa.field("row", pa.int64(), nullable=True),
+    pa.field("reason", pa.string(), nullable=False),
+])
+
+_SPEC_KEYS = ("layout", "paths", "candidates", "references", "format", "reference_format",
+              "columns", "storage_options", "system_from")
+
+
+def _as_tuple(v, field_name: str) -> tuple[str, ...]:
+    if v is None:
+        return ()
+    if isinstance(v, str):
+        v = [v]
+    if not isinstance(v, (list, tuple)) or not all(isinstance(x, str) and x for x in v):
+        raise ValueError(f"input.{field_name}: expected a URL/glob or a list of them, got {v!r}")
+    return tuple(v)
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    layout: str = "records"
+    paths: tuple[str, ...] = ()
+    candidates: tuple[str, ...] = ()
+    references: tuple[str, ...] = ()
+    format: str = "auto"
+    reference_format: str = "auto"
+    columns: dict = field(default_factory=dict)
+    storage_options: dict = field(default_factory=dict)
+    system_from: str | None = None
+
+    @classmethod
+    def from_config(cls, d: dict | "InputSpec") -> "InputSpec":
+        if isinstance(d, InputSpec):
+            return d
+        check_keys(d, _SPEC_KEYS, "input")
+        layout = d.get("layout", "records")
+        if layout not in LAYOUTS:
+            raise ValueError(f"input.layout: expected one of {', '.join(LAYOUTS)}, got {layout!r}")
+        paths = _as_tuple(d.get("paths"), "paths")
+        cands = _as_tuple(d.get("candidates"), "candidates")
+        refs = _as_tuple(d.get("references"), "references")
+        if layout == "records":
+            if not paths:
+                raise ValueError("input.paths: required for layout 'records'")
+            if cands or refs:
+                raise ValueError("input.candidates/input.references: only for layouts 'paired' and 'lines' "
+                                 "(layout 'records' uses input.paths)")
+        else:
+            if paths:
+                raise ValueError(f"input.paths: not used by layout {layout!r}; "
+                                 "give input.candidates and input.references")
+            if not cands:
+                raise ValueError(f"input.candidates: required for layout {layout!r}")
+            if not refs:
+                raise ValueError(f"input.references: required for layout {layout!r}")
+        for name, urls in (("paths", paths), ("candidates", cands), ("references", refs)):
+            for u in urls:
+                check_scheme(u, f"input.{name}")
+        allowed_formats = ("auto", "text") if layout == "lines" else ("auto", "jsonl", "parquet")
+        fmt = d.get("format", "auto")
+        ref_fmt = d.get("reference_format", "auto")
+        for name, v in (("format", fmt), ("reference_format", ref_fmt)):
+            if v not in allowed_formats:
+                raise ValueError(f"input.{name}: expected one of {', '.join(allowed_formats)} "
+                                 f"for layout {layout!r}, got {v!r}")
+        columns = d.get("columns") or {}
+        check_keys(columns, COLUMN_KEYS, "input.columns")
+        for k, v in columns.items():
+            if not isinstance(v, str) or not v:
+                raise ValueError(f"input.columns.{k}: expected a column name, got {v!r}")
+        if columns and layout == "lines":
+            raise ValueError("input.columns: not used by layout 'lines' (plain text has no columns)")
+        so = d.get("storage_options") or {}
+        if not isinstance(so, dict):
+            raise ValueError(f"input.storage_options: expected a mapping, got {type(so).__name__}")
+        system_from = d.get("system_from")
+        if system_from == "none":
+            system_from = None
+        if system_from not in SYSTEM_FROM:
+            raise ValueError(f"input.system_from: expected null, 'stem' or 'folder', got {system_from!r}")
+        if system_from is not None and layout != "lines":
+            raise ValueError("input.system_from: only for layout 'lines' "
+                             "(other layouts take the system from a column)")
+        return cls(layout=layout, paths=paths, candidates=cands, references=refs, format=fmt,
+                   reference_format=ref_fmt, columns=dict(columns), storage_options=dict(so),
+                   system_from=system_from)
+
+    def col(self, key: str) -> str:
+        if key == "reference_id":
+            return self.columns.get("reference_id", self.columns.get("id", "id"))
+        return self.columns.get(key, key)
+
+    def to_dict(self) -> dict:
+        """Plain, JSON-able form (storage options included: redact before logging)."""
+        out: dict[str, Any] = {"layout": self.layout, "format": self.format}
+        if self.layout == "records":
+            out["paths"] = list(self.paths)
+        else:
+            out["candidates"] = list(self.candidates)
+            out["references"] = list(self.references)
+        if self.layout == "paired":
+            out["reference_format"] = self.reference_format
+        if self.columns:
+            out["columns"] = dict(self.columns)
+        if self.system_from is not None:
+            out["system_from"] = self.system_from
+        out["storage_options"] = dict(self.storage_options)
+        return out
+
+
+@dataclass(frozen=True)
+class WorkUnit:
+    """A small, picklable description of one task's input.
+
+    ``row_start``/``row_stop`` select rows ``[start, stop)`` of ``file`` (``None``: to
+    the end).  ``byte_start``/``byte_stop`` are set for uncompressed line files split
+    with ``target_rows``.  ``ref_files``/``ref_ranges`` hold the references side
+    (``paired``: ``(ref file index, start row, stop row)`` runs; ``lines``: the one
+    reference file and the same row range, ``ref_bytes`` its byte range).
+    ``extra_quarantine`` holds rows found bad at plan time (emitted by this unit).
+    """
+
+    index: int
+    layout: str
+    file: str
+    format: str
+    row_start: int = 0
+    row_stop: int | None = None
+    byte_start: int | None = None
+    byte_stop: int | None = None
+    ref_files: tuple[str, ...] = ()
+    ref_format: str | None = None
+    ref_ranges: tuple[tuple[int, int, int], ...] = ()
+    ref_bytes: tuple[int, int] | None = None
+    system: str = ""
+    extra_quarantine: tuple[tuple, ...] = ()
+    n_rows: int | None = None
+    n_bytes: int | None = None
+
+    @property
+    def key(self) -> str:
+        """A stable, human-readable name (for task keys and logs)."""
+        stop = "" if self.row_stop is None else self.row_stop
+        return f"{self.index:05d}:{self.file}[{self.row_start}:{stop}]"
+
+
+# --------------------------------------------------------------------------- bad records
+class _Bad(Exception):
+    def __init__(self, reason: str, id_: str | None = None, system: str | None = None):
+        super().__init__(reason)
+        self.reason = reason
+        self.id = id_
+        self.system = system
+
+
+class _BadText:
+    """Placeholder for a Parquet string that is not valid UTF-8."""
+
+    def __init__(self, err: str):
+        self.err = err
+
+
+_MISSING = object()
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _where(url: str, row: int, fmt: str) -> str:
+    return f"{url} row {row}" if fmt == "parquet" else f"{url} line {row + 1}"
+
+
+def _check_text(v: str, what: str) -> str:
+    try:
+        v.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _Bad(f"{what} is not valid Unicode (lone surrogate)") from None
+    return v
+
+
+def _get_id(rec: dict, col: str, what: str = "id") -> str:
+    v = rec.get(col, _MISSING)
+    if v is _MISSING:
+        raise _Bad(f"missing {what} field {col!r}")
+    if v is None:
+        raise _Bad(f"null {what}")
+    if isinstance(v, bool):
+        raise _Bad(f"{what} must be a string or integer, got bool")
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, _BadText):
+        raise _Bad(f"{what} is not valid UTF-8 ({v.err})")
+    if not isinstance(v, str):
+        raise _Bad(f"{what} must be a string or integer, got {type(v).__name__}")
+    if not v:
+        raise _Bad(f"empty {what}")
+    return _check_text(v, what)
+
+
+def _get_system(rec: dict, col: str) -> str:
+    v = rec.get(col)
+    if v is None:
+        return ""
+    if isinstance(v, int) and not isinstance(v, bool):
+        return str(v)
+    if isinstance(v, _BadText):
+        raise _Bad(f"system is not valid UTF-8 ({v.err})")
+    if not isinstance(v, str):
+        raise _Bad(f"system must be a string, got {type(v).__name__}")
+    return _check_text(v, "system")
+
+
+def _get_str(rec: dict, col: str, what: str, required: bool) -> str | None:
+    v = rec.get(col, _MISSING)
+    if v is _MISSING or v is None:
+        if required:
+            raise _Bad(f"{'missing' if v is _MISSING else 'null'} {what}"
+                       + (f" field {col!r}" if v is _MISSING else ""))
+        return None
+    if isinstance(v, _BadText):
+        raise _Bad(f"{what} is not valid UTF-8 ({v.err})")
+    if not isinstance(v, str):
+        raise _Bad(f"{what} must be a string, got {type(v).__name__}")
+    return _check_text(v, what)
+
+
+def _get_refs(rec: dict, col: str) -> list[str]:
+    v = rec.get(col, _MISSING)
+    if v is _MISSING:
+        raise _Bad(f"missing references field {col!r}")
+    if v is None:
+        raise _Bad("null references")
+    if isinstance(v, str):
+        return [_check_text(v, "reference")]
+    if isinstance(v, _BadText):
+        raise _Bad(f"reference is not valid UTF-8 ({v.err})")
+    if not isinstance(v, (list, tuple)):
+        raise _Bad(f"references must be a string or a list of strings, got {type(v).__name__}")
+    if len(v) == 0:
+        raise _Bad("empty reference list")
+    out = []
+    for i, r in enumerate(v):
+        if r is None:
+            raise _Bad(f"null reference at index {i}")
+        if isinstance(r, _BadText):
+            raise _Bad(f"reference {i} is not valid UTF-8 ({r.err})")
+        if not isinstance(r, str):
+            raise _Bad(f"reference {i} must be a string, got {type(r).__name__}")
+        out.append(_check_text(r, f"reference {i}"))
+    return out
+
+
+# --------------------------------------------------------------------------- raw reading
+def _open(url: str, so: dict, compression: str | None = None):
+    return fsspec.open(url, "rb", compression=compression, **so)
+
+
+def _iter_lines(url: str, so: dict, row_start: int = 0, row_stop: int | None = None,
+                byte_start: int | None = None, byte_stop: int | None = None) -> Iterator[tuple[int, bytes]]:
+    """``(row, line bytes without the newline)`` for rows ``[row_start, row_stop)``."""
+    comp = compression_of(url)
+    with _open(url, so, comp) as f:
+        if byte_start is not None and comp is None:
+            f.seek(byte_start)
+            data = f.read(byte_stop - byte_start) if byte_stop is not None else f.read()
+            lines = data.split(b"\n")
+            if lines and lines[-1] == b"":
+                lines.pop()
+            for i, line in enumerate(lines):
+                row = row_start + i
+                if row_stop is not None and row >= row_stop:
+                    break
+                yield row, line[:-1] if line.endswith(b"\r") else line
+            return
+        for row, line in enumerate(f):
+            if row < row_start:
+                continue
+            if row_stop is not None and row >= row_stop:
+                break
+            if line.endswith(b"\n"):
+                line = line[:-1]
+            if line.endswith(b"\r"):
+                line = line[:-1]
+            yield row, line
+
+
+def _parse_json_line(raw: bytes, row: int):
+    """``(record, None)`` or ``(None, reason)``; ``(None, None)`` for a blank line."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return None, f"invalid UTF-8 at byte {e.start}"
+    if row == 0 and text.startswith("\ufeff"):
+        text = text[1:]
+    if not text.strip():
+        return None, None
+    try:
+        rec = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as e:
+        msg = e.msg if isinstance(e, json.JSONDecodeError) else "too deeply nested"
+        return None, f"malformed JSON ({msg})"
+    if not isinstance(rec, dict):
+        return None, f"expected a JSON object, got {type(rec).__name__}"
+    return rec, None
+
+
+def _column_to_pylist(col: pa.ChunkedArray) -> list:
+    try:
+        return col.to_pylist()
+    except (UnicodeDecodeError, pa.ArrowInvalid):
+        pass
+    # Invalid UTF-8 inside a string column: decode value by value.
+    t = col.type
+
+    def dec(b):
+        if b is None:
+            return None
+        try:
+            return b.decode("utf-8")
+        except UnicodeDecodeError as e:
+            return _BadText(f"at byte {e.start}")
+
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return [dec(b) for b in col.cast(pa.binary()).to_pylist()]
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        raw = col.cast(pa.list_(pa.binary())).to_pylist()
+        return [None if v is None else [dec(b) for b in v] for v in raw]
+    raise ValueError(f"cannot read a column of type {t} as Python values")
+
+
+def _read_parquet(url: str, so: dict, columns: list[str], row_start: int = 0,
+                  row_stop: int | None = None) -> tuple[pa.Table, list[str]]:
+    with _open(url, so) as f:
+        pf = pq.ParquetFile(f)
+        names = pf.schema_arrow.names
+        cols = [c for c in dict.fromkeys(columns) if c in names]
+        n = pf.metadata.num_rows
+        stop = n if row_stop is None else min(row_stop, n)
+        if row_start == 0 and stop == n:
+            return pf.read(columns=cols), names
+        groups, offset, first = [], 0, None
+        for g in range(pf.metadata.num_row_groups):
+            g_rows = pf.metadata.row_group(g).num_rows
+            if offset + g_rows > row_start and offset < stop:
+                groups.append(g)
+                if first is None:
+                    first = offset
+            offset += g_rows
+        if not groups:
+            return pf.schema_arrow.empty_table().select(cols), names
+        t = pf.read_row_groups(groups, columns=cols)
+        return t.slice(row_start - first, stop - row_start), names
+
+
+def _require_columns(url: str, names: list[str], required: list[tuple[str, str]]) -> None:
+    import difflib
+
+    for key, col in required:
+        if col not in names:
+            close = difflib.get_close_matches(col, names, n=1, cutoff=0.5)
+            hint = f"; did you mean {close[0]!r} (set input.columns.{key})?" if close else ""
+            raise ValueError(f"{url}: no column {col!r} for {key} (columns: {', '.join(names)}){hint}")
+
+
+def _iter_records(url: str, fmt: str, so: dict, columns: list[str], required: list[tuple[str, str]],
+                  row_start: int = 0, row_stop: int | None = None, byte_start: int | None = None,
+                  byte_stop: int | None = None) -> Iterator[tuple[int, dict | None, str | None]]:
+    """``(row, record, None)`` or ``(row, None, reason)`` for each record of a file slice."""
+    if fmt == "jsonl":
+        for row, raw in _iter_lines(url, so, row_start, row_stop, byte_start, byte_stop):
+            rec, err = _parse_json_line(raw, row)
+            if rec is None and err is None:
+                continue
+            yield row, rec, err
+    elif fmt == "parquet":
+        table, names = _read_parquet(url, so, columns, row_start, row_stop)
+        _require_columns(url, names, required)
+        lists = {c: _column_to_pylist(table.column(c)) for c in table.column_names}
+        for i in range(table.num_rows):
+            yield row_start + i, {c: v[i] for c, v in lists.items()}, None
+    else:
+        raise ValueError(f"{url}: format {fmt!r} is not a record format (jsonl, parquet)")
+
+
+# --------------------------------------------------------------------------- planning
+def _scan_lines(url: str, so: dict, every: int | None = None) -> tuple[int, list[int] | None]:
+    """Number of lines and, for uncompressed files, the byte offset of every ``every``-th line."""
+    comp = compression_of(url)
+    starts = [0]
+    n_nl = pos = 0
+    last = 10
+    with _open(url, so, comp) as f:
+        while True:
+            chunk = f.read(1 << 22)
+            if not chunk:
+                break
+            nl = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == 10)
+            if every:
+                line_idx = n_nl + np.arange(1, len(nl) + 1)
+                starts.extend((pos + nl[line_idx % every == 0] + 1).tolist())
+            n_nl += len(nl)
+            pos += len(chunk)
+            last = chunk[-1]
+    n_lines = n_nl + (1 if pos and last != 10 else 0)
+    if comp is not None or not every:
+        return n_lines, None
+    starts = [s for i, s in enumerate(starts) if i * every < n_lines]
+    starts.append(pos)
+    return n_lines, starts
+
+
+def _ranges(n_rows: int, target_rows: int | None) -> list[tuple[int, int]]:
+    if not target_rows or n_rows <= target_rows:
+        return [(0, n_rows)]
+    return [(s, min(s + target_rows, n_rows)) for s in range(0, n_rows, target_rows)]
+
+
+def _size(url: str, so: dict) -> int | None:
+    try:
+        fs, path = _paths.get_fs(url, so)
+        return fs.size(path)
+    except Exception:  # noqa: BLE001 - an estimate only
+        return None
+
+
+def _parquet_rows(url: str, so: dict) -> int:
+    with _open(url, so) as f:
+        return pq.ParquetFile(f).metadata.num_rows
+
+
+def _shard_units(url: str, fmt: str, so: dict, target_rows: int | None, n_rows: int | None = None):
+    """Row (and byte) slices of one record file: ``[(row_start, row_stop, byte_start, byte_stop, n_rows)]``."""
+    if fmt == "parquet":
+        if not target_rows:
+            return [(0, None, None, None, None)]
+        n = _parquet_rows(url, so) if n_rows is None else n_rows
+        return [(a, b, None, None, b - a) for a, b in _ranges(n, target_rows)]
+    if not target_rows:
+        return [(0, None, None, None, n_rows)]
+    n, starts = _scan_lines(url, so, target_rows)
+    out = []
+    for k, (a, b) in enumerate(_ranges(n, target_rows)):
+        if starts is not None and n > target_rows:
+            out.append((a, b, starts[k], starts[k + 1], b - a))
+        else:
+            out.append((a, b, None, None, b - a))
+    return out
+
+
+def _check_target_rows(target_rows):
+    if target_rows is not None and (isinstance(target_rows, bool) or not isinstance(target_rows, int)
+                                    or target_rows <= 0):
+        raise ValueError(f"target_rows: expected a positive integer or None, got {target_rows!r}")
+
+
+def plan_units(spec: InputSpec | dict, target_rows: int | None = None) -> list["WorkUnit"]:
+    """Deterministic list of work units for ``spec`` (see the module docstring)."""
+    spec = InputSpec.from_config(spec)
+    _check_target_rows(target_rows)
+    if spec.layout == "records":
+        return _plan_records(spec, target_rows)
+    if spec.layout == "paired":
+        return _plan_paired(spec, target_rows)
+    return _plan_lines(spec, target_rows)
+
+
+def _plan_records(spec: InputSpec, target_rows):
+    so = spec.storage_options
+    units = []
+    for url in expand(spec.paths, so, "input.paths"):
+        fmt = infer_format(url, spec.format)
+        if fmt not in ("jsonl", "parquet"):
+            raise ValueError(f"{url}: layout 'records' reads jsonl or parquet, not {fmt}")
+        compression_of(url)
+        size = _size(url, so)
+        for a, b, ba, bb, n in _shard_units(url, fmt, so, target_rows):
+            units.append(WorkUnit(index=len(units), layout="records", file=url, format=fmt, row_start=a,
+                                  row_stop=b, byte_start=ba, byte_stop=bb, n_rows=n,
+                                  n_bytes=size if b is None else None))
+    return units
+
+
+def _runs(positions: list[tuple[int, int]]) -> tuple[tuple[int, int, int], ...]:
+    """Sorted ``(file, row)`` positions -> ``(file, start, stop)`` runs."""
+    out: list[list[int]] = []
+    for fi, row in sorted(set(positions)):
+        if out and out[-1][0] == fi and out[-1][2] == row:
+            out[-1][2] = row + 1
+        else:
+            out.append([fi, row, row + 1])
+    return tuple(tuple(r) for r in out)
+
+
+def _plan_paired(spec: InputSpec, target_rows):
+    so = spec.storage_options
+    cand_files = expand(spec.candidates, so, "input.candidates")
+    ref_files = expand(spec.references, so, "input.references")
+    id_col, ref_id_col = spec.col("id"), spec.col("reference_id")
+
+    # 1. references side: id -> [(file index, row)]; unreadable rows are reported now.
+    ref_index: dict[str, list[tuple[int, int]]] = {}
+    extra: list[tuple[int, tuple]] = []   # (ref file index, quarantine row)
+    ref_fmts = []
+    for fi, url in enumerate(ref_files):
+        fmt = infer_format(url, spec.reference_format)
+        if fmt not in ("jsonl", "parquet"):
+            raise ValueError(f"{url}: layout 'paired' reads jsonl or parquet, not {fmt}")
+        ref_fmts.append(fmt)
+        for row, rec, err in _iter_records(url, fmt, so, [ref_id_col],
+                                           [("reference_id", ref_id_col)]):
+            where = _where(url, row, fmt)
+            if err is not None:
+                extra.append((fi, (None, None, url, row, f"{where}: references side: {err}")))
+                continue
+            try:
+                rid = _get_id(rec, ref_id_col)
+            except _Bad as b:
+                extra.append((fi, (None, None, url, row, f"{where}: references side: {b.reason}")))
+                continue
+            ref_index.setdefault(rid, []).append((fi, row))
+    if len(set(ref_fmts)) > 1:
+        raise ValueError("input.references: mixed formats on the references side "
+                         f"({', '.join(sorted(set(ref_fmts)))}); use one format")
+    ref_fmt = ref_fmts[0]
+
+    # 2. candidates side: ids per row, sliced into units.
+    used: set[str] = set()
+    planned = []
+    for url in cand_files:
+        fmt = infer_format(url, spec.format)
+        if fmt not in ("jsonl", "parquet"):
+            raise ValueError(f"{url}: layout 'paired' reads jsonl or parquet, not {fmt}")
+        ids: list[str | None] = []
+        for row, rec, err in _iter_records(url, fmt, so, [id_col], [("id", id_col)]):
+            while len(ids) < row:
+                ids.append(None)   # blank lines
+            rid = None
+            if err is None:
+                try:
+                    rid = _get_id(rec, id_col)
+                except _Bad:
+                    pass
+            ids.append(rid)
+        n = len(ids)
+        if fmt == "jsonl" and target_rows:
+            slices = _shard_units(url, fmt, so, target_rows)
+        else:
+            slices = [(a, b, None, None, b - a) for a, b in _ranges(n, target_rows)]
+        for a, b, ba, bb, n_rows in slices:
+            b_eff = n if b is None else b
+            need = []
+            for rid in ids[a:b_eff]:
+                if rid is not None and rid in ref_index:
+                    used.add(rid)
+                    need.extend(ref_index[rid])
+            planned.append(dict(layout="paired", file=url, format=fmt, row_start=a,
+                                row_stop=None if (a == 0 and b_eff == n) else b_eff,
+                                byte_start=ba, byte_stop=bb, ref_files=tuple(ref_files), ref_format=ref_fmt,
+                                ref_ranges=_runs(need), n_rows=n_rows if n_rows is not None else b_eff - a))
+    # 3. references nobody asks for.
+    for rid, positions in ref_index.items():
+        if rid not in used:
+            for fi, row in positions:
+                url = ref_files[fi]
+                extra.append((fi, (rid, None, url, row,
+                                   f"{_where(url, row, ref_fmt)}: no candidate for id {rid!r}")))
+    extras: dict[int, list[tuple]] = {}
+    for fi, q in sorted(extra, key=lambda e: (e[0], e[1][3])):
+        extras.setdefault(fi % len(planned), []).append(q)
+    return [WorkUnit(index=i, extra_quarantine=tuple(extras.get(i, ())), **p) for i, p in enumerate(planned)]
+
+
+def _plan_lines(spec: InputSpec, target_rows):
+    so = spec.storage_options
+    cand_files = expand(spec.candidates, so, "input.candidates")
+    ref_files = expand(spec.references, so, "input.references")
+    groups: dict[str, list[str]] = {}
+    for url in cand_files:
+        if spec.system_from == "stem":
+            system = file_stem(url)
+        elif spec.system_from == "folder":
+            system = parent_name(url)
+        else:
+            system = ""
+        groups.setdefault(system, []).append(url)
+    for url in cand_files + ref_files:
+        infer_format(url, spec.format, default="text")
+        compression_of(url)
+    units = []
+    ref_scans: dict[str, tuple[int, list[int] | None]] = {}
+    for system in sorted(groups):
+        cands = groups[system]
+        if len(cands) != len(ref_files):
+            raise ValueError(
+                f"layout 'lines': {len(cands)} candidate file(s)"
+                + (f" for system {system!r}" if spec.system_from is not None else "")
+                + f" but {len(ref_files)} reference file(s); they are paired by sorted name "
+                f"(candidates: {cands[:3]}{'…' if len(cands) > 3 else ''}; "
+                f"references: {ref_files[:3]}{'…' if len(ref_files) > 3 else ''})")
+        for c_url, r_url in zip(cands, ref_files):
+            n_c, c_starts = _scan_lines(c_url, so, target_rows)
+            if r_url not in ref_scans:
+                ref_scans[r_url] = _scan_lines(r_url, so, target_rows)
+            n_r, r_starts = ref_scans[r_url]
+            if n_c != n_r:
+                raise ValueError(f"layout 'lines': {c_url} has {n_c} lines but {r_url} has {n_r}; "
+                                 "line k of the candidates must pair with line k of the references")
+            for k, (a, b) in enumerate(_ranges(n_c, target_rows)):
+                split = target_rows is not None and n_c > target_rows
+                units.append(WorkUnit(
+                    index=len(units), layout="lines", file=c_url, format="text", row_start=a,
+                    row_stop=b if split else None,
+                    byte_start=c_starts[k] if split and c_starts else None,
+                    byte_stop=c_starts[k + 1] if split and c_starts else None,
+                    ref_files=(r_url,), ref_format="text", ref_ranges=((0, a, b),),
+                    ref_bytes=(r_starts[k], r_starts[k + 1]) if split and r_starts else None,
+                    system=system, n_rows=b - a))
+    return units
+
+
+# --------------------------------------------------------------------------- reading
+class _Out:
+    def __init__(self):
+        self.cols: dict[str, list] = {n: [] for n in CANONICAL_SCHEMA.names}
+        self.q: dict[str, list] = {n: [] for n in QUARANTINE_SCHEMA.names}
+        self.seen: dict[tuple[str, str], str] = {}
+
+    def quarantine(self, id_, system, file, row, reason):
+        for k, v in zip(QUARANTINE_SCHEMA.names, (id_, system, file, row, reason)):
+            self.q[k].append(v)
+
+    def add(self, id_, system, candidate, refs, source, row, file, where):
+        key = (system, id_)
+        first = self.seen.get(key)
+        if first is not None:
+            self.quarantine(id_, system, file, row,
+                            f"{where}: duplicate id {id_!r}" + (f" for system {system!r}" if system else "")
+                            + f" (first at {first})")
+            return
+        self.seen[key] = where
+        for k, v in zip(CANONICAL_SCHEMA.names, (id_, system, candidate, refs, source, row, file)):
+            self.cols[k].append(v)
+
+    def tables(self) -> tuple[pa.Table, pa.Table]:
+        return (pa.table(self.cols, schema=CANONICAL_SCHEMA), pa.table(self.q, schema=QUARANTINE_SCHEMA))
+
+
+def read_unit(spec: InputSpec | dict, unit: WorkUnit) -> tuple[pa.Table, pa.Table]:
+    """``(canonical table, quarantine table)`` for one work unit."""
+    spec = InputSpec.from_config(spec)
+    out = _Out()
+    for q in unit.extra_quarantine:
+        out.quarantine(*q)
+    if unit.layout == "records":
+        _read_records(spec, unit, out)
+    elif unit.layout == "paired":
+        _read_paired(spec, unit, out)
+    elif unit.layout == "lines":
+        _read_lines(spec, unit, out)
+    else:
+        raise ValueError(f"unknown unit layout {unit.layout!r}")
+    return out.tables()
+
+
+def _read_records(spec: InputSpec, unit: WorkUnit, out: _Out) -> None:
+    c = {k: spec.col(k) for k in ("id", "candidate", "references", "system", "source")}
+    required = [(k, c[k]) for k in ("id", "candidate", "references")]
+    url, fmt = unit.file, unit.format
+    for row, rec, err in _iter_records(url, fmt, spec.storage_options, list(c.values()), required,
+                                       unit.row_start, unit.row_stop, unit.byte_start, unit.byte_stop):
+        where = _where(url, row, fmt)
+        if err is not None:
+            out.quarantine(None, None, url, row, f"{where}: {err}")
+            continue
+        id_ = system = None
+        try:
+            id_ = _get_id(rec, c["id"])
+            system = _get_system(rec, c["system"])
+            cand = _get_str(rec, c["candidate"], "candidate", True)
+            refs = _get_refs(rec, c["references"])
+            source = _get_str(rec, c["source"], "source", False)
+        except _Bad as b:
+            out.quarantine(id_, system, url, row, f"{where}: {b.reason}")
+            continue
+        out.add(id_, system, cand, refs, source, row, url, where)
+
+
+def _read_paired(spec: InputSpec, unit: WorkUnit, out: _Out) -> None:
+    so = spec.storage_options
+    c = {k: spec.col(k) for k in ("id", "candidate", "references", "system", "source", "reference_id")}
+    # references side: only the planned rows
+    refs: dict[str, list[str]] = {}
+    ref_err: dict[str, str] = {}
+    ref_source: dict[str, str | None] = {}
+    rfmt = unit.ref_format
+    for fi, a, b in unit.ref_ranges:
+        r_url = unit.ref_files[fi]
+        for row, rec, err in _iter_records(r_url, rfmt, so, [c["reference_id"], c["references"], c["source"]],
+                                           [("reference_id", c["reference_id"]), ("references", c["references"])],
+                                           a, b):
+            if err is not None:
+                continue   # reported at plan time
+            try:
+                rid = _get_id(rec, c["reference_id"])
+            except _Bad:
+                continue   # reported at plan time
+            where = _where(r_url, row, rfmt)
+            try:
+                r = _get_refs(rec, c["references"])
+                src = _get_str(rec, c["source"], "source", False)
+            except _Bad as bad:
+                ref_err.setdefault(rid, f"references side {where}: {bad.reason}")
+                continue
+            refs.setdefault(rid, []).extend(r)
+            if ref_source.get(rid) is None:
+                ref_source[rid] = src
+    url, fmt = unit.file, unit.format
+    cols = [c[k] for k in ("id", "candidate", "system", "source")]
+    for row, rec, err in _iter_records(url, fmt, so, cols, [("id", c["id"]), ("candidate", c["candidate"])],
+                                       unit.row_start, unit.row_stop, unit.byte_start, unit.byte_stop):
+        where = _where(url, row, fmt)
+        if err is not None:
+            out.quarantine(None, None, url, row, f"{where}: {err}")
+            continue
+        id_ = system = None
+        try:
+            id_ = _get_id(rec, c["id"])
+            system = _get_system(rec, c["system"])
+            cand = _get_str(rec, c["candidate"], "candidate", True)
+            source = _get_str(rec, c["source"], "source", False)
+        except _Bad as b:
+            out.quarantine(id_, system, url, row, f"{where}: {b.reason}")
+            continue
+        if id_ in ref_err and id_ not in refs:
+            out.quarantine(id_, system, url, row, f"{where}: {ref_err[id_]}")
+            continue
+        r = refs.get(id_)
+        if r is None:
+            out.quarantine(id_, system, url, row, f"{where}: no references for id {id_!r}")
+            continue
+        out.add(id_, system, cand, list(r), source if source is not None else ref_source.get(id_),
+                row, url, where)
+
+
+def _read_lines(spec: InputSpec, unit: WorkUnit, out: _Out) -> None:
+    so = spec.storage_options
+    r_url = unit.ref_files[0]
+    _, a, b = unit.ref_ranges[0]
+    rb = unit.ref_bytes or (None, None)
+    c_lines = _iter_lines(unit.file, so, unit.row_start, unit.row_stop, unit.byte_start, unit.byte_stop)
+    r_lines = _iter_lines(r_url, so, a, b if unit.row_stop is not None else None, rb[0], rb[1])
+    stem = file_stem(r_url)
+    sentinel = (None, None)
+    for (c_row, c_raw), (r_row, r_raw) in itertools.zip_longest(c_lines, r_lines, fillvalue=sentinel):
+        if c_row is None or r_row is None:
+            raise ValueError(f"layout 'lines': {unit.file} and {r_url} have different line counts "
+                             "(changed since planning?)")
+        id_ = f"{stem}:{c_row + 1}"
+        try:
+            cand = c_raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            out.quarantine(id_, unit.system, unit.file, c_row,
+                           f"{unit.file} line {c_row + 1}: invalid UTF-8 at byte {e.start}")
+            continue
+        try:
+            ref = r_raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            out.quarantine(id_, unit.system, unit.file, c_row,
+                           f"references {r_url} line {r_row + 1}: invalid UTF-8 at byte {e.start}")
+            continue
+        out.add(id_, unit.system, cand, [ref], None, c_row, unit.file, f"{unit.file} line {c_row + 1}")

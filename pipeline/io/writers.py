@@ -1,0 +1,167 @@
+"""Atomic, deterministic output files (fsspec + Arrow; never Dask).
+
+* Every file has a deterministic name (:func:`part_name`), so a retried task overwrites
+  its own output and never adds a second copy.
+* Local (and other non-object-store) file systems: write ``.tmp-<name>-<uuid>`` in the
+  same folder, then rename (``os.replace`` on local disks: atomic).  Object stores
+  (s3, gcs, azure): a single PUT / CompleteMultipartUpload is atomic, so write directly.
+  Temp names start with ``.``, which Arrow/Dask dataset readers skip.
+* :func:`mark_success` writes ``_SUCCESS`` last; readers trust only run folders where
+  :func:`is_complete` is true.
+* :func:`partition_path` escapes system names (percent-encoding, plus a short hash for
+  very long names), so no system name can leave its folder.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import posixpath
+import re
+import uuid
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline.io.paths import check_scheme, get_fs, is_local
+
+SUCCESS = "_SUCCESS"
+_OBJECT_STORES = {"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "adl"}
+_SAFE = re.compile(r"[A-Za-z0-9_\-.]")
+_DATASET = re.compile(r"^[A-Za-z0-9_\-][A-Za-z0-9_.\-]*$")
+MAX_SEGMENT = 96    # escaped system names longer than this are cut and hashed
+_KEEP = 64
+
+
+def part_name(unit_index: int) -> str:
+    """``part-00007.parquet``: lexicographic order = unit order (up to 99999, then still unique)."""
+    if isinstance(unit_index, bool) or not isinstance(unit_index, int) or unit_index < 0:
+        raise ValueError(f"unit_index must be a non-negative integer, got {unit_index!r}")
+    return f"part-{unit_index:05d}.parquet"
+
+
+def escape_system(system: str) -> str:
+    """A path segment that can never be ``..``, contain ``/``/``\\``/NUL, or be too long.
+
+    Every character outside ``[A-Za-z0-9_.-]`` is percent-encoded (UTF-8 bytes), as is a
+    leading ``.`` (so no hidden files and no ``.``/``..``).  ``%`` itself is encoded, so
+    the mapping is injective; :func:`unescape_system` inverts it.  Escaped names longer
+    than ``MAX_SEGMENT`` keep their first 64 characters plus ``~`` and 16 hex digits of
+    SHA-256 of the name (``~`` never appears otherwise, so these cannot collide with short
+    names).  The empty system (input without systems) is the empty segment
+    (``system=``).  Note: case-insensitive file systems would still merge ``A`` and ``a``.
+    """
+    if not isinstance(system, str):
+        raise TypeError(f"system must be a string, got {type(system).__name__}")
+    parts = []
+    for i, ch in enumerate(system):
+        if _SAFE.match(ch) and not (i == 0 and ch == "."):
+            parts.append(ch)
+        else:
+            parts.append("".join(f"%{b:02X}" for b in ch.encode("utf-8", "surrogatepass")))
+    out = "".join(parts)
+    if len(out) > MAX_SEGMENT:
+        cut = out[:_KEEP]
+        pct = cut.rfind("%")
+        if pct >= _KEEP - 2:        # do not cut inside a %XX escape
+            cut = cut[:pct]
+        digest = hashlib.sha256(system.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        out = f"{cut}~{digest}"
+    return out
+
+
+def unescape_system(segment: str) -> str:
+    """Inverse of :func:`escape_system` (raises for hashed long names, which are lossy)."""
+    if "~" in segment:
+        raise ValueError(f"system segment {segment!r} was shortened with a hash; read the name from the data")
+    from urllib.parse import unquote_to_bytes
+
+    return unquote_to_bytes(segment).decode("utf-8", "surrogatepass")
+
+
+def partition_path(run_url: str, dataset: str, system: str) -> str:
+    """``f"{run_url}/{dataset}/system={escaped}/"``."""
+    if not isinstance(dataset, str) or not _DATASET.match(dataset) or dataset in (".", ".."):
+        raise ValueError(f"dataset must be a plain folder name ([A-Za-z0-9_.-]), got {dataset!r}")
+    return f"{run_url.rstrip('/')}/{dataset}/system={escape_system(system)}/"
+
+
+def _join(url: str, name: str) -> str:
+    return f"{url.rstrip('/')}/{name}"
+
+
+def _json_meta(value: Any) -> bytes:
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    return json.dumps(value, sort_keys=True, separators=(",", ":")).encode("utf-8")
+
+
+def _protocol(fs) -> str:
+    return fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+
+
+def _write_bytes_atomic(url: str, write, storage_options: dict | None) -> str:
+    """Call ``write(file_object)`` so that ``url`` appears complete or not at all."""
+    check_scheme(url, "output")
+    fs, path = get_fs(url, storage_options)
+    if _protocol(fs) in _OBJECT_STORES:
+        with fs.open(path, "wb") as f:   # one PUT (or multipart completion): atomic
+            write(f)
+        return url
+    parent = posixpath.dirname(path.rstrip("/"))
+    if parent:
+        fs.makedirs(parent, exist_ok=True)
+    tmp = posixpath.join(parent, f".tmp-{posixpath.basename(path)}-{uuid.uuid4().hex}")
+    try:
+        with fs.open(tmp, "wb") as f:
+            write(f)
+            if is_local(fs):
+                f.flush()
+                os.fsync(f.fileno())
+        if is_local(fs):
+            os.replace(tmp, path)
+        else:
+            fs.mv(tmp, path)
+    except BaseException:
+        try:
+            if fs.exists(tmp):
+                fs.rm(tmp)
+        except Exception:  # noqa: BLE001 - best effort cleanup
+            pass
+        raise
+    return url
+
+
+def write_parquet_atomic(table: pa.Table, url: str, storage_options: dict | None = None,
+                         metadata: dict | None = None) -> str:
+    """Write ``table`` to ``url`` atomically; ``metadata`` goes into the Arrow schema metadata
+    (values that are not ``str``/``bytes`` are stored as compact, key-sorted JSON)."""
+    if metadata:
+        meta = dict(table.schema.metadata or {})
+        meta.update({str(k).encode("utf-8"): _json_meta(v) for k, v in metadata.items()})
+        table = table.replace_schema_metadata(meta)
+
+    def write(f):
+        pq.write_table(table, f, compression="zstd")
+
+    return _write_bytes_atomic(url, write, storage_options)
+
+
+def write_json_atomic(obj: Any, url: str, storage_options: dict | None = None) -> str:
+    """Deterministic JSON (sorted keys, 2-space indent, final newline), written atomically."""
+    data = (json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    return _write_bytes_atomic(url, lambda f: f.write(data), storage_options)
+
+
+def mark_success(run_url: str, storage_options: dict | None = None) -> str:
+    """Write ``_SUCCESS`` (empty) in ``run_url``; call it after every other file is written."""
+    return _write_bytes_atomic(_join(run_url, SUCCESS), lambda f: f.write(b""), storage_options)
+
+
+def is_complete(run_url: str, storage_options: dict | None = None) -> bool:
+    check_scheme(run_url, "output")
+    fs, path = get_fs(_join(run_url, SUCCESS), storage_options)
+    return bool(fs.exists(path))
