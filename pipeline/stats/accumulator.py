@@ -195,9 +195,12 @@ class StatsAccumulator:
         X = fp.to_fixed(scores).reshape(n, T * 3)
         flat = scores.reshape(n, T * 3)
         bases = poisson.example_bases(keys, seed)
-        codes_of: dict[str, int] = {}
-        codes = np.fromiter((codes_of.setdefault(v, len(codes_of)) for v in systems), dtype=np.int64, count=n)
-        sys_names = list(codes_of)
+        sys_names = list(dict.fromkeys(systems))
+        if len(sys_names) == 1:
+            codes = np.zeros(n, dtype=np.int64)
+        else:
+            codes_of = {name: i for i, name in enumerate(sys_names)}
+            codes = np.fromiter(map(codes_of.__getitem__, systems), dtype=np.int64, count=n)
         order = np.argsort(codes, kind="stable")
         bounds = np.searchsorted(codes[order], np.arange(len(sys_names) + 1))
         out: dict[str, _System] = {}
@@ -257,7 +260,8 @@ class StatsAccumulator:
         """JSON-serialisable, canonical (equal accumulators give equal dicts).
 
         Integers that can exceed 2**53 (the fixed-point sums) are decimal strings; the
-        histogram is sparse (flat indices into ``(n_types, 3, hist_bins)`` and counts).
+        histogram is sparse: the non-zero counts of the flattened ``(n_types, 3, hist_bins)``
+        array, with their flat indices delta-encoded (first index, then the gaps).
         """
         systems = []
         for name, st in self._systems.items():
@@ -270,7 +274,7 @@ class StatsAccumulator:
                 "sum_x2": [str(v) for v in st.sum_x2],
                 "min": st.min.ravel().tolist(),
                 "max": st.max.ravel().tolist(),
-                "hist_index": nz.tolist(),
+                "hist_index_delta": np.diff(nz, prepend=0).tolist(),
                 "hist_count": flat[nz].tolist(),
                 "boot_sum_w": st.boot_w.tolist(),
                 "boot_sum_wx": [str(v) for v in fp.pair_to_ints(st.boot_hi, st.boot_lo)],
@@ -302,7 +306,8 @@ class StatsAccumulator:
         systems = {}
         for s in d["systems"]:
             hist = np.zeros(m * H, dtype=np.int64)
-            hist[np.asarray(s["hist_index"], dtype=np.int64)] = np.asarray(s["hist_count"], dtype=np.int64)
+            hist[np.cumsum(np.asarray(s["hist_index_delta"], dtype=np.int64))] = np.asarray(
+                s["hist_count"], dtype=np.int64)
             hi, lo = fp.ints_to_pair(s["boot_sum_wx"], (B, T, 3))
             st = _System(
                 count=int(s["count"]),

@@ -8,7 +8,7 @@ Specification (all arithmetic modulo 2**64 on unsigned integers)::
         z = (z ^ (z >> 27)) * 0x94D049BB133111EB
         z ^ (z >> 31)
     seed_key   = mix64((seed mod 2**64) + GAMMA)                      # once per run
-    h(key)     = little-endian uint64 of blake2b(key.encode("utf-8"), digest_size=8)
+    h(key)     = little-endian uint64 of blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8)
     base(key)  = mix64(h(key) ^ seed_key)                            # once per example
     u_b        = mix64(base + (b + 1) * GAMMA)                        # b = 0 .. n_boot-1
     w_b        = #{k >= 0 : u_b >= T_k}
@@ -85,7 +85,8 @@ def seed_key(seed: int) -> int:
 def key_hashes(keys: Sequence[str]) -> np.ndarray:
     """uint64 blake2b-64 of the UTF-8 bytes of every key."""
     blake = hashlib.blake2b
-    buf = b"".join(blake(k.encode("utf-8"), digest_size=8).digest() for k in keys)
+    # "surrogatepass" only matters for strings that are not valid Unicode (lone surrogates).
+    buf = b"".join([blake(k.encode("utf-8", "surrogatepass"), digest_size=8).digest() for k in keys])
     return np.frombuffer(buf, dtype="<u8").astype(np.uint64)
 
 
