@@ -14,12 +14,15 @@ Semantics: ``shared/reference/rouge155-semantics.md`` §6-§7 and the ID rule of
   the CI bounds are order statistics of the sorted resample values (for B = 1000 and 95%: the
   26th and 975th smallest).  All three are printed with ``%7.5f``.
 
-Sums are accumulated left to right with plain float additions, as Perl does.
+Sums are accumulated left to right with plain float additions, as Perl does (the resample
+sums use ``np.cumsum``, which is sequential).
 """
 from __future__ import annotations
 
 import math
 from functools import lru_cache
+
+import numpy as np
 
 from pipeline.rouge155.metrics import f_measure
 from pipeline.rouge155.options import Rouge155Options
@@ -70,31 +73,36 @@ def _average_and_ci(samples: list[float], confidence: float) -> tuple[float, flo
     return mean, at(lower_index), at(upper_index)
 
 
+@lru_cache(maxsize=64)
+def _index_matrix(n: int, resamples: int) -> np.ndarray:
+    """Row s: the indices drawn after ``srand(s)`` (shape ``(resamples, n)``)."""
+    return np.array([drand48_indices(n, s) for s in range(resamples)], dtype=np.int64).reshape(resamples, n)
+
+
+def _resample_sums(values: list[float], idx: np.ndarray) -> np.ndarray:
+    """Per resample, the sum of the drawn values, added left to right.
+
+    ``np.cumsum`` accumulates sequentially (unlike ``np.sum``'s pairwise summation), so its
+    last column is bit for bit Perl's ``$sum += $x`` loop.
+    """
+    return np.cumsum(np.asarray(values, dtype=np.float64)[idx], axis=1)[:, -1]
+
+
 def _resample_t0(rows: list[tuple[float, float, float]], resamples: int) -> list[list[float]]:
+    """``-t 0``: each resample's value is the mean of the drawn per-pair R, P and F."""
     n = len(rows)
-    out = [[], [], []]
-    for s in range(resamples):
-        idx = drand48_indices(n, s)
-        for k in range(3):
-            out[k].append(_plain_sum(rows[i][k] for i in idx) / n)
-    return out
+    idx = _index_matrix(n, resamples)
+    return [(_resample_sums([row[k] for row in rows], idx) / n).tolist() for k in range(3)]
 
 
 def _resample_t1(rows: list[tuple[float, float, float]], resamples: int, alpha: float
                  ) -> list[list[float]]:
-    n = len(rows)
-    out = [[], [], []]
-    for s in range(resamples):
-        idx = drand48_indices(n, s)
-        model = _plain_sum(rows[i][0] for i in idx)
-        peer = _plain_sum(rows[i][1] for i in idx)
-        hit = _plain_sum(rows[i][2] for i in idx)
-        r = hit / model if model > 0 else 0.0
-        p = hit / peer if peer > 0 else 0.0
-        out[0].append(r)
-        out[1].append(p)
-        out[2].append(f_measure(p, r, alpha))
-    return out
+    """``-t 1``: each resample's value is the ratio of the pooled (model, peer, hit) counts."""
+    idx = _index_matrix(len(rows), resamples)
+    model, peer, hit = (_resample_sums([row[k] for row in rows], idx).tolist() for k in range(3))
+    r = [h / m if m > 0 else 0.0 for h, m in zip(hit, model)]
+    p = [h / c if c > 0 else 0.0 for h, c in zip(hit, peer)]
+    return [r, p, [f_measure(pi, ri, alpha) for pi, ri in zip(p, r)]]
 
 
 def corpus_average(per_pair: list[dict], eval_ids: list[str] | None = None,

@@ -117,17 +117,18 @@ def lcs_positions(model: tuple[str, ...], peer: tuple[str, ...], weight: float |
     if weight is not None:
         f = [k ** weight for k in range(min(m, n) + 2)]
         run = [[0] * (n + 1) for _ in range(m + 1)]  # consecutive matches ending at (i, j)
-    for i in range(1, m + 1):
-        token = model[i - 1]
+    for i, token in enumerate(model, 1):
         above, here, move_here = c[i - 1], c[i], move[i]
-        for j in range(1, n + 1):
-            if token == peer[j - 1]:
+        if weight is not None:
+            run_above, run_here = run[i - 1], run[i]
+        for j, other in enumerate(peer, 1):
+            if token == other:
                 if weight is None:
                     here[j] = above[j - 1] + 1
                 else:
-                    k = run[i - 1][j - 1]
+                    k = run_above[j - 1]
                     here[j] = above[j - 1] + f[k + 1] - f[k]
-                    run[i][j] = k + 1
+                    run_here[j] = k + 1
                 move_here[j] = _DIAG
             elif above[j] >= here[j - 1]:
                 here[j] = above[j]
