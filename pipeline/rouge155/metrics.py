@@ -107,11 +107,12 @@ def lcs_positions(model: tuple[str, ...], peer: tuple[str, ...], weight: float |
     (drops a model token) when ``c[i-1][j] >= c[i][j-1]`` and "left" otherwise.  With a
     ``weight`` W the WLCS score is used: a match extending a run of k consecutive matches
     gives ``c[i-1][j-1] + f(k+1) - f(k)``, f(k) = k**W (ROUGE-W only uses it to *mark*
-    positions).
+    positions).  Cached: the same sentence pairs recur when one corpus is scored with several
+    option sets (``-f A`` and ``-f B`` trace exactly the same LCSs).
     """
     m, n = len(model), len(peer)
     if m == 0 or n == 0 or set(model).isdisjoint(peer):
-        return []
+        return ()
     c = [[0.0] * (n + 1) for _ in range(m + 1)]
     move = [[_LEFT] * (n + 1) for _ in range(m + 1)]
     if weight is not None:
