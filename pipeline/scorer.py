@@ -38,7 +38,7 @@ def default_encoder(use_stemmer: bool) -> DefaultEncoder:
 class RougeScorer:
     def __init__(self, rouge_types, use_stemmer: bool = False, split_summaries: bool = False,
                  tokenizer=None, sentence_splitter: str | None = None, language: str = "en"):
-        self.types = parse_rouge_types(rouge_types)
+        self.types = parse_rouge_types(rouge_types, allow_empty=True)
         self.rouge_types = [t.name for t in self.types]
         self.use_stemmer = use_stemmer
         self.split_summaries = split_summaries

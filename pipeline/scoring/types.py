@@ -30,10 +30,10 @@ def parse_rouge_type(name: str | RougeType) -> RougeType:
     raise ValueError(f"Invalid rouge type: {name}")
 
 
-def parse_rouge_types(names: Iterable[str | RougeType]) -> list[RougeType]:
-    if isinstance(names, str):
-        names = [names]
+def parse_rouge_types(names: Iterable[str | RougeType], allow_empty: bool = False) -> list[RougeType]:
+    # Like rouge-score, a bare string is iterated (so "rouge1" fails on "r"), and
+    # the drop-in API accepts an empty list (scores are then ``{}``).
     out = [parse_rouge_type(n) for n in names]
-    if not out:
+    if not out and not allow_empty:
         raise ValueError("at least one rouge type is needed")
     return out

@@ -4,12 +4,12 @@ The default rouge-score tokenizer runs here as a compiled byte scan, so a batch
 of texts costs one ``str.join``, one ``str.encode`` and one numba call:
 
 1. Texts are joined with ``"\\x00"`` (a separator for rouge-score too) and
-   encoded to ASCII.  Every run of non-ASCII characters goes through an error
-   handler that lowercases it and keeps only ``[a-z0-9]`` (only U+0130 and U+212A
-   survive, as ``i`` and ``k``; everything else becomes a space), which is exactly
-   what ``str.lower`` followed by rouge-score's ``[^a-z0-9]+`` substitution does.
-2. The compiled scan lowercases ASCII, splits tokens, records newline sentence
-   boundaries and document boundaries, and maps each token's bytes to a dense id
+   encoded to UTF-8 (a memcpy for ASCII text).
+2. The compiled scan lowercases ASCII, treats every other code point as a
+   separator except the two whose lowercase is ASCII alphanumeric (U+0130 ->
+   ``i`` + a break, U+212A -> ``k``), which is exactly ``str.lower`` followed by
+   rouge-score's ``[^a-z0-9]+`` substitution; it splits tokens, records newline
+   sentence boundaries and document boundaries, and maps each token's bytes to a dense id
    through an open-addressing hash table whose keys are verified byte for byte
    (no collision can merge two tokens).
 3. Python only sees tokens it has never seen before: it stems them once (nltk
@@ -22,7 +22,6 @@ same arrays from Python token lists.
 """
 from __future__ import annotations
 
-import codecs
 import re
 import threading
 from dataclasses import dataclass
@@ -33,20 +32,13 @@ from numba import njit
 
 from pipeline.text.stemming import porter_stem
 
-_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
 _VALID_TOKEN = re.compile(r"^[a-z0-9]+$")
 _DOC_SEP = "\x00"
-_ERRORS = "rouge_pipeline_lower"
 
-
-def _lower_non_ascii(exc: UnicodeEncodeError):
-    run = exc.object[exc.start:exc.end].lower()
-    return "".join(c if c in _ALNUM else " " for c in run), exc.end
-
-
-codecs.register_error(_ERRORS, _lower_non_ascii)
-
-# byte -> lowercase token byte, or 0 (separator), 1 (newline: sentence end), 2 (document end)
+# byte -> lowercase token byte, or 0 (separator), 1 (newline: sentence end), 2 (document end).
+# Bytes >= 0x80 (UTF-8 lead and continuation bytes) separate, except the two code points
+# whose lowercase is ASCII alphanumeric, handled in the scan: U+0130 (C4 B0) lowercases to
+# "i" + U+0307 (so: "i", then a break) and U+212A KELVIN SIGN (E2 84 AA) to "k".
 _BYTE_CLASS = np.zeros(256, dtype=np.uint8)
 for _b in b"abcdefghijklmnopqrstuvwxyz0123456789":
     _BYTE_CLASS[_b] = _b
@@ -57,64 +49,101 @@ _BYTE_CLASS[0] = 2
 
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 _FNV_PRIME = np.uint64(0x100000001B3)
+_GOLD = np.uint64(0x9E3779B97F4A7C15)
+_LONG = np.uint64(1) << np.uint64(63)
 
 
 @njit(cache=True, nogil=True)
 def _scan(buf, pos, doc, ntok, nsent, classes,
-          slots, hashes, offs, arena, n_ids,
+          table, offs, arena, n_ids,
           tokens, doc_tok, doc_sent, sent_tok):
-    """Tokenize ``buf[pos:]``; returns (status, pos, doc, ntok, nsent, n_ids).
+    """Tokenize the UTF-8 bytes ``buf[pos:]``; returns (status, pos, doc, ntok, nsent, n_ids).
 
-    status 0: done.  status 1: the vocabulary is full; the caller grows it and
-    calls again from the returned position (the start of the unfinished document).
+    ``table`` interleaves (key, id) per slot.  A token of at most 8 bytes is its own
+    key (its bytes packed; top bit 0), so it needs no verification; a longer token's
+    key is its FNV-1a hash with the top bit set, verified byte for byte against the
+    arena.  status 1: the vocabulary is full; the caller grows it and calls again
+    from the returned position (the start of the unfinished document).
     """
-    mask = slots.shape[0] - 1
+    mask = (table.shape[0] >> 1) - 1
     n = buf.shape[0]
+    tb = np.empty(max(n, 1), dtype=np.uint8)
     doc_start = pos
     doc_ntok = ntok
     doc_nsent = nsent
     in_sent = False
     i = pos
     while i <= n:
-        c = classes[buf[i]] if i < n else np.uint8(2)
-        if c > 2:
-            start = i
+        if i == n:
+            c = np.uint8(2)
+            b = np.uint8(0)
+        else:
+            b = buf[i]
+            c = classes[b]
+        if c > 2 or b == 0xC4 or b == 0xE2:
+            length = 0
+            key = np.uint64(0)
             h = _FNV_OFFSET
             while i < n:
-                c2 = classes[buf[i]]
-                if c2 <= 2:
+                b = buf[i]
+                ch = classes[b]
+                brk = False
+                if ch > 2:
+                    i += 1
+                elif b == 0xE2 and i + 2 < n and buf[i + 1] == 0x84 and buf[i + 2] == 0xAA:
+                    ch = np.uint8(107)  # KELVIN SIGN -> k
+                    i += 3
+                elif b == 0xC4 and i + 1 < n and buf[i + 1] == 0xB0:
+                    ch = np.uint8(105)  # U+0130 -> i, then U+0307 separates
+                    i += 2
+                    brk = True
+                else:
                     break
-                buf[i] = c2  # lowercased in place, so stored keys compare byte for byte
-                h = (h ^ np.uint64(c2)) * _FNV_PRIME
+                tb[length] = ch
+                if length < 8:
+                    key |= np.uint64(ch) << np.uint64(8 * length)
+                h = (h ^ np.uint64(ch)) * _FNV_PRIME
+                length += 1
+                if brk:
+                    break
+            if length == 0:  # a lone C4/E2 lead byte: a separator
                 i += 1
-            length = i - start
-            slot = np.int64(h & np.uint64(mask))
+                continue
+            if length > 8:
+                key = h | _LONG
+            k = np.int64(key)
+            slot = np.int64((key * _GOLD) >> np.uint64(32)) & mask
             tid = -1
             while True:
-                s = slots[slot]
-                if s < 0:
+                kk = table[2 * slot]
+                if kk == 0:
                     break
-                if hashes[s] == h and offs[s + 1] - offs[s] == length:
-                    o = offs[s]
-                    same = True
-                    for k in range(length):
-                        if arena[o + k] != buf[start + k]:
-                            same = False
-                            break
-                    if same:
-                        tid = s
+                if kk == k:
+                    cand = table[2 * slot + 1]
+                    if length <= 8:
+                        tid = cand
                         break
+                    o = offs[cand]
+                    if offs[cand + 1] - o == length:
+                        same = True
+                        for q in range(length):
+                            if arena[o + q] != tb[q]:
+                                same = False
+                                break
+                        if same:
+                            tid = cand
+                            break
                 slot = (slot + 1) & mask
             if tid < 0:
                 o = offs[n_ids]
-                if (n_ids + 1 >= hashes.shape[0] or o + length > arena.shape[0]
-                        or 2 * (n_ids + 1) > slots.shape[0]):
+                if (n_ids + 1 >= offs.shape[0] - 1 or o + length > arena.shape[0]
+                        or 2 * (n_ids + 1) > (mask + 1)):
                     return 1, doc_start, doc, doc_ntok, doc_nsent, n_ids
-                for k in range(length):
-                    arena[o + k] = buf[start + k]
+                for q in range(length):
+                    arena[o + q] = tb[q]
                 offs[n_ids + 1] = o + length
-                hashes[n_ids] = h
-                slots[slot] = n_ids
+                table[2 * slot] = k
+                table[2 * slot + 1] = n_ids
                 tid = n_ids
                 n_ids += 1
             if not in_sent:
@@ -140,13 +169,16 @@ def _scan(buf, pos, doc, ntok, nsent, classes,
 
 
 @njit(cache=True, nogil=True)
-def _rehash(slots, hashes, n_ids):
-    mask = slots.shape[0] - 1
-    for t in range(n_ids):
-        slot = np.int64(hashes[t] & np.uint64(mask))
-        while slots[slot] >= 0:
-            slot = (slot + 1) & mask
-        slots[slot] = t
+def _rehash(old, new):
+    mask = (new.shape[0] >> 1) - 1
+    for s in range(old.shape[0] >> 1):
+        k = old[2 * s]
+        if k != 0:
+            slot = np.int64((np.uint64(k) * _GOLD) >> np.uint64(32)) & mask
+            while new[2 * slot] != 0:
+                slot = (slot + 1) & mask
+            new[2 * slot] = k
+            new[2 * slot + 1] = old[2 * s + 1]
 
 
 @njit(cache=True, nogil=True)
@@ -232,8 +264,7 @@ class Vocabulary:
 
     def _alloc(self, id_cap: int, arena_cap: int) -> None:
         self.n_ids = 0
-        self.slots = np.full(_pow2(2 * id_cap), -1, dtype=np.int32)
-        self.hashes = np.zeros(id_cap, dtype=np.uint64)
+        self.table = np.zeros(2 * _pow2(2 * id_cap), dtype=np.int64)
         self.offs = np.zeros(id_cap + 1, dtype=np.int64)
         self.arena = np.zeros(arena_cap, dtype=np.uint8)
 
@@ -241,14 +272,14 @@ class Vocabulary:
         self.__init__(capacity=1 << 16)
 
     def grow(self) -> None:
-        id_cap = self.hashes.shape[0] * 2
-        self.hashes = np.concatenate([self.hashes, np.zeros(id_cap - self.hashes.shape[0], np.uint64)])
+        id_cap = 2 * (self.offs.shape[0] - 1)
         offs = np.zeros(id_cap + 1, dtype=np.int64)
         offs[: self.offs.shape[0]] = self.offs
         self.offs = offs
         self.arena = np.concatenate([self.arena, np.zeros(self.arena.shape[0], np.uint8)])
-        self.slots = np.full(_pow2(2 * id_cap), -1, dtype=np.int32)
-        _rehash(self.slots, self.hashes, self.n_ids)
+        table = np.zeros(2 * _pow2(2 * id_cap), dtype=np.int64)
+        _rehash(self.table, table)
+        self.table = table
 
     def token(self, tid: int) -> str:
         return self.arena[self.offs[tid]:self.offs[tid + 1]].tobytes().decode("ascii")
@@ -286,7 +317,7 @@ class DefaultEncoder:
         if joined.count(_DOC_SEP) != max(len(texts) - 1, 0):
             # a NUL inside a text is a plain separator for rouge-score
             joined = _DOC_SEP.join(t.replace(_DOC_SEP, " ") for t in texts)
-        buf = np.frombuffer(bytearray(joined.encode("ascii", _ERRORS)), dtype=np.uint8)
+        buf = np.frombuffer(joined.encode("utf-8", "surrogatepass"), dtype=np.uint8)
         n_docs = len(texts)
         cap = buf.shape[0] // 2 + 2
         tokens = np.empty(cap, dtype=np.int32)
@@ -301,7 +332,7 @@ class DefaultEncoder:
             while True:
                 status, pos, doc, ntok, nsent, v.n_ids = _scan(
                     buf, pos, doc, ntok, nsent, _BYTE_CLASS,
-                    v.slots, v.hashes, v.offs, v.arena, v.n_ids,
+                    v.table, v.offs, v.arena, v.n_ids,
                     tokens, doc_tok, doc_sent, sent_tok)
                 if status == 0:
                     break
