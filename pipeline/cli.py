@@ -1,0 +1,158 @@
+"""``rouge-pipeline score`` and ``rouge-pipeline show`` (argparse; Dask is imported only when scoring).
+
+Exit status: 0 ok, 1 run failed, 2 configuration or usage error, 3 strict mode and quarantined
+records, 4 run folder made with other settings.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_STRICT, EXIT_RUN_FOLDER = 0, 1, 2, 3, 4
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="rouge-pipeline", description="Exact, fast ROUGE over sharded corpora.")
+    sub = p.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("score", help="score a corpus described by a YAML config")
+    s.add_argument("--config", "-c", help="YAML config (configs/*.yaml)")
+    s.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config key, e.g. --set scoring.use_stemmer=true (repeatable)")
+    s.add_argument("--output", "-o", help="run folder URL (output.url)")
+    g = s.add_mutually_exclusive_group()
+    g.add_argument("--scheduler", help="address of an existing Dask scheduler (tcp://HOST:PORT)")
+    g.add_argument("--sync", action="store_true", help="run in this process without Dask (debugging)")
+    s.add_argument("--workers", type=int, help="local worker processes (execution.n_workers)")
+    s.add_argument("--overwrite", action="store_true", help="replace a run folder made with other settings")
+    s.add_argument("--no-progress", action="store_true", help="no progress bar / progress log lines")
+    s.add_argument("--json", action="store_true", help="print the summary as JSON instead of a table")
+    sh = sub.add_parser("show", help="print the statistics table and signature of a finished run")
+    sh.add_argument("run", help="run folder URL")
+    sh.add_argument("--json", action="store_true", help="print the statistics rows as JSON")
+    return p
+
+
+def _fmt(v, digits=4) -> str:
+    return "-" if v is None else f"{v:.{digits}f}"
+
+
+def format_stats_table(rows: list[dict], exact_rows: list[dict] | None = None) -> str:
+    """One line per (system, type): mean P/R/F and the F-measure confidence interval."""
+    by = {}
+    for r in rows:
+        by.setdefault((r["system"], r["type"]), {})[r["stat"]] = r
+    exact = {(r["system"], r["type"], r["stat"]): r for r in exact_rows or []}
+    head = ["system", "type", "n", "P", "R", "F", "F std", "F 95% CI"]
+    if exact:
+        head.append("F rouge-score CI")
+    lines = []
+    for (system, typ), st in by.items():
+        f = st["fmeasure"]
+        line = [system or '""', typ, str(f["count"]), _fmt(st["precision"]["mean"]), _fmt(st["recall"]["mean"]),
+                _fmt(f["mean"]), _fmt(f["std"]), f"[{_fmt(f['ci_low'])}, {_fmt(f['ci_high'])}]"]
+        if exact:
+            e = exact.get((system, typ, "fmeasure"))
+            line.append(f"[{_fmt(e['low'])}, {_fmt(e['high'])}]" if e else "-")
+        lines.append(line)
+    widths = [max(len(head[i]), *(len(l[i]) for l in lines)) if lines else len(head[i]) for i in range(len(head))]
+    out = ["  ".join(h.ljust(w) for h, w in zip(head, widths)), "  ".join("-" * w for w in widths)]
+    out += ["  ".join(c.ljust(w) for c, w in zip(l, widths)) for l in lines]
+    return "\n".join(out)
+
+
+def format_summary(summary: dict) -> str:
+    q = summary.get("quarantined", 0)
+    reasons = ", ".join(f"{k}: {v}" for k, v in summary.get("quarantined_by_reason", {}).items())
+    return (f"rows {summary['rows']}, quarantined {q}" + (f" ({reasons})" if q else "")
+            + f", systems {len(summary['systems'])}, tasks {summary['tasks']}"
+            + (f" ({summary['tasks_resumed']} resumed)" if summary.get("tasks_resumed") else "")
+            + f", {summary.get('seconds', 0):.1f}s, {summary.get('pairs_per_s', 0):,.0f} pairs/s")
+
+
+def _score(args) -> int:
+    from pipeline.config import ConfigError, load_config
+
+    overrides = list(args.overrides)
+    if args.output:
+        overrides.append(f"output.url={json.dumps(args.output)}")
+    if args.scheduler:
+        overrides += ["execution.mode=scheduler", f"execution.scheduler={json.dumps(args.scheduler)}"]
+    if args.sync:
+        overrides.append("execution.mode=sync")
+    if args.workers is not None:
+        overrides.append(f"execution.n_workers={args.workers}")
+    if args.overwrite:
+        overrides.append("output.overwrite=true")
+    try:
+        cfg = load_config(args.config, overrides)
+    except (ConfigError, OSError) as e:
+        print(f"rouge-pipeline: configuration error: {e}", file=sys.stderr)
+        return EXIT_CONFIG
+
+    from pipeline.execution.driver import RunFolderError, StrictModeError, run_config
+
+    try:
+        result = run_config(cfg, progress=not args.no_progress)
+    except RunFolderError as e:
+        print(f"rouge-pipeline: {e}", file=sys.stderr)
+        return EXIT_RUN_FOLDER
+    except StrictModeError as e:
+        print(f"rouge-pipeline: {e}", file=sys.stderr)
+        print(format_summary(e.summary), file=sys.stderr)
+        return EXIT_STRICT
+    except (ValueError, FileNotFoundError) as e:
+        print(f"rouge-pipeline: error: {e}", file=sys.stderr)
+        return EXIT_CONFIG
+    if args.json:
+        print(json.dumps(result.summary, indent=2, sort_keys=True))
+        return EXIT_OK
+    print(format_stats_table(result.rows, result.exact_rows))
+    print()
+    print(format_summary(result.summary))
+    print(f"signature: {result.signature}")
+    print(f"output: {result.run_url}")
+    return EXIT_OK
+
+
+def _show(args) -> int:
+    from pipeline.io.paths import get_fs
+    from pipeline.io.writers import is_complete
+
+    run = args.run.rstrip("/")
+
+    def read(rel):
+        fs, path = get_fs(f"{run}/{rel}")
+        if not fs.exists(path):
+            return None
+        with fs.open(path, "rb") as f:
+            return json.loads(f.read())
+
+    stats = read("stats/stats.json")
+    if stats is None or not is_complete(run):
+        summary = read("_summary.json")
+        status = f" (status: {summary['status']})" if summary else ""
+        print(f"rouge-pipeline: {run} is not a finished run (no _SUCCESS){status}", file=sys.stderr)
+        return EXIT_FAILED
+    exact = read("stats/bootstrap_exact.json")
+    if args.json:
+        print(json.dumps(stats, indent=2))
+        return EXIT_OK
+    print(format_stats_table(stats["rows"], exact["rows"] if exact else None))
+    summary = read("_summary.json")
+    if summary:
+        print()
+        print(format_summary(summary))
+    print(f"signature: {stats['signature']}")
+    return EXIT_OK
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "score":
+        return _score(args)
+    return _show(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,296 @@
+"""Run a :class:`pipeline.config.RunConfig`: plan, map tasks, retry, resume, reduce, write.
+
+Run folder (any fsspec URL)::
+
+    _run.json                      redacted config, signature, config hash, plan settings (written first)
+    _plan.json                     the tasks (units cut by estimated cost); reused on resume
+    _done/unit-XXXXX.json          one completion marker per task, holding its result
+    scores/system=<s>/part-XXXXX.parquet   per-example scores (pinned schema), one file per task and system
+    quarantine/part-XXXXX.parquet  records that could not be scored, with a reason
+    stats/stats.parquet, stats/stats.json  corpus statistics per system, type and stat
+    stats/bootstrap_exact.{parquet,json}   rouge-score's BootstrapAggregator (stats.bootstrap: exact)
+    _summary.json                  rows, quarantined by reason, systems, tasks, seconds, pairs/s, signature
+    _SUCCESS                       written last
+
+Statistics are reduced on the workers as a tree of ``client.submit(merge_results, *chunk)``;
+only the root (one accumulator) comes back to the client.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from pipeline import job
+from pipeline.io import writers
+from pipeline.io.paths import get_fs
+from pipeline.io.readers import plan_units
+from pipeline.signature import Signature
+from pipeline.stats import StatsAccumulator, rows_to_arrow
+
+FAN_IN = 8
+META_SIGNATURE = "rouge_pipeline.signature"
+META_CONFIG_HASH = "rouge_pipeline.config_hash"
+
+
+class RunFolderError(RuntimeError):
+    """The run folder holds a run made with other settings (or foreign files)."""
+
+
+class StrictModeError(RuntimeError):
+    """``strict: true`` and some records were quarantined."""
+
+    def __init__(self, message, summary):
+        super().__init__(message)
+        self.summary = summary
+
+
+@dataclass
+class RunResult:
+    run_url: str
+    summary: dict
+    rows: list = field(default_factory=list)          # finalised statistics rows
+    exact_rows: list = field(default_factory=list)    # stats.bootstrap: exact
+    signature: str = ""
+    config_hash: str = ""
+
+
+def _log_default(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _read_json(url: str, so: dict):
+    fs, path = get_fs(url, so)
+    if not fs.exists(path):
+        return None
+    with fs.open(path, "rb") as f:
+        return json.loads(f.read())
+
+
+def _plan_settings(cfg) -> dict:
+    return {"target_rows": cfg.execution.target_rows,
+            "target_cost": cfg.execution.target_cost or job.DEFAULT_TARGET_COST}
+
+
+def prepare_run_folder(cfg, run_url: str, so: dict, signature: str, config_hash: str,
+                       overwrite: bool, log=_log_default) -> None:
+    """Refuse a folder made with other settings (unless ``overwrite``); write ``_run.json``."""
+    fs, path = get_fs(run_url, so)
+    run_info = _read_json(f"{run_url}/_run.json", so)
+    plan = _plan_settings(cfg)
+    exists = fs.exists(path) and bool(fs.ls(path, detail=False))
+    if exists:
+        if overwrite:
+            log(f"--overwrite: removing {run_url}")
+            fs.rm(path, recursive=True)
+            fs.invalidate_cache()
+        elif run_info is None:
+            raise RunFolderError(f"{run_url} is not empty and is not a rouge-pipeline run folder "
+                                 "(no _run.json); choose another output or pass --overwrite")
+        elif run_info.get("config_hash") != config_hash:
+            raise RunFolderError(
+                f"{run_url} holds a run made with other settings (config hash {run_info.get('config_hash')}, "
+                f"this run {config_hash}; signature there: {run_info.get('signature')}); "
+                "choose another output or pass --overwrite")
+        elif run_info.get("plan") != plan:
+            raise RunFolderError(
+                f"{run_url} was planned with {run_info.get('plan')}, this run uses {plan}; "
+                "choose another output or pass --overwrite")
+        else:
+            # Same settings: resume.  _SUCCESS is rewritten at the end.
+            success = f"{path.rstrip('/')}/{writers.SUCCESS}"
+            if fs.exists(success):
+                fs.rm(success)
+            return
+    writers.write_json_atomic({"config": cfg.to_dict(redact=True), "signature": signature,
+                               "config_hash": config_hash, "plan": plan,
+                               "version": cfg.hashed_settings()["version"]},
+                              f"{run_url}/_run.json", so)
+
+
+class _Sync:
+    """Runs everything in this process (``--sync``: no Dask at all)."""
+
+    def map(self, fn, *iterables, **_):
+        return [fn(*args) for args in zip(*iterables)]
+
+
+def make_plan(cfg, spec, run_url: str, so: dict, client=None, log=_log_default) -> list[job.Task]:
+    """Load ``_plan.json`` or plan: units, per-example costs (on the workers), cost slices."""
+    stored = _read_json(f"{run_url}/_plan.json", so)
+    settings = _plan_settings(cfg)
+    if stored is not None and stored.get("settings") == settings:
+        tasks = [job.task_from_dict(d) for d in stored["tasks"]]
+        log(f"plan: {len(tasks)} tasks (from _plan.json)")
+        return tasks
+    t0 = time.perf_counter()
+    units = plan_units(spec, cfg.execution.target_rows)
+    if client is None:
+        costs = [job.estimate_unit(spec, u) for u in units]
+    else:
+        futs = client.map(job.estimate_unit, [spec] * len(units), units,
+                          key=[f"rouge-estimate-{uuid.uuid4().hex[:8]}-{u.index:05d}" for u in units],
+                          retries=cfg.execution.retries, pure=False)
+        costs = client.gather(futs)
+    tasks = job.split_by_cost(units, costs, settings["target_cost"])
+    oversized = sum(t.oversized for t in tasks)
+    log(f"plan: {len(units)} units -> {len(tasks)} tasks by estimated cost "
+        f"(target {settings['target_cost']:,.0f}; {oversized} oversized single examples) "
+        f"in {time.perf_counter() - t0:.2f}s")
+    writers.write_json_atomic({"settings": settings, "plan_hash": job.plan_hash(tasks),
+                               "tasks": [job.task_to_dict(t) for t in tasks]}, f"{run_url}/_plan.json", so)
+    return tasks
+
+
+def _done_indices(run_url: str, so: dict) -> set[int]:
+    fs, path = get_fs(f"{run_url}/_done", so)
+    try:
+        names = fs.ls(path, detail=False, refresh=True) if fs.exists(path) else []
+    except TypeError:
+        names = fs.ls(path, detail=False)
+    out = set()
+    for n in names:
+        base = n.rsplit("/", 1)[-1]
+        if base.startswith("unit-") and base.endswith(".json"):
+            try:
+                out.add(int(base[5:-5]))
+            except ValueError:
+                pass
+    return out
+
+
+def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream=None) -> RunResult:
+    """Run ``cfg`` on ``client`` (``None``: synchronously, in this process)."""
+    from pipeline.execution.progress import Progress
+
+    t_start = time.perf_counter()
+    run_url = cfg.output.url.rstrip("/")
+    so = dict(cfg.storage_options)
+    spec = cfg.input_spec()
+    sig = str(Signature.from_config(cfg))
+    chash = cfg.config_hash()
+    prepare_run_folder(cfg, run_url, so, sig, chash, cfg.output.overwrite, log)
+    metadata = {META_SIGNATURE: sig, META_CONFIG_HASH: chash}
+    ctx = job.UnitContext(run_url=run_url, scoring=job.ScoringSettings.from_config(cfg.scoring),
+                          seed=cfg.stats.seed, n_boot=cfg.stats.n_boot, metadata=metadata, storage_options=so)
+
+    if client is not None:
+        from pipeline.warmup import warmup
+
+        t0 = time.perf_counter()
+        client.run(warmup)
+        log(f"workers warm ({len(client.scheduler_info()['workers'])} workers) in {time.perf_counter() - t0:.2f}s")
+
+    tasks = make_plan(cfg, spec, run_url, so, client, log)
+    done = _done_indices(run_url, so)
+    total_rows = sum(t.n_rows for t in tasks)
+    bar = Progress(len(tasks), total_rows, stream=stream, enabled=bool(progress))
+    if done:
+        log(f"resume: {len(done & {t.index for t in tasks})} of {len(tasks)} tasks already done")
+    t_score = time.perf_counter()
+    retries = cfg.execution.retries
+    if client is None:
+        results = []
+        for t in tasks:
+            r = job.run_task(spec, t, ctx)
+            results.append(r)
+            bar.update(t.n_rows, skipped=bool(r.get("skipped")))
+        final = _tree_sync(results)
+    else:
+        from distributed import as_completed
+
+        nonce = uuid.uuid4().hex[:8]
+        futures = [client.submit(job.run_task, spec, t, ctx, key=f"rouge-task-{nonce}-{t.index:05d}",
+                                 retries=retries, pure=False) for t in tasks]
+        by_key = {f.key: t for f, t in zip(futures, tasks)}
+        level, depth = list(futures), 0
+        while len(level) > 1:
+            level = [client.submit(job.merge_results, *level[i:i + FAN_IN],
+                                   key=f"rouge-merge-{nonce}-{depth}-{i // FAN_IN:05d}", retries=retries, pure=False)
+                     for i in range(0, len(level), FAN_IN)]
+            depth += 1
+        for f in as_completed(futures):
+            if f.status == "error":
+                f.result()   # raises the task's exception (after its retries)
+            t = by_key[f.key]
+            bar.update(t.n_rows, skipped=t.index in done)
+        final = level[0].result()
+        del futures, level
+    scoring_seconds = time.perf_counter() - t_score
+
+    acc = StatsAccumulator.from_dict(final["stats"])
+    rows = acc.finalize(cfg.stats.confidence)
+    summary = {
+        "status": "ok",
+        "signature": sig,
+        "config_hash": chash,
+        "rows": final["rows"],
+        "quarantined": final["quarantined"],
+        "quarantined_by_reason": final["quarantine_reasons"],
+        "systems": final["systems"],
+        "tasks": final["tasks"],
+        "tasks_resumed": final.get("skipped", 0),
+        "cand_tokens": final["cand_tokens"],
+        "ref_tokens": final.get("ref_tokens", 0),
+        "mode": "sync" if client is None else "dask",
+        "workers": 1 if client is None else len(client.scheduler_info()["workers"]),
+        "scoring_seconds": round(scoring_seconds, 3),
+        "pairs_per_s": round(bar.rate(), 1),
+    }
+    if cfg.strict and final["quarantined"]:
+        summary["status"] = "failed: strict mode and quarantined records"
+        summary["seconds"] = round(time.perf_counter() - t_start, 3)
+        writers.write_json_atomic(summary, f"{run_url}/_summary.json", so)
+        raise StrictModeError(f"strict: {final['quarantined']} record(s) quarantined "
+                              f"({final['quarantine_reasons']}); see {run_url}/quarantine/", summary)
+
+    write_stats(run_url, rows, sig, chash, cfg.stats.confidence, so)
+    exact_rows = []
+    if cfg.stats.bootstrap == "exact" and cfg.stats.n_boot > 0:
+        args = (run_url, final["systems"], list(cfg.scoring.rouge_types), cfg.stats.seed, cfg.stats.n_boot,
+                cfg.stats.confidence, so)
+        if client is None:
+            exact_rows = job.exact_bootstrap(*args)
+        else:
+            exact_rows = client.submit(job.exact_bootstrap, *args, pure=False, retries=retries).result()
+        write_exact(run_url, exact_rows, sig, chash, so)
+    summary["seconds"] = round(time.perf_counter() - t_start, 3)
+    writers.write_json_atomic(summary, f"{run_url}/_summary.json", so)
+    writers.mark_success(run_url, so)
+    return RunResult(run_url, summary, rows, exact_rows, sig, chash)
+
+
+def _tree_sync(results: list[dict]) -> dict:
+    level = results
+    while len(level) > 1:
+        level = [job.merge_results(*level[i:i + FAN_IN]) for i in range(0, len(level), FAN_IN)]
+    return level[0]
+
+
+def write_stats(run_url: str, rows: list[dict], sig: str, chash: str, confidence: float, so: dict) -> None:
+    meta = {META_SIGNATURE: sig, META_CONFIG_HASH: chash, "rouge_pipeline.confidence": str(confidence)}
+    writers.write_parquet_atomic(rows_to_arrow(rows), f"{run_url}/stats/stats.parquet", so, meta)
+    json.dumps(rows, allow_nan=False)   # refuse NaN before writing
+    writers.write_json_atomic({"signature": sig, "config_hash": chash, "confidence": confidence, "rows": rows},
+                              f"{run_url}/stats/stats.json", so)
+
+
+def write_exact(run_url: str, rows: list[dict], sig: str, chash: str, so: dict) -> None:
+    meta = {META_SIGNATURE: sig, META_CONFIG_HASH: chash}
+    writers.write_parquet_atomic(job.exact_rows_to_arrow(rows), f"{run_url}/stats/bootstrap_exact.parquet", so, meta)
+    writers.write_json_atomic({"signature": sig, "config_hash": chash, "rows": rows},
+                              f"{run_url}/stats/bootstrap_exact.json", so)
+
+
+def run_config(cfg, progress: bool | None = True, log=_log_default, stream=None) -> RunResult:
+    """Open the client the config asks for (local / scheduler / sync) and run."""
+    from pipeline.execution.cluster import dashboard_link, open_client
+
+    ex = cfg.execution
+    with open_client(ex.mode, ex.scheduler, ex.n_workers, ex.memory_limit) as client:
+        link = dashboard_link(client)
+        if link:
+            log(f"dashboard: {link}")
+        return run(cfg, client, progress=progress, log=log, stream=stream)

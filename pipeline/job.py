@@ -1,0 +1,421 @@
+"""What one task does, with no knowledge of where it runs (no Dask here).
+
+Planning: :func:`pipeline.io.readers.plan_units` cuts the input into *units* (files or
+row slices of files).  :func:`estimate_unit` reads a unit once and returns the estimated
+cost of every example (about candidate tokens x reference tokens, from characters);
+:func:`split_by_cost` then cuts units into *tasks* of about ``target_cost`` each, so a few
+long documents never leave one worker straggling.  The plan depends on the data and the
+settings only (never on the number of workers), so outputs are byte-identical on any
+cluster.
+
+``score_task`` reads its unit, keeps its slice of rows, scores them in one batch, writes
+its per-example Parquet parts (one per system) and quarantine rows, and returns a small,
+JSON-able result (counts and the slice's mergeable statistics).  It also writes a
+completion marker ``_done/unit-XXXXX.json`` holding that result, so a rerun skips finished
+tasks and still reduces the same statistics.  Every file a task writes has a deterministic
+name, so a retried or repeated task overwrites its own files and never duplicates rows.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from pipeline.io import readers, writers
+from pipeline.io.paths import get_fs
+from pipeline.scorer import RougeScorer
+from pipeline.stats import StatsAccumulator, bootstrap_aggregate
+
+STATS = ("precision", "recall", "fmeasure")
+# Estimated cost units per task (~ candidate tokens x reference tokens summed over examples).
+# A constant, not a function of the cluster size, so the plan (and every output file) is the
+# same on 1 or 100 workers.
+DEFAULT_TARGET_COST = 20_000_000
+CHARS_PER_TOKEN = 6
+
+
+@dataclass(frozen=True)
+class ScoringSettings:
+    rouge_types: tuple[str, ...] = ("rouge1", "rouge2", "rougeL", "rougeLsum")
+    use_stemmer: bool = False
+    sentence_splitter: str = "newline"
+    tokenizer: str = "default"
+
+    @classmethod
+    def from_config(cls, sc) -> "ScoringSettings":
+        return cls(tuple(sc.rouge_types), bool(sc.use_stemmer), sc.sentence_splitter, sc.tokenizer)
+
+
+@dataclass(frozen=True)
+class UnitContext:
+    """Everything a worker needs besides the task itself (small, picklable, no secrets in repr)."""
+
+    run_url: str
+    scoring: ScoringSettings
+    seed: int
+    n_boot: int
+    metadata: dict = field(default_factory=dict, hash=False, compare=False)
+    storage_options: dict = field(default_factory=dict, hash=False, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class Task:
+    """Rows ``[lo, hi)`` of the canonical table of ``unit`` (``hi=None``: to the end).
+
+    The slice with ``lo == 0`` also emits the unit's quarantine rows.
+    HOOK (per-sentence splitting, planned): a single example whose cost exceeds the target
+    is a task of its own (``oversized``); the scoring layer will split such documents by
+    sentence pairs here.
+    """
+
+    index: int
+    unit: readers.WorkUnit
+    lo: int = 0
+    hi: int | None = None
+    n_rows: int = 0
+    cost: int = 0
+    oversized: bool = False
+
+    @property
+    def key(self) -> str:
+        return f"{self.index:05d}:{self.unit.key}[{self.lo}:{'' if self.hi is None else self.hi}]"
+
+
+# --------------------------------------------------------------------------- schema
+def scores_schema(rouge_types) -> pa.Schema:
+    fields = [
+        pa.field("id", pa.string(), nullable=False),
+        pa.field("system", pa.string(), nullable=False),
+        pa.field("n_refs", pa.int32(), nullable=False),
+        pa.field("cand_tokens", pa.int64(), nullable=False),
+        pa.field("ref_tokens", pa.int64(), nullable=False),
+    ]
+    for t in rouge_types:
+        fields += [pa.field(f"{t}_{s}", pa.float64(), nullable=False) for s in STATS]
+    fields.append(pa.field("status", pa.string(), nullable=False))
+    return pa.schema(fields)
+
+
+@lru_cache(maxsize=8)
+def scorer_for(settings: ScoringSettings) -> RougeScorer:
+    tokenizer = None
+    if settings.tokenizer == "whitespace":
+        from pipeline.text.tokenizers import WhitespaceTokenizer
+
+        tokenizer = WhitespaceTokenizer()
+    elif settings.tokenizer != "default":
+        raise ValueError(f"unknown tokenizer {settings.tokenizer!r} (default, whitespace)")
+    return RougeScorer(list(settings.rouge_types), use_stemmer=settings.use_stemmer,
+                       tokenizer=tokenizer, sentence_splitter=settings.sentence_splitter)
+
+
+def score_table(table: pa.Table, settings: ScoringSettings) -> pa.Table:
+    """Canonical example table in, per-example scores (pinned schema) out."""
+    schema = scores_schema(settings.rouge_types)
+    if table.num_rows == 0:
+        return schema.empty_table()
+    scorer = scorer_for(settings)
+    res = scorer.score_arrays(table.column("references").to_pylist(), table.column("candidate").to_pylist())
+    status = np.where(res.cand_len == 0, "empty_candidate", np.where(res.ref_len == 0, "empty_reference", "ok"))
+    cols = {
+        "id": table.column("id"),
+        "system": table.column("system"),
+        "n_refs": pa.array(res.n_refs, pa.int32()),
+        "cand_tokens": pa.array(res.cand_len, pa.int64()),
+        "ref_tokens": pa.array(res.ref_len, pa.int64()),
+    }
+    for t, name in enumerate(settings.rouge_types):
+        for k, stat in enumerate(STATS):
+            cols[f"{name}_{stat}"] = pa.array(res.scores[:, t, k], pa.float64())
+    cols["status"] = pa.array(status.tolist(), pa.string())
+    return pa.table(cols, schema=schema)
+
+
+def score_matrix(scores: pa.Table, rouge_types) -> np.ndarray:
+    n = scores.num_rows
+    mat = np.empty((n, len(rouge_types), 3), dtype=np.float64)
+    for t, name in enumerate(rouge_types):
+        for k, stat in enumerate(STATS):
+            mat[:, t, k] = scores.column(f"{name}_{stat}").to_numpy()
+    return mat
+
+
+def unit_stats(scores: pa.Table, ctx: UnitContext) -> StatsAccumulator:
+    types = list(ctx.scoring.rouge_types)
+    systems = scores.column("system").to_pylist()
+    keys = [f"{s}\x1f{i}" for s, i in zip(systems, scores.column("id").to_pylist())]
+    return StatsAccumulator.from_scores(keys, systems, score_matrix(scores, types), types,
+                                        seed=ctx.seed, n_boot=ctx.n_boot)
+
+
+# --------------------------------------------------------------------------- planning
+def estimate_costs(table: pa.Table) -> np.ndarray:
+    """Estimated cost per example: (candidate tokens + 1) x (reference tokens + 1), tokens
+    estimated as characters / 6 (a cheap proxy for the LCS table size)."""
+    if table.num_rows == 0:
+        return np.zeros(0, dtype=np.int64)
+    cand = pc.utf8_length(table.column("candidate")).to_numpy(zero_copy_only=False).astype(np.int64)
+    refs = table.column("references").combine_chunks()
+    ref_chars = pc.utf8_length(refs.flatten()).to_numpy(zero_copy_only=False).astype(np.int64)
+    offsets = refs.offsets.to_numpy().astype(np.int64)
+    csum = np.concatenate([[0], np.cumsum(ref_chars)])
+    ref_total = csum[offsets[1:]] - csum[offsets[:-1]]
+    return (cand // CHARS_PER_TOKEN + 1) * (ref_total // CHARS_PER_TOKEN + 1)
+
+
+def estimate_unit(spec, unit: readers.WorkUnit) -> list[int]:
+    """Per-example estimated costs of one unit (runs on a worker during planning)."""
+    table, _ = readers.read_unit(spec, unit)
+    return estimate_costs(table).tolist()
+
+
+def split_by_cost(units: list[readers.WorkUnit], costs: list[list[int]],
+                  target_cost: int | float | None = None) -> list[Task]:
+    """Cut every unit into contiguous slices of about ``target_cost`` (deterministic).
+
+    A unit always gives at least one task (it may hold only quarantine rows).  An example
+    costing more than the target on its own becomes a task of its own, marked ``oversized``
+    (the hook for per-sentence splitting)."""
+    target = float(target_cost or DEFAULT_TARGET_COST)
+    tasks: list[Task] = []
+    for unit, c in zip(units, costs):
+        c = np.asarray(c, dtype=np.int64)
+        n = len(c)
+        start, acc = 0, 0
+        bounds = []
+        for i in range(n):
+            if c[i] >= target and i > start:      # an oversized example starts its own task
+                bounds.append((start, i))
+                start, acc = i, 0
+            acc += int(c[i])
+            if acc >= target:
+                bounds.append((start, i + 1))
+                start, acc = i + 1, 0
+        if start < n or not bounds:
+            bounds.append((start, n))
+        for lo, hi in bounds:
+            cost = int(c[lo:hi].sum())
+            tasks.append(Task(index=len(tasks), unit=unit, lo=lo, hi=None if hi == n else hi, n_rows=hi - lo,
+                              cost=cost, oversized=(hi - lo == 1 and cost >= target)))
+    return tasks
+
+
+def unit_to_dict(u: readers.WorkUnit) -> dict:
+    return asdict(u)
+
+
+def unit_from_dict(d: dict) -> readers.WorkUnit:
+    d = dict(d)
+    d["ref_files"] = tuple(d.get("ref_files") or ())
+    d["ref_ranges"] = tuple(tuple(r) for r in d.get("ref_ranges") or ())
+    d["ref_bytes"] = None if d.get("ref_bytes") is None else tuple(d["ref_bytes"])
+    d["extra_quarantine"] = tuple(tuple(q) for q in d.get("extra_quarantine") or ())
+    return readers.WorkUnit(**d)
+
+
+def task_to_dict(t: Task) -> dict:
+    d = {f.name: getattr(t, f.name) for f in dataclasses.fields(t)}
+    d["unit"] = unit_to_dict(t.unit)
+    return d
+
+
+def task_from_dict(d: dict) -> Task:
+    d = dict(d)
+    d["unit"] = unit_from_dict(d["unit"])
+    return Task(**d)
+
+
+def plan_hash(tasks: list[Task]) -> str:
+    blob = json.dumps([task_to_dict(t) for t in tasks], sort_keys=True, separators=(",", ":"), default=list)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+
+
+# --------------------------------------------------------------------------- one task
+def marker_url(run_url: str, index: int) -> str:
+    return f"{run_url.rstrip('/')}/_done/unit-{index:05d}.json"
+
+
+def score_task(spec, task: Task, ctx: UnitContext) -> dict:
+    """Read, score, write one task; returns (and stores in its marker) counts and statistics."""
+    table, quarantine = readers.read_unit(spec, task.unit)
+    hi = table.num_rows if task.hi is None else task.hi
+    table = table.slice(task.lo, max(0, hi - task.lo))
+    if task.lo != 0:
+        quarantine = quarantine.schema.empty_table()
+    scores = score_table(table, ctx.scoring)
+    so = ctx.storage_options
+    run = ctx.run_url.rstrip("/")
+    systems = sorted(set(scores.column("system").to_pylist()))
+    files = []
+    for system in systems:
+        part = scores.filter(pc.equal(scores.column("system"), system))
+        url = writers.partition_path(run, "scores", system) + writers.part_name(task.index)
+        writers.write_parquet_atomic(part, url, so, ctx.metadata)
+        files.append(url[len(run) + 1:])
+    if quarantine.num_rows:
+        url = f"{run}/quarantine/" + writers.part_name(task.index)
+        writers.write_parquet_atomic(quarantine, url, so, ctx.metadata)
+        files.append(url[len(run) + 1:])
+    result = {
+        "unit": task.index,
+        "tasks": 1,
+        "rows": scores.num_rows,
+        "quarantined": quarantine.num_rows,
+        "quarantine_reasons": _reason_counts(quarantine),
+        "systems": systems,
+        "cand_tokens": int(pc.sum(scores.column("cand_tokens")).as_py() or 0),
+        "ref_tokens": int(pc.sum(scores.column("ref_tokens")).as_py() or 0),
+        "files": files,
+        "stats": unit_stats(scores, ctx).to_dict(),
+    }
+    writers.write_json_atomic(result, marker_url(run, task.index), so)
+    result["skipped"] = 0
+    return result
+
+
+def load_done(task: Task, ctx: UnitContext) -> dict | None:
+    """The stored result of a finished task, or ``None`` if its marker or a file it wrote is missing."""
+    run = ctx.run_url.rstrip("/")
+    result = load_marker(run, task.index, ctx.storage_options)
+    if result is None:
+        return None
+    fs, _ = get_fs(run, ctx.storage_options)
+    for rel in result.get("files", []):
+        _, path = get_fs(f"{run}/{rel}", ctx.storage_options)
+        if not fs.exists(path):
+            return None
+    return result
+
+
+def run_task(spec, task: Task, ctx: UnitContext, resume: bool = True) -> dict:
+    """Resume-aware entry point: the marker's result if the task is done, else :func:`score_task`."""
+    if resume:
+        done = load_done(task, ctx)
+        if done is not None:
+            done["skipped"] = 1
+            return done
+    return score_task(spec, task, ctx)
+
+
+_LOCATION = re.compile(r" (?:line|row) \d+: ")
+_QUOTED_AFTER = re.compile(r" (id|system) (?:'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")")
+
+
+def reason_cause(reason: str) -> str:
+    """The cause of a quarantine reason ``"<file URL> line N: <cause>"``, without the location
+    (the last one, for references-side reasons), ids, systems and byte offsets."""
+    last = None
+    for m in _LOCATION.finditer(reason):
+        last = m
+    cause = reason[last.end():] if last else reason
+    cause = _QUOTED_AFTER.sub(r" \1", cause)
+    cause = re.sub(r" \(first at .*\)$", "", cause)
+    cause = re.sub(r"\bat byte \d+", "at byte N", cause)
+    return cause.strip() or "unknown"
+
+
+def _reason_counts(quarantine: pa.Table) -> dict:
+    if not quarantine.num_rows:
+        return {}
+    out: dict[str, int] = {}
+    for r in quarantine.column("reason").to_pylist():
+        key = reason_cause(r)
+        out[key] = out.get(key, 0) + 1
+    return dict(sorted(out.items()))
+
+
+def load_marker(run_url: str, index: int, storage_options: dict) -> dict | None:
+    url = marker_url(run_url, index)
+    fs, path = get_fs(url, storage_options)
+    if not fs.exists(path):
+        return None
+    with fs.open(path, "rb") as f:
+        return json.loads(f.read())
+
+
+def merge_results(*results: dict) -> dict:
+    """Fan-in step of the statistics tree: merge task results into one (same shape)."""
+    if len(results) == 1 and isinstance(results[0], (list, tuple)):
+        results = tuple(results[0])
+    acc = StatsAccumulator.merge_all([StatsAccumulator.from_dict(r["stats"]) for r in results])
+    reasons: dict[str, int] = {}
+    for r in results:
+        for k, v in r["quarantine_reasons"].items():
+            reasons[k] = reasons.get(k, 0) + v
+    return {
+        "unit": min(r["unit"] for r in results),
+        "tasks": sum(r.get("tasks", 1) for r in results),
+        "skipped": sum(r.get("skipped", 0) for r in results),
+        "rows": sum(r["rows"] for r in results),
+        "quarantined": sum(r["quarantined"] for r in results),
+        "quarantine_reasons": dict(sorted(reasons.items())),
+        "systems": sorted({s for r in results for s in r["systems"]}),
+        "cand_tokens": sum(r["cand_tokens"] for r in results),
+        "ref_tokens": sum(r.get("ref_tokens", 0) for r in results),
+        "files": [],
+        "stats": acc.to_dict(),
+    }
+
+
+# --------------------------------------------------------------------------- read-out
+def read_scores(run_url: str, system: str, columns=None, storage_options: dict | None = None) -> pa.Table:
+    """One system's per-example scores, in input order (part files in task order)."""
+    folder = writers.partition_path(run_url, "scores", system)
+    fs, path = get_fs(folder, storage_options)
+    if not fs.exists(path):
+        return None
+    files = sorted(p for p in fs.ls(path, detail=False) if p.rsplit("/", 1)[-1].startswith("part-"))
+    tables = []
+    for p in files:
+        with fs.open(p, "rb") as f:
+            tables.append(pq.read_table(f, columns=columns))
+    return pa.concat_tables(tables) if tables else None
+
+
+def exact_bootstrap(run_url: str, systems: list[str], rouge_types, seed: int, n_boot: int,
+                    confidence: float, storage_options: dict | None = None) -> list[dict]:
+    """rouge-score's ``BootstrapAggregator`` result per system (``np.random.seed(seed)`` before
+    each system's ``aggregate()``), from the per-example Parquet read back in input order."""
+    rows = []
+    if n_boot <= 0:
+        return rows
+    cols = [f"{t}_{s}" for t in rouge_types for s in STATS]
+    for system in systems:
+        table = read_scores(run_url, system, cols, storage_options)
+        if table is None or table.num_rows == 0:
+            continue
+        mat = {t: np.stack([table.column(f"{t}_{s}").to_numpy() for s in STATS], axis=1) for t in rouge_types}
+        agg = bootstrap_aggregate(mat, seed, n_samples=n_boot, confidence_interval=confidence)
+        for t in rouge_types:
+            a = agg[t]
+            for k, stat in enumerate(STATS):
+                rows.append({"system": system, "type": t, "stat": stat, "count": table.num_rows,
+                             "low": float(a.low[k]), "mid": float(a.mid[k]), "high": float(a.high[k]),
+                             "n_boot": n_boot, "seed": seed, "method": "rouge-score-bootstrap"})
+    return rows
+
+
+EXACT_SCHEMA = pa.schema([
+    pa.field("system", pa.string(), nullable=False), pa.field("type", pa.string(), nullable=False),
+    pa.field("stat", pa.string(), nullable=False), pa.field("count", pa.int64(), nullable=False),
+    pa.field("low", pa.float64(), nullable=False), pa.field("mid", pa.float64(), nullable=False),
+    pa.field("high", pa.float64(), nullable=False), pa.field("n_boot", pa.int64(), nullable=False),
+    pa.field("seed", pa.int64(), nullable=False), pa.field("method", pa.string(), nullable=False),
+])
+
+
+def exact_rows_to_arrow(rows: list[dict]) -> pa.Table:
+    return pa.table({f.name: pa.array([r[f.name] for r in rows], f.type) for f in EXACT_SCHEMA},
+                    schema=EXACT_SCHEMA)
+
+
+def settings_dict(s: ScoringSettings) -> dict:
+    return asdict(s)
