@@ -1,0 +1,146 @@
+"""Dask DataFrame in, Dask DataFrame out, for users who already have a Dask pipeline.
+
+```python
+import dask.dataframe as dd
+from pipeline.execution.dataframe import score_dataframe, corpus_statistics, read_run
+
+ddf = dd.read_parquet("s3://bucket/corpus/")            # columns: id, system, candidate, references
+scored = score_dataframe(ddf, rouge_types=["rouge1", "rougeL"], use_stemmer=True)
+rows = corpus_statistics(scored, rouge_types=["rouge1", "rougeL"])   # tree-reduced on the workers
+scores = read_run("s3://bucket/runs/nightly")          # a finished run's per-example scores
+```
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from pipeline import job
+
+DEFAULT_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
+
+
+def _settings(rouge_types, use_stemmer, tokenizer, sentence_splitter) -> job.ScoringSettings:
+    if isinstance(rouge_types, str):
+        rouge_types = [rouge_types]
+    return job.ScoringSettings(tuple(rouge_types), bool(use_stemmer), sentence_splitter, tokenizer)
+
+
+def _score_columns(settings: job.ScoringSettings) -> dict:
+    cols = {"n_refs": "int32", "cand_tokens": "int64", "ref_tokens": "int64"}
+    for t in settings.rouge_types:
+        for s in job.STATS:
+            cols[f"{t}_{s}"] = "float64"
+    return cols
+
+
+def _as_refs(v):
+    if isinstance(v, str):
+        return v
+    return [str(x) for x in v]
+
+
+def score_pandas(df: pd.DataFrame, settings: job.ScoringSettings, candidate: str = "candidate",
+                 references: str = "references") -> pd.DataFrame:
+    """One partition: ``df`` plus ``n_refs``, token counts and ``<type>_<stat>`` columns."""
+    cols = _score_columns(settings)
+    out = df.copy()
+    if len(df) == 0:
+        for name, dtype in cols.items():
+            out[name] = pd.Series([], dtype=dtype, index=df.index)
+        return out
+    scorer = job.scorer_for(settings)
+    res = scorer.score_arrays([_as_refs(r) for r in df[references]], [str(c) for c in df[candidate]])
+    out["n_refs"] = res.n_refs.astype(np.int32)
+    out["cand_tokens"] = res.cand_len.astype(np.int64)
+    out["ref_tokens"] = res.ref_len.astype(np.int64)
+    for t, name in enumerate(settings.rouge_types):
+        for k, stat in enumerate(job.STATS):
+            out[f"{name}_{stat}"] = res.scores[:, t, k]
+    return out
+
+
+def score_dataframe(ddf, rouge_types=DEFAULT_TYPES, use_stemmer: bool = False, tokenizer: str = "default",
+                    sentence_splitter: str = "newline", candidate: str = "candidate",
+                    references: str = "references"):
+    """``ddf`` (a column of candidates and one of references: a string or a list of strings per
+    row) -> the same Dask DataFrame plus score columns, via ``map_partitions`` with ``meta``.
+
+    Note: with ``dataframe.convert-string`` on (Dask's default), a pandas *object* column of
+    Python lists is turned into strings by ``dd.from_pandas``; keep list columns Arrow-typed
+    (``pd.ArrowDtype(pa.list_(pa.string()))``, as ``read_parquet`` gives) or lists of strings
+    will be scored as one reference text."""
+    settings = _settings(rouge_types, use_stemmer, tokenizer, sentence_splitter)
+    meta = ddf._meta.copy()
+    for name, dtype in _score_columns(settings).items():
+        meta[name] = pd.Series([], dtype=dtype, index=meta.index)
+    return ddf.map_partitions(score_pandas, settings, candidate, references, meta=meta)
+
+
+def _partition_stats(df: pd.DataFrame, rouge_types, seed, n_boot, id_col, system_col) -> dict:
+    types = list(rouge_types)
+    n = len(df)
+    systems = [""] * n if system_col is None or system_col not in df else [str(s) for s in df[system_col]]
+    ids = [str(i) for i in df[id_col]]
+    mat = np.empty((n, len(types), 3), dtype=np.float64)
+    for t, name in enumerate(types):
+        for k, stat in enumerate(job.STATS):
+            mat[:, t, k] = df[f"{name}_{stat}"].to_numpy(dtype=np.float64)
+    from pipeline.stats import StatsAccumulator
+
+    keys = [f"{s}\x1f{i}" for s, i in zip(systems, ids)]
+    return StatsAccumulator.from_scores(keys, systems, mat, types, seed=seed, n_boot=n_boot).to_dict()
+
+
+def _merge_dicts(*ds: dict) -> dict:
+    from pipeline.stats import StatsAccumulator
+
+    return StatsAccumulator.merge_all(StatsAccumulator.from_dict(d) for d in ds).to_dict()
+
+
+def corpus_statistics(scored, rouge_types=DEFAULT_TYPES, seed: int = 12345, n_boot: int = 1000,
+                      confidence: float = 0.95, id_col: str = "id", system_col: str | None = "system",
+                      split_every: int = 8) -> list[dict]:
+    """Corpus statistics of a scored Dask DataFrame: one accumulator per partition, merged as a
+    tree of ``split_every`` on the workers; the same rows whatever the partitioning."""
+    import dask
+    from dask import delayed
+
+    from pipeline.stats import StatsAccumulator
+
+    if isinstance(rouge_types, str):
+        rouge_types = [rouge_types]
+    level = [delayed(_partition_stats)(p, tuple(rouge_types), seed, n_boot, id_col, system_col)
+             for p in scored.to_delayed()]
+    while len(level) > 1:
+        level = [delayed(_merge_dicts)(*level[i:i + split_every]) for i in range(0, len(level), split_every)]
+    (final,) = dask.compute(level[0])
+    return StatsAccumulator.from_dict(final).finalize(confidence)
+
+
+def _read_part(url: str, storage_options: dict):
+    import pyarrow.parquet as pq
+
+    from pipeline.io.paths import get_fs
+
+    fs, path = get_fs(url, storage_options)
+    with fs.open(path, "rb") as f:
+        return pq.read_table(f).to_pandas()
+
+
+def read_run(run_url: str, storage_options: dict | None = None):
+    """A finished run's per-example scores as a Dask DataFrame (one partition per part file)."""
+    import dask.dataframe as dd
+    import pyarrow.parquet as pq
+
+    from pipeline.io.paths import get_fs
+
+    so = storage_options or {}
+    fs, path = get_fs(f"{run_url.rstrip('/')}/scores", so)
+    files = sorted(p for p in fs.find(path) if p.rsplit("/", 1)[-1].startswith("part-"))
+    if not files:
+        raise FileNotFoundError(f"{run_url}: no per-example scores")
+    urls = [fs.unstrip_protocol(p) for p in files]
+    with fs.open(files[0], "rb") as f:
+        meta = pq.read_schema(f).empty_table().to_pandas()
+    return dd.from_map(_read_part, urls, storage_options=so, meta=meta)

@@ -1,0 +1,115 @@
+"""pipeline.job: one task, planning by cost, markers, quarantine buckets (no Dask)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from _pipeline_corpus import write_records
+from pipeline import job
+from pipeline.io.readers import InputSpec, plan_units, read_unit
+from pipeline.stats import StatsAccumulator
+
+
+def test_job_never_imports_dask():
+    code = "import sys, pipeline.job, pipeline.cli; assert not [m for m in sys.modules if m.startswith(('dask', 'distributed'))]"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("reason, cause", [
+    ("file:///a/b.jsonl line 3: malformed JSON (Expecting value)", "malformed JSON (Expecting value)"),
+    ("s3://b/x:y.jsonl line 12: no references for id 'd7'", "no references for id"),
+    ("file:///a.parquet row 4: duplicate id 'x' for system 'a: b' (first at file:///a.parquet row 1)",
+     "duplicate id for system"),
+    ("file:///c.jsonl line 2: references side file:///r.jsonl line 9: null references", "null references"),
+    ("file:///r.txt line 5: invalid UTF-8 at byte 17", "invalid UTF-8 at byte N"),
+])
+def test_reason_cause_buckets_by_cause_after_location(reason, cause):
+    assert job.reason_cause(reason) == cause
+
+
+def test_split_by_cost_is_contiguous_complete_and_isolates_oversized():
+    from pipeline.io.readers import WorkUnit
+
+    u0, u1, u2 = (WorkUnit(index=i, layout="records", file=f"f{i}", format="jsonl") for i in range(3))
+    costs = [[10] * 10, [5, 500, 5, 5], []]
+    tasks = job.split_by_cost([u0, u1, u2], costs, target_cost=30)
+    assert [t.index for t in tasks] == list(range(len(tasks)))
+    by_unit = {}
+    for t in tasks:
+        by_unit.setdefault(t.unit.index, []).append(t)
+    for u, c in zip((u0, u1, u2), costs):
+        ts = by_unit[u.index]
+        n = len(c)
+        spans = [(t.lo, n if t.hi is None else t.hi) for t in ts]
+        assert spans[0][0] == 0 and spans[-1][1] == n
+        assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
+        assert sum(t.cost for t in ts) == sum(c)
+    assert [(t.lo, t.hi) for t in by_unit[0]] == [(0, 3), (3, 6), (6, 9), (9, None)]
+    assert [(t.lo, t.hi, t.oversized) for t in by_unit[1]] == [(0, 1, False), (1, 2, True), (2, None, False)]
+    assert len(by_unit[2]) == 1 and by_unit[2][0].n_rows == 0
+    assert job.split_by_cost([u0, u1, u2], costs, 30) == tasks            # deterministic
+    assert [job.task_from_dict(json.loads(json.dumps(job.task_to_dict(t)))) for t in tasks] == tasks
+
+
+def test_estimate_costs_grow_with_both_sides():
+    t = pa.table({"candidate": ["a" * 60, "a" * 6, "é" * 60],
+                  "references": [["b" * 60], ["b" * 600, "c" * 600], ["b" * 60]]})
+    c = job.estimate_costs(t)
+    assert c.tolist() == [11 * 11, 2 * 201, 11 * 11]
+
+
+def _ctx(run, **kw):
+    return job.UnitContext(run_url=str(run), scoring=job.ScoringSettings(("rouge1", "rougeL")), seed=1, n_boot=50,
+                           metadata={"rouge_pipeline.signature": "sig"}, **kw)
+
+
+def test_score_task_parts_marker_and_resume(tmp_path):
+    spec = InputSpec.from_config({"layout": "records", "paths": write_records(tmp_path / "in", 12)})
+    units = plan_units(spec)
+    tasks = job.split_by_cost(units, [job.estimate_unit(spec, u) for u in units], target_cost=400)
+    assert len(tasks) > len(units)
+    ctx = _ctx(tmp_path / "run")
+    results = [job.run_task(spec, t, ctx) for t in tasks]
+    # every canonical row scored exactly once, quarantine rows emitted once per unit
+    n_rows = sum(read_unit(spec, u)[0].num_rows for u in units)
+    n_q = sum(read_unit(spec, u)[1].num_rows for u in units)
+    merged = job.merge_results(*results)
+    assert merged["rows"] == n_rows and merged["quarantined"] == n_q == 3
+    assert merged["quarantine_reasons"] == {"duplicate id for system": 1, "malformed JSON (Expecting property "
+                                            "name enclosed in double quotes)": 1, "null candidate": 1}
+    part = tmp_path / "run" / "scores" / "system=sysA" / "part-00000.parquet"
+    f = pq.ParquetFile(part)
+    assert f.schema_arrow.remove_metadata() == job.scores_schema(("rouge1", "rougeL"))
+    assert f.schema_arrow.metadata[b"rouge_pipeline.signature"] == b"sig"
+    assert (tmp_path / "run" / "quarantine" / "part-00000.parquet").exists()
+    marker = json.loads((tmp_path / "run" / "_done" / "unit-00000.json").read_text())
+    assert StatsAccumulator.from_dict(marker["stats"]) == StatsAccumulator.from_dict(results[0]["stats"])
+    # resume: marker + files present -> skipped; a missing part file -> rescored
+    again = job.run_task(spec, tasks[0], ctx)
+    assert again["skipped"] == 1
+    part.unlink()
+    redo = job.run_task(spec, tasks[0], ctx)
+    assert redo["skipped"] == 0 and part.exists()
+    # statistics do not depend on the split
+    whole = job.split_by_cost(units, [job.estimate_unit(spec, u) for u in units], target_cost=1e12)
+    res2 = [job.score_task(spec, t, _ctx(tmp_path / "run2")) for t in whole]
+    assert (StatsAccumulator.from_dict(job.merge_results(*res2)["stats"])
+            == StatsAccumulator.from_dict(merged["stats"]))
+
+
+def test_score_table_status_and_empty():
+    s = job.ScoringSettings(("rouge1",))
+    t = pa.table({"id": ["a", "b", "c"], "system": ["", "", ""], "candidate": ["x y", "", "x"],
+                  "references": [["x"], ["x"], ["..."]]})
+    out = job.score_table(t, s)
+    assert out.column("status").to_pylist() == ["ok", "empty_candidate", "empty_reference"]
+    assert out.column("rouge1_recall").to_pylist()[0] == 1.0
+    empty = job.score_table(t.slice(0, 0), s)
+    assert empty.num_rows == 0 and empty.schema == job.scores_schema(("rouge1",))
+    assert np.isfinite(out.column("rouge1_fmeasure").to_numpy()).all()
