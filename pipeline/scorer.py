@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from pipeline.scoring.batch import BatchScores, example_offsets, score_encoded
+from pipeline.scoring.batch import MAX_BACKTRACK_WORDS, BatchScores, example_offsets, score_encoded
 from pipeline.scoring.types import parse_rouge_types
 from pipeline.text.encoder import DefaultEncoder, EncodedDocs, encode_with_tokenizer
 from pipeline.text.sentences import get_splitter, resolve_splitter_name
@@ -92,6 +92,12 @@ class RougeScorer:
 
     def score_batch(self, targets, predictions) -> list[dict[str, Score]]:
         res = self.score_arrays(targets, predictions)
+        too_long = np.flatnonzero(res.status)
+        if too_long.size:
+            raise ValueError(
+                f"example {int(too_long[0])}: a rougeLsum sentence pair is too long to backtrack "
+                f"within {MAX_BACKTRACK_WORDS} words of memory; split the text into sentences "
+                "(newlines) or leave out rougeLsum")
         names = self.rouge_types
         return [
             {name: Score(*map(float, row[t])) for t, name in enumerate(names)}

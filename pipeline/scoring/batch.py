@@ -12,6 +12,13 @@ from pipeline.text.encoder import EncodedDocs
 
 _KIND = {"n": KIND_N, "L": KIND_L, "Lsum": KIND_LSUM}
 
+# rougeLsum keeps one bit vector per candidate token of a sentence pair to backtrack
+# rouge-score's LCS; past this many 64-bit words (1 GiB) a pair is reported, not scored.
+# rouge-score itself would need 64x as many table cells.
+MAX_BACKTRACK_WORDS = 1 << 27
+
+STATUS_OK, STATUS_TOO_LONG = 0, 1
+
 
 @dataclass
 class BatchScores:
@@ -23,6 +30,7 @@ class BatchScores:
     cand_len: np.ndarray  # int64 tokens of the candidate
     ref_len: np.ndarray  # int64 tokens of all references together
     n_refs: np.ndarray  # int64
+    status: np.ndarray  # int8: STATUS_OK, or STATUS_TOO_LONG (scores NaN)
 
     def __len__(self) -> int:
         return self.scores.shape[0]
@@ -40,18 +48,20 @@ def example_offsets(n_refs: Sequence[int] | np.ndarray) -> np.ndarray:
     return out
 
 
-def score_encoded(enc: EncodedDocs, ex_doc: np.ndarray, types: Sequence[RougeType]) -> BatchScores:
+def score_encoded(enc: EncodedDocs, ex_doc: np.ndarray, types: Sequence[RougeType],
+                  max_backtrack_words: int = MAX_BACKTRACK_WORDS) -> BatchScores:
     n_ex = ex_doc.shape[0] - 1
     kinds = np.array([_KIND[t.kind] for t in types], dtype=np.int64)
     ns = np.array([t.n for t in types], dtype=np.int64)
     out = np.empty((n_ex, len(types), 3), dtype=np.float64)
     best = np.empty((n_ex, len(types)), dtype=np.int32)
+    status = np.zeros(n_ex, dtype=np.int8)
     if n_ex:
         score_batch_kernel(enc.tokens, enc.doc_tok, enc.sent_tokens, enc.sent_tok, enc.doc_sent,
-                           enc.same_stream, ex_doc, kinds, ns, out, best)
+                           enc.same_stream, ex_doc, kinds, ns, max_backtrack_words, out, best, status)
     lengths = enc.doc_lengths()
     cand_docs = ex_doc[:-1]
     n_refs = np.diff(ex_doc) - 1
     cum = np.concatenate([[0], np.cumsum(lengths)])
     ref_len = cum[ex_doc[1:]] - cum[cand_docs + 1]
-    return BatchScores(list(types), out, best, lengths[cand_docs], ref_len, n_refs)
+    return BatchScores(list(types), out, best, lengths[cand_docs], ref_len, n_refs, status)

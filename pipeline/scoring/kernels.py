@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+from numba.cpython.unsafe.numbers import leading_zeros
 
 KIND_N, KIND_L, KIND_LSUM = 0, 1, 2
 _GOLD = np.uint64(0x9E3779B97F4A7C15)
@@ -64,25 +65,7 @@ def _clear(keys, used, n_used):
 @njit(cache=True, nogil=True, inline="always")
 def _highest_bit(x):
     # x != 0
-    b = 0
-    if x >> np.uint64(32):
-        x >>= np.uint64(32)
-        b += 32
-    if x >> np.uint64(16):
-        x >>= np.uint64(16)
-        b += 16
-    if x >> np.uint64(8):
-        x >>= np.uint64(8)
-        b += 8
-    if x >> np.uint64(4):
-        x >>= np.uint64(4)
-        b += 4
-    if x >> np.uint64(2):
-        x >>= np.uint64(2)
-        b += 2
-    if x >> np.uint64(1):
-        b += 1
-    return b
+    return 63 - np.int64(leading_zeros(x))
 
 
 @njit(cache=True, nogil=True)
@@ -93,33 +76,62 @@ def _popcount(x):
     return np.int64((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _assign_rows(lid, start, length, row):
+    """Give each distinct local id of ``lid[start:start+length]`` a dense row (match-mask row)."""
+    d = 0
+    for i in range(length):
+        t = lid[start + i]
+        if row[t] < 0:
+            row[t] = d
+            d += 1
+    return d
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _release_rows(lid, start, length, row, peq, W):
+    for i in range(length):
+        t = lid[start + i]
+        r = row[t]
+        if r >= 0:
+            for w in range(W):
+                peq[r * W + w] = np.uint64(0)
+            row[t] = -1
+
+
 @njit(cache=True, nogil=True)
-def _lcs_length(short_lid, s0, s_len, long_lid, l0, l_len, peq, V):
-    """LCS length of two local-id sequences, bits over the shorter one."""
+def _lcs_length(lid, s0, s_len, l0, l_len, row, peq, V):
+    """LCS length of two local-id sequences, bits over the shorter one (``s``).
+
+    ``row`` (all -1) and ``peq`` (all 0, at least rows*W long) are scratch, restored on return.
+    """
     W = (s_len + 63) >> 6
     for i in range(s_len):
-        lid = short_lid[s0 + i]
-        peq[lid * W + (i >> 6)] |= np.uint64(1) << np.uint64(i & 63)
-    for w in range(W):
-        V[w] = _ALL
+        r = row[lid[s0 + i]]
+        peq[r * W + (i >> 6)] |= np.uint64(1) << np.uint64(i & 63)
     if W == 1:
         v = _ALL
         for j in range(l_len):
-            u = v & peq[long_lid[l0 + j]]
-            v = (v + u) | (v & ~u)
+            r = row[lid[l0 + j]]
+            if r >= 0:
+                u = v & peq[r]
+                v = (v + u) | (v & ~u)
         V[0] = v
     else:
+        for w in range(W):
+            V[w] = _ALL
         for j in range(l_len):
-            base = long_lid[l0 + j] * W
+            r = row[lid[l0 + j]]
+            if r < 0:
+                continue
+            base = r * W
             carry = np.uint64(0)
             for w in range(W):
                 v = V[w]
                 u = v & peq[base + w]
                 s1 = v + u
-                c1 = s1 < v
                 s2 = s1 + carry
-                c2 = s2 < s1
-                carry = np.uint64(1) if (c1 or c2) else np.uint64(0)
+                carry = np.uint64(1) if (s1 < v or s2 < s1) else np.uint64(0)
                 V[w] = s2 | (v & ~u)
     zeros = 0
     for w in range(W):
@@ -128,70 +140,98 @@ def _lcs_length(short_lid, s0, s_len, long_lid, l0, l_len, peq, V):
         if bits < 64:
             v |= _ALL << np.uint64(bits)
         zeros += 64 - _popcount(v)
-    for i in range(s_len):
-        peq[short_lid[s0 + i] * W + (i >> 6)] = np.uint64(0)
+    _release_rows(lid, s0, s_len, row, peq, W)
     return zeros
 
 
 @njit(cache=True, nogil=True)
-def _union_lcs_hits(lid, r_sents, c_sents, cand_cnt, ucnt, peq, Vs, um):
-    """rougeLsum hits for one pair (see module docstring).
+def _union_lcs_hits(lid, r_sents, c_sents, cand_cnt, ucnt, row, peq, Vs, um, max_cells):
+    """rougeLsum hits for one pair (see module docstring); returns (hits, peq, Vs).
 
     ``lid``: local ids of the sentence stream; ``r_sents``/``c_sents``: (start, end)
     rows into ``lid``; ``cand_cnt``: candidate unigram counts by local id;
-    ``ucnt``: zeroed scratch; ``peq``/``Vs``/``um``: scratch, ``peq`` zeroed.
+    ``ucnt`` (zeros), ``row`` (-1), ``peq`` (zeros), ``Vs``, ``um``: scratch.
+    hits is -1 when one sentence pair would need more than ``max_cells`` words of
+    backtracking state (rouge-score would need 64x that in DP cells).
     """
     hits = 0
     for rs in range(r_sents.shape[0]):
         r0 = r_sents[rs, 0]
         mr = r_sents[rs, 1] - r0
         W = (mr + 63) >> 6
+        D = _assign_rows(lid, r0, mr, row)
+        if peq.shape[0] < D * W:
+            peq = np.zeros(2 * D * W, dtype=np.uint64)
         for i in range(mr):
-            peq[lid[r0 + i] * W + (i >> 6)] |= np.uint64(1) << np.uint64(i & 63)
+            peq[row[lid[r0 + i]] * W + (i >> 6)] |= np.uint64(1) << np.uint64(i & 63)
+        if um.shape[0] < W:
+            um = np.empty(W, dtype=np.uint64)
         for w in range(W):
             um[w] = np.uint64(0)
         for cs in range(c_sents.shape[0]):
             c0 = c_sents[cs, 0]
             nc = c_sents[cs, 1] - c0
-            for w in range(W):
-                Vs[w] = _ALL
+            need = (nc + 1) * W
+            if need > max_cells:
+                _release_rows(lid, r0, mr, row, peq, W)
+                return -1, peq, Vs, um
+            if Vs.shape[0] < need:
+                Vs = np.empty(2 * need, dtype=np.uint64)
             any_match = False
-            for j in range(nc):
-                base = lid[c0 + j] * W
-                prev = j * W
-                cur = prev + W
-                carry = np.uint64(0)
+            if W == 1:
+                v = _ALL
+                Vs[0] = v
+                for j in range(nc):
+                    r = row[lid[c0 + j]]
+                    if r >= 0:
+                        u = v & peq[r]
+                        if u:
+                            any_match = True
+                            v = (v + u) | (v & ~u)
+                    Vs[j + 1] = v
+            else:
                 for w in range(W):
-                    v = Vs[prev + w]
-                    u = v & peq[base + w]
-                    if u:
-                        any_match = True
-                    s1 = v + u
-                    c1 = s1 < v
-                    s2 = s1 + carry
-                    c2 = s2 < s1
-                    carry = np.uint64(1) if (c1 or c2) else np.uint64(0)
-                    Vs[cur + w] = s2 | (v & ~u)
+                    Vs[w] = _ALL
+                for j in range(nc):
+                    r = row[lid[c0 + j]]
+                    prev = j * W
+                    cur = prev + W
+                    if r < 0:
+                        for w in range(W):
+                            Vs[cur + w] = Vs[prev + w]
+                        continue
+                    base = r * W
+                    carry = np.uint64(0)
+                    for w in range(W):
+                        v = Vs[prev + w]
+                        u = v & peq[base + w]
+                        if u:
+                            any_match = True
+                        s1 = v + u
+                        s2 = s1 + carry
+                        carry = np.uint64(1) if (s1 < v or s2 < s1) else np.uint64(0)
+                        Vs[cur + w] = s2 | (v & ~u)
             if not any_match:
                 continue
-            # backtrack from (mr, nc)
+            # rouge-score's backtracking from (mr, nc), one jump per step
             i = mr
             j = nc
             while i > 0 and j > 0:
-                base = lid[c0 + j - 1] * W
+                r = row[lid[c0 + j - 1]]
                 col = j * W
                 w = (i - 1) >> 6
                 found = -1
                 is_match = False
                 while w >= 0:
-                    x = peq[base + w] | ~Vs[col + w]
-                    top = i - 64 * w  # bits of this word that lie below i
+                    m_w = peq[r * W + w] if r >= 0 else np.uint64(0)
+                    x = m_w | ~Vs[col + w]
+                    top = i - 64 * w  # bits of this word below row i
                     if top < 64:
                         x &= (np.uint64(1) << np.uint64(top)) - np.uint64(1)
                     if x:
                         b = _highest_bit(x)
                         found = 64 * w + b
-                        is_match = (peq[base + w] >> np.uint64(b)) & np.uint64(1) == np.uint64(1)
+                        is_match = ((m_w >> np.uint64(b)) & np.uint64(1)) == np.uint64(1)
                         break
                     w -= 1
                 if found < 0:
@@ -205,15 +245,14 @@ def _union_lcs_hits(lid, r_sents, c_sents, cand_cnt, ucnt, peq, Vs, um):
         for i in range(mr):
             if (um[i >> 6] >> np.uint64(i & 63)) & np.uint64(1):
                 ucnt[lid[r0 + i]] += 1
-        for i in range(mr):
-            peq[lid[r0 + i] * W + (i >> 6)] = np.uint64(0)
+        _release_rows(lid, r0, mr, row, peq, W)
     for rs in range(r_sents.shape[0]):
         for i in range(r_sents[rs, 0], r_sents[rs, 1]):
             t = lid[i]
             if ucnt[t] > 0:
                 hits += min(ucnt[t], cand_cnt[t])
                 ucnt[t] = 0
-    return hits
+    return hits, peq, Vs, um
 
 
 @njit(cache=True, nogil=True)
@@ -227,13 +266,15 @@ def _sentence_rows(sent_tok, s_begin, s_end, offset):
 
 @njit(cache=True, nogil=True)
 def score_batch_kernel(tokens, doc_tok, sent_tokens, sent_tok, doc_sent, same_stream,
-                       ex_doc, kinds, ns, out, best_ref):
+                       ex_doc, kinds, ns, max_cells, out, best_ref, status):
     """Score every example of a batch.
 
     Example ``e`` has candidate document ``ex_doc[e]`` and reference documents
     ``ex_doc[e]+1 .. ex_doc[e+1]-1``.  ``kinds[t]``/``ns[t]`` describe type ``t``.
-    Writes P/R/F to ``out[e, t, :]`` and the chosen reference (rouge-score's
-    ``score_multi``: highest F, first on ties) to ``best_ref[e, t]``.
+    Writes P/R/F to ``out[e, t, :]``, the chosen reference (rouge-score's
+    ``score_multi``: highest F, first on ties) to ``best_ref[e, t]``, and
+    ``status[e]``: 0 ok, 1 a rougeLsum sentence pair too large for ``max_cells``
+    words of backtracking state (its scores are NaN).
     """
     n_types = kinds.shape[0]
     want_lsum = False
@@ -247,7 +288,7 @@ def score_batch_kernel(tokens, doc_tok, sent_tokens, sent_tok, doc_sent, same_st
         elif kinds[t] == KIND_LSUM:
             want_lsum = True
 
-    # scratch sized for the largest pair of the batch
+    # scratch sized for the largest pair of the batch: O(tokens), never O(m*n)
     max_doc = 1
     max_sdoc = 1
     for d in range(doc_tok.shape[0] - 1):
@@ -264,20 +305,22 @@ def score_batch_kernel(tokens, doc_tok, sent_tokens, sent_tok, doc_sent, same_st
     lid1 = np.empty(pair_cap, dtype=np.int32)
     cur = np.empty(pair_cap, dtype=np.int32)
     slid = np.empty(pair_cap, dtype=np.int32)
-    cnt_r = np.zeros(pair_cap + 1, dtype=np.int64)
     cnt_c = np.zeros(pair_cap + 1, dtype=np.int64)
     ucnt = np.zeros(pair_cap + 1, dtype=np.int64)
-    W_doc = (max_doc + 63) >> 6
-    peq = np.zeros((pair_cap + 1) * W_doc, dtype=np.uint64)
-    V = np.empty(W_doc, dtype=np.uint64)
-    Vs = np.empty(16, dtype=np.uint64)
-    um = np.empty(W_doc, dtype=np.uint64)
+    row = np.full(pair_cap + 1, -1, dtype=np.int64)
+    peq = np.zeros(1024, dtype=np.uint64)
+    V = np.empty((max_doc + 63) >> 6, dtype=np.uint64)
+    Vs = np.empty(1024, dtype=np.uint64)
+    um = np.empty(16, dtype=np.uint64)
+    r_rows = np.empty((0, 2), dtype=np.int64)
+    c_rows = np.empty((0, 2), dtype=np.int64)
     scores = np.empty((n_types, 3), dtype=np.float64)
 
     for e in range(ex_doc.shape[0] - 1):
         cdoc = ex_doc[e]
         c0 = doc_tok[cdoc]
         n = doc_tok[cdoc + 1] - c0
+        status[e] = 0
         for t in range(n_types):
             out[e, t, 0] = 0.0
             out[e, t, 1] = 0.0
@@ -295,7 +338,6 @@ def score_batch_kernel(tokens, doc_tok, sent_tokens, sent_tok, doc_sent, same_st
             for j in range(n):
                 got, n_used, next_id = _lookup(keys, vals, used, n_used, np.int64(tokens[c0 + j]), next_id)
                 lid1[m + j] = got
-            n_uni = next_id
             # --- rouge-N, all requested n in one pass over levels
             if max_n > 0:
                 for i in range(m + n):
@@ -323,14 +365,12 @@ def score_batch_kernel(tokens, doc_tok, sent_tokens, sent_tok, doc_sent, same_st
                         continue
                     for j in range(cand_cnt):
                         cnt_c[cur[m + j]] += 1
-                    for i in range(ref_cnt):
-                        cnt_r[cur[i]] += 1
                     hits = 0
                     for i in range(ref_cnt):
                         g = cur[i]
-                        if cnt_r[g] > 0:
-                            hits += min(cnt_r[g], cnt_c[g])
-                            cnt_r[g] = 0
+                        if cnt_c[g] > 0:
+                            cnt_c[g] -= 1
+                            hits += 1
                     for j in range(cand_cnt):
                         cnt_c[cur[m + j]] = 0
                     p = hits / max(cand_cnt, 1)
@@ -350,9 +390,14 @@ def score_batch_kernel(tokens, doc_tok, sent_tokens, sent_tok, doc_sent, same_st
                     f = 0.0
                 else:
                     if m <= n:
-                        lcs = _lcs_length(lid1, 0, m, lid1, m, n, peq, V)
+                        s0, s_len, l0, l_len = 0, m, m, n
                     else:
-                        lcs = _lcs_length(lid1, m, n, lid1, 0, m, peq, V)
+                        s0, s_len, l0, l_len = m, n, 0, m
+                    W = (s_len + 63) >> 6
+                    D = _assign_rows(lid1, s0, s_len, row)
+                    if peq.shape[0] < D * W:
+                        peq = np.zeros(2 * D * W, dtype=np.uint64)
+                    lcs = _lcs_length(lid1, s0, s_len, l0, l_len, row, peq, V)
                     p = lcs / n
                     r = lcs / m
                     f = _fmeasure(p, r)
@@ -395,27 +440,22 @@ def score_batch_kernel(tokens, doc_tok, sent_tokens, sent_tok, doc_sent, same_st
                     r = 0.0
                     f = 0.0
                 else:
-                    max_w = 1
-                    max_nc = 1
-                    for k in range(r_rows.shape[0]):
-                        max_w = max(max_w, (r_rows[k, 1] - r_rows[k, 0] + 63) >> 6)
-                    for k in range(c_rows.shape[0]):
-                        max_nc = max(max_nc, c_rows[k, 1] - c_rows[k, 0])
-                    if Vs.shape[0] < (max_nc + 1) * max_w:
-                        Vs = np.empty((max_nc + 1) * max_w, dtype=np.uint64)
-                    if um.shape[0] < max_w:
-                        um = np.empty(max_w, dtype=np.uint64)
-                    need = (ms + nsl + 1) * max_w
-                    if peq.shape[0] < need:
-                        peq = np.zeros(need, dtype=np.uint64)
                     for j in range(nsl):
                         cnt_c[lid[ms + j]] += 1
-                    hits = _union_lcs_hits(lid, r_rows, c_rows, cnt_c, ucnt, peq, Vs, um)
+                    hits, peq, Vs, um = _union_lcs_hits(lid, r_rows, c_rows, cnt_c, ucnt, row, peq, Vs, um, max_cells)
                     for j in range(nsl):
                         cnt_c[lid[ms + j]] = 0
-                    p = hits / nsl
-                    r = hits / ms
-                    f = _fmeasure(p, r)
+                    if hits < 0:
+                        status[e] = 1
+                        for q in range(ms):
+                            ucnt[lid[q]] = 0
+                        p = np.nan
+                        r = np.nan
+                        f = np.nan
+                    else:
+                        p = hits / nsl
+                        r = hits / ms
+                        f = _fmeasure(p, r)
                 for t in range(n_types):
                     if kinds[t] == KIND_LSUM:
                         scores[t, 0] = p
@@ -428,5 +468,9 @@ def score_batch_kernel(tokens, doc_tok, sent_tokens, sent_tok, doc_sent, same_st
                     out[e, t, 2] = scores[t, 2]
                     best_ref[e, t] = rdoc - cdoc - 1
         for t in range(n_types):
-            if out[e, t, 2] < 0.0:  # no reference at all
+            if status[e] != 0:
+                out[e, t, 0] = np.nan
+                out[e, t, 1] = np.nan
+                out[e, t, 2] = np.nan
+            elif out[e, t, 2] < 0.0:  # no reference at all
                 out[e, t, 2] = 0.0
