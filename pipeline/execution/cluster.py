@@ -22,6 +22,85 @@ def _set_env_on_worker():
     return True
 
 
+class WorkerEnvironmentError(ValueError):
+    """The scheduler or workers of an existing cluster cannot run this package's tasks."""
+
+
+# The probe is compiled into a module-less function, so cloudpickle sends it *by value*: it runs
+# even on a worker where ``pipeline`` cannot be imported (a function defined in this module would be
+# pickled by reference and fail to unpickle there, with a traceback instead of a diagnosis).
+_PROBE_SOURCE = """
+def probe():
+    import importlib, sys
+    out = {"python": "%d.%d" % sys.version_info[:2], "executable": sys.executable}
+    for name in ("dask", "distributed", "cloudpickle", "pipeline"):
+        try:
+            out[name] = getattr(importlib.import_module(name), "__version__", "unknown")
+        except Exception as e:
+            out[name] = None
+            out[name + "_error"] = "%s: %s" % (type(e).__name__, e)
+    return out
+"""
+
+
+def _probe_function():
+    import builtins
+
+    ns = {"__name__": "__rouge_pipeline_probe__", "__builtins__": builtins}
+    exec(compile(_PROBE_SOURCE, "<rouge-pipeline worker probe>", "exec"), ns)  # noqa: S102 - constant source
+    return ns["probe"]
+
+
+def local_versions() -> dict:
+    return _probe_function()()
+
+
+CHECKED = ("python", "dask", "distributed", "cloudpickle", "pipeline")
+
+
+def check_cluster(client, wait_timeout: float | None = None) -> dict:
+    """Refuse a cluster whose scheduler or workers cannot run our tasks, with one clear message.
+
+    Every worker must import ``pipeline`` at this client's ``__version__`` and run the same
+    Python (major.minor), dask, distributed and cloudpickle; the scheduler the same dask and
+    distributed.  Returns ``{worker address: versions}``.  Workers that join later are not checked.
+    """
+    if wait_timeout is None:
+        wait_timeout = float(os.environ.get("ROUGE_PIPELINE_WAIT_FOR_WORKERS", "60"))
+    try:
+        client.wait_for_workers(1, timeout=wait_timeout)
+    except TimeoutError:
+        raise WorkerEnvironmentError(
+            f"the scheduler {client.scheduler.address} has no worker after {wait_timeout:.0f}s; start workers "
+            "(dask worker tcp://HOST:8786 --nthreads 1) or set ROUGE_PIPELINE_WAIT_FOR_WORKERS") from None
+    mine = local_versions()
+    problems = []
+    sched = client.get_versions(check=False).get("scheduler", {}).get("packages", {})
+    for name in ("dask", "distributed"):
+        if sched.get(name) != mine[name]:
+            problems.append(f"  scheduler: {name} {sched.get(name)} (this client: {mine[name]})")
+    workers = client.run(_probe_function(), on_error="return")
+    for addr, got in sorted(workers.items()):
+        if isinstance(got, BaseException):
+            problems.append(f"  worker {addr}: the version probe failed ({type(got).__name__}: {got})")
+            continue
+        for name in CHECKED:
+            if got.get(name) == mine[name]:
+                continue
+            if name == "pipeline" and got.get(name) is None:
+                problems.append(f"  worker {addr}: the rouge-pipeline package is not importable there "
+                                f"({got.get('pipeline_error')}; python {got.get('executable')})")
+            else:
+                problems.append(f"  worker {addr}: {name} {got.get(name)} (this client: {mine[name]})")
+    if problems:
+        raise WorkerEnvironmentError(
+            "the Dask cluster cannot run this job:\n" + "\n".join(problems) + "\n"
+            f"Install rouge-pipeline=={mine['pipeline']} with dask=={mine['dask']} and "
+            f"distributed=={mine['distributed']} on the scheduler and every worker (or use the image "
+            "built from docker/Dockerfile for all of them).")
+    return workers
+
+
 def local_cluster(n_workers: int | None = None, memory_limit=None, dashboard_address: str | None = "127.0.0.1:8787",
                   **kwargs):
     """A LocalCluster of single-threaded worker *processes*, bound to 127.0.0.1."""
@@ -48,8 +127,12 @@ def open_client(mode: str = "local", scheduler: str | None = None, n_workers: in
     if mode == "scheduler":
         if not scheduler:
             raise ValueError("mode 'scheduler' needs a scheduler address (tcp://HOST:PORT)")
-        client = Client(scheduler)
         try:
+            client = Client(scheduler, timeout=os.environ.get("ROUGE_PIPELINE_CONNECT_TIMEOUT", "30s"))
+        except OSError as e:
+            raise WorkerEnvironmentError(f"cannot connect to the Dask scheduler at {scheduler}: {e}") from None
+        try:
+            check_cluster(client)
             client.run(_set_env_on_worker)
             yield client
         finally:
