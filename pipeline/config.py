@@ -13,7 +13,10 @@ scoring:
   tokenizer: default                  # default | whitespace
   sentence_splitter: newline          # newline | punkt | sentencex (rougeLsum)
   multi_ref: max_f                    # rouge-score's rule: the reference with the highest F
-  profile: rouge-score-0.1.2          # whose numbers are reproduced
+  profile: rouge-score-0.1.2          # rouge-score-0.1.2 (its numbers) | unicode (any script; README)
+  language: en                        # ISO 639 code: unicode profile, Snowball stemmer, sentencex
+  stemming: none                      # none | snowball (unicode profile; rouge-score: use_stemmer)
+  cjk: chars                          # chars | segmenter (unicode profile: jieba for zh, newmm for th)
 stats:
   seed: 12345
   n_boot: 1000                        # 0: no bootstrap
@@ -53,7 +56,9 @@ from pipeline.scoring.types import parse_rouge_types
 TOKENIZERS = ("default", "whitespace")
 SENTENCE_SPLITTERS = ("newline", "punkt", "sentencex")
 MULTI_REF = ("max_f",)
-PROFILES = ("rouge-score-0.1.2",)
+PROFILES = ("rouge-score-0.1.2", "unicode")
+# Settings of the unicode profile (#8); left out of the config hash at these defaults.
+PROFILE_DEFAULTS = {"language": "en", "stemming": "none", "cjk": "chars"}
 BOOTSTRAPS = ("poisson", "exact")
 MODES = ("local", "scheduler", "sync")
 SECRET_WORDS = ("key", "secret", "token", "password", "credential")
@@ -120,6 +125,9 @@ class ScoringConfig:
     sentence_splitter: str = "newline"
     multi_ref: str = "max_f"
     profile: str = "rouge-score-0.1.2"
+    language: str = "en"
+    stemming: str = "none"
+    cjk: str = "chars"
 
     def validate(self):
         rt = self.rouge_types
@@ -138,6 +146,21 @@ class ScoringConfig:
         _check_choice(self.sentence_splitter, "scoring.sentence_splitter", SENTENCE_SPLITTERS)
         _check_choice(self.multi_ref, "scoring.multi_ref", MULTI_REF)
         _check_choice(self.profile, "scoring.profile", PROFILES)
+        _check_str(self.language, "scoring.language")
+        _check_profile(self)
+
+
+def _check_profile(sc) -> None:
+    from pipeline.text.profiles import check_profile
+
+    try:
+        check_profile(sc.profile, sc.language, sc.stemming, sc.cjk)
+    except ValueError as e:
+        raise ConfigError(f"scoring.{str(e).replace('stemmer:', 'stemming:', 1)}") from None
+    if sc.profile == "unicode" and sc.use_stemmer:
+        raise ConfigError("scoring.use_stemmer: the unicode profile stems with scoring.stemming: snowball")
+    if sc.profile == "unicode" and sc.tokenizer != "default":
+        raise ConfigError(f"scoring.tokenizer: {sc.tokenizer!r} cannot be combined with profile 'unicode'")
 
 
 @dataclass
@@ -280,7 +303,8 @@ class RunConfig:
         spec.pop("storage_options", None)
         return {
             "input": spec,
-            "scoring": dataclasses.asdict(self.scoring),
+            "scoring": {k: v for k, v in dataclasses.asdict(self.scoring).items()
+                        if PROFILE_DEFAULTS.get(k, object()) != v},
             "stats": dataclasses.asdict(self.stats),
             "version": __version__,
         }

@@ -10,6 +10,11 @@
 * ``multiref``: the multi-reference rule.  ``bs``: ``<bootstrap>-<n_boot>`` or ``none``.
   ``ci``: the confidence level in percent.  ``seed``: the bootstrap seed.
 * ``profile``: whose numbers are reproduced.  ``v``: the pipeline version.
+* With ``profile:unicode`` (issue #8), ``tok`` is the tokenizer's name, which records the
+  language, the CJK method (with segmenter versions) and the Unicode data versions
+  (``unicode(de)-nfkc-casefold-words+cjkchars-ucd14.0.0-regex2026.11.19``), and ``stem`` is
+  ``snowball-<algorithm>-snowballstemmer<version>`` or ``no``.  A sentencex splitter for a
+  language other than English is recorded as ``split:sentencex(<language>)``.
 
 It never contains paths, URLs, storage options or credentials: it is built from an
 explicit list of fields only.
@@ -61,7 +66,14 @@ class Signature:
         stemming = sc.use_stemmer and sc.tokenizer == "default"
         stem = f"porter-nltk{_nltk_version()}" if stemming else "no"
         bs = f"{st.bootstrap}-{st.n_boot}" if st.n_boot > 0 else "none"
-        return cls(rouge=rouge, tok=sc.tokenizer, stem=stem, split=sc.sentence_splitter,
+        tok, split, lang = sc.tokenizer, sc.sentence_splitter, getattr(sc, "language", "en")
+        if sc.profile == "unicode":
+            from pipeline.text.profiles import signature_parts
+
+            tok, stem = signature_parts(sc.profile, lang, sc.stemming, sc.cjk)
+        if split == "sentencex" and lang != "en":
+            split = f"sentencex({lang})"
+        return cls(rouge=rouge, tok=tok, stem=stem, split=split,
                    multiref=sc.multi_ref, bs=bs, ci=_percent(st.confidence), seed=str(st.seed),
                    profile=sc.profile, v=__version__)
 

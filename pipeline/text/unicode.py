@@ -1,0 +1,169 @@
+"""The ``unicode`` profile's tokenizer: ROUGE for any script.
+
+rouge-score and ROUGE-1.5.5 keep only ``[a-z0-9]``: identical Chinese or Russian texts
+score 0 and accented words are cut.  :class:`UnicodeTokenizer` is the documented
+alternative.  For one text it does exactly this:
+
+1. **Normalize**: Unicode NFKC (``unicodedata.normalize("NFKC", text)``: full-width
+   forms, ligatures, compatibility digits like ``①``/``²`` become their plain forms).
+2. **Case fold**: ``str.casefold()`` (full case folding: ``ß`` -> ``ss``, ``Σ``/``ς`` -> ``σ``).
+   Turkish and Azerbaijani (``language`` ``tr``/``az``) first map ``İ`` -> ``i`` and
+   ``I`` -> ``ı`` (Unicode SpecialCasing for tr/az), and after folding drop a
+   U+0307 COMBINING DOT ABOVE that follows ``i`` (``i̇`` -> ``i``; what a non-Turkish
+   lowercasing of ``İ`` leaves behind).
+3. **Split**, with one compiled ``regex`` (PyPI ``regex``) pattern; everything not
+   matched is a separator and is dropped.  In order of precedence, a token is:
+
+   * one **CJK character**: a code point whose Script_Extensions include Han,
+     Hiragana or Katakana and whose general category is a letter (L*) or number (N*)
+     (so ``中``, ``ひ``, ``カ``, ``ー``, ``々``, ``〇``; not ``。``, ``、``, ``「``);
+     with ``cjk="segmenter"`` see below;
+   * one **grapheme cluster** (``\\X``, Unicode extended grapheme clusters, UAX #29)
+     that starts with a letter of the Thai, Lao, Khmer or Myanmar script, scripts
+     written without spaces (``สวัสดี`` -> ``ส``, ``วั``, ``ส``, ``ดี``);
+     with ``cjk="segmenter"`` Thai is segmented into words instead (below);
+   * a **word**: a maximal run of letters (L*), combining marks (M*) and numbers
+     (N*) that are neither of the above.  So letters and digits stay together
+     (``covid19``), digits are tokens (``2024``; ``3.5`` -> ``3``, ``5``; digits of
+     other scripts such as ``٣`` are kept as they are), and **every** punctuation
+     mark (P*), symbol (S*: ``%``, ``$``, emoji), space, control and format
+     character (C*: also ZWJ/ZWNJ) separates: apostrophes and hyphens split words
+     (``l'homme`` -> ``l``, ``homme``; ``state-of-the-art`` -> four tokens), as in
+     rouge-score's default tokenizer.
+
+   On ASCII text (outside tr/az) the tokens are exactly rouge-score's unstemmed
+   default tokens (``[a-z0-9]+`` runs of the lowercased text).
+4. **Stem** (``stem=True``): the Snowball stemmer of ``language``
+   (:mod:`pipeline.text.stemmers`), cached per token.  Languages without a Snowball
+   stemmer (zh, ja, th, ...) refuse ``stem=True``.
+
+``cjk="segmenter"`` replaces characters by words from maintained packages that need
+no model download: runs of Han characters go to ``jieba`` (its bundled dictionary;
+``language="ja"`` keeps characters, as no such Japanese segmenter exists), runs of
+Thai letters go to ``pythainlp``'s ``newmm`` (its bundled dictionary); kana and Lao,
+Khmer and Myanmar stay characters / grapheme clusters.  The packages and their
+versions are part of :attr:`UnicodeTokenizer.name`.
+
+The name (``unicode(de)-nfkc-casefold-words+cjkchars-ucd15.0.0-regex2026.11.19``)
+records the language, the CJK method and the Unicode data versions (Python's
+``unicodedata`` for NFKC/casefold, the ``regex`` package for scripts and categories),
+so any change in tokenization changes the run's signature.
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+from importlib.metadata import version
+
+import regex
+
+from pipeline.text.stemmers import SnowballStemmer
+
+CJK_MODES = ("chars", "segmenter")
+
+_CJK = r"[\p{scx=Han}\p{scx=Hiragana}\p{scx=Katakana}]&&[\p{L}\p{N}]"
+_HAN = r"\p{scx=Han}&&[\p{L}\p{N}]"
+_SEA_LETTER = r"[\p{sc=Thai}\p{sc=Lao}\p{sc=Khmer}\p{sc=Myanmar}]&&\p{L}"
+_SEA = r"[\p{sc=Thai}\p{sc=Lao}\p{sc=Khmer}\p{sc=Myanmar}]&&[\p{L}\p{M}]"
+_WORD = rf"[[\p{{L}}\p{{M}}\p{{N}}]--[{_CJK}]--[{_SEA}]]+"
+
+# chars mode: a single findall per text.
+_CHARS_PATTERN = regex.compile(rf"(?V1)[{_CJK}]|(?=[{_SEA_LETTER}])\X|{_WORD}")
+# segmenter mode: Han runs and Thai runs are captured whole and handed to the segmenters.
+_SEG_PATTERN = regex.compile(
+    rf"(?V1)(?P<han>[{_HAN}]+)|(?P<thai>(?=[\p{{sc=Thai}}&&\p{{L}}])[\p{{sc=Thai}}&&[\p{{L}}\p{{M}}]]+)"
+    rf"|(?P<tok>[{_CJK}]|(?=[{_SEA_LETTER}])\X|{_WORD})")
+_ASCII_WORD = re.compile(r"[a-z0-9]+")  # stdlib re: faster on the ASCII fast path
+
+_TURKIC = ("tr", "az")
+_TURKIC_UPPER = str.maketrans({"\u0130": "i", "I": "\u0131"})
+
+
+@lru_cache(maxsize=None)
+def _jieba():
+    import logging
+
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)
+    return jieba
+
+
+@lru_cache(maxsize=None)
+def _thai_words():
+    from pythainlp.tokenize import word_tokenize
+
+    return word_tokenize
+
+
+def _versions(*packages: str) -> str:
+    return ",".join(f"{p}{version(p)}" for p in packages)
+
+
+def tokenizer_name(language: str = "en", cjk: str = "chars") -> str:
+    """The tokenizer's signature name, computed without loading any segmenter."""
+    if cjk not in CJK_MODES:
+        raise ValueError(f"cjk must be one of {', '.join(CJK_MODES)}, got {cjk!r}")
+    method = "cjkchars" if cjk == "chars" else f"cjkseg({_versions('jieba', 'pythainlp')})"
+    return (f"unicode({language})-nfkc-casefold-words+{method}"
+            f"-ucd{unicodedata.unidata_version}-regex{version('regex')}")
+
+
+class UnicodeTokenizer:
+    """NFKC + casefold + Unicode words / CJK characters (+ Snowball stems); see the module doc."""
+
+    def __init__(self, language: str = "en", stem: bool = False, cjk: str = "chars"):
+        if not isinstance(language, str) or not language:
+            raise ValueError(f"language must be a language code such as 'de', got {language!r}")
+        self.language = language.lower()
+        self.cjk = cjk
+        self.name = tokenizer_name(self.language, cjk)
+        self.stemmer = SnowballStemmer(self.language) if stem else None
+        self._turkic = self.language in _TURKIC
+        self._han_seg = cjk == "segmenter" and self.language != "ja"
+
+    @property
+    def stem(self) -> bool:
+        return self.stemmer is not None
+
+    def normalize(self, text: str) -> str:
+        """Steps 1 and 2: NFKC, case folding (tr/az tailored)."""
+        if self._turkic:
+            text = unicodedata.normalize("NFKC", text).translate(_TURKIC_UPPER).casefold()
+            return text.replace("i\u0307", "i")
+        return unicodedata.normalize("NFKC", text).casefold()
+
+    def words(self, text: str) -> list[str]:
+        """Steps 1-3 (no stemming)."""
+        if text.isascii() and not self._turkic:
+            return _ASCII_WORD.findall(text.lower())
+        text = self.normalize(text)
+        if self.cjk == "chars":
+            return _CHARS_PATTERN.findall(text)
+        out: list[str] = []
+        for m in _SEG_PATTERN.finditer(text):
+            kind = m.lastgroup
+            if kind == "tok":
+                out.append(m.group())
+            elif kind == "han":
+                run = m.group()
+                if self._han_seg and len(run) > 1:
+                    out.extend(w for w in _jieba().lcut(run) if w)
+                else:
+                    out.extend(run)
+            else:  # thai
+                out.extend(w for w in _thai_words()(m.group(), engine="newmm", keep_whitespace=False)
+                           if w and not w.isspace())
+        return out
+
+    def tokenize(self, text: str) -> list[str]:
+        toks = self.words(text)
+        if self.stemmer is not None:
+            toks = self.stemmer.stem_all(toks)
+        return toks
+
+    __call__ = tokenize
+
+    def __repr__(self) -> str:
+        return f"UnicodeTokenizer(language={self.language!r}, stem={self.stem}, cjk={self.cjk!r})"
