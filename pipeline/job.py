@@ -20,7 +20,9 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import re
+import time
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 
@@ -32,6 +34,7 @@ import pyarrow.parquet as pq
 from pipeline.io import readers, writers
 from pipeline.io.paths import get_fs
 from pipeline.scorer import RougeScorer
+from pipeline.scoring.batch import MAX_BACKTRACK_WORDS, STATUS_OK
 from pipeline.stats import StatsAccumulator, bootstrap_aggregate
 
 STATS = ("precision", "recall", "fmeasure")
@@ -48,10 +51,15 @@ class ScoringSettings:
     use_stemmer: bool = False
     sentence_splitter: str = "newline"
     tokenizer: str = "default"
+    profile: str = "rouge-score-0.1.2"  # | unicode (pipeline.text.profiles)
+    language: str = "en"
+    stemming: str = "none"
+    cjk: str = "chars"
 
     @classmethod
     def from_config(cls, sc) -> "ScoringSettings":
-        return cls(tuple(sc.rouge_types), bool(sc.use_stemmer), sc.sentence_splitter, sc.tokenizer)
+        return cls(tuple(sc.rouge_types), bool(sc.use_stemmer), sc.sentence_splitter, sc.tokenizer,
+                   sc.profile, sc.language, sc.stemming, sc.cjk)
 
 
 @dataclass(frozen=True)
@@ -106,25 +114,42 @@ def scores_schema(rouge_types) -> pa.Schema:
 
 @lru_cache(maxsize=8)
 def scorer_for(settings: ScoringSettings) -> RougeScorer:
-    tokenizer = None
-    if settings.tokenizer == "whitespace":
+    from pipeline.text.profiles import make_tokenizer
+
+    tokenizer = make_tokenizer(settings.profile, settings.language, settings.stemming, settings.cjk)
+    if tokenizer is None and settings.tokenizer == "whitespace":
         from pipeline.text.tokenizers import WhitespaceTokenizer
 
         tokenizer = WhitespaceTokenizer()
     elif settings.tokenizer != "default":
         raise ValueError(f"unknown tokenizer {settings.tokenizer!r} (default, whitespace)")
     return RougeScorer(list(settings.rouge_types), use_stemmer=settings.use_stemmer,
-                       tokenizer=tokenizer, sentence_splitter=settings.sentence_splitter)
+                       tokenizer=tokenizer, sentence_splitter=settings.sentence_splitter,
+                       language=settings.language)
 
 
-def score_table(table: pa.Table, settings: ScoringSettings) -> pa.Table:
-    """Canonical example table in, per-example scores (pinned schema) out."""
+TOO_LONG_STATUS = "too_long"
+
+
+def score_table(table: pa.Table, settings: ScoringSettings, quarantine: bool = False, fmt: str = "jsonl"):
+    """Canonical example table in, per-example scores (pinned schema) out.
+
+    An example the scorer cannot score (``BatchScores.status == STATUS_TOO_LONG``: a
+    rougeLsum sentence pair too long to backtrack) gets status ``too_long`` and NaN scores;
+    with ``quarantine=True`` such examples are left out of the scores instead and returned
+    as quarantine rows (``(scores, quarantine)``; ``table`` must then carry the canonical
+    ``file`` and ``row`` columns, ``fmt`` says whether ``row`` is a line or a Parquet row).
+    """
     schema = scores_schema(settings.rouge_types)
+    empty_q = readers.QUARANTINE_SCHEMA.empty_table()
     if table.num_rows == 0:
-        return schema.empty_table()
+        return (schema.empty_table(), empty_q) if quarantine else schema.empty_table()
     scorer = scorer_for(settings)
     res = scorer.score_arrays(table.column("references").to_pylist(), table.column("candidate").to_pylist())
-    status = np.where(res.cand_len == 0, "empty_candidate", np.where(res.ref_len == 0, "empty_reference", "ok"))
+    too_long = res.status != STATUS_OK
+    status = np.where(too_long, TOO_LONG_STATUS,
+                      np.where(res.cand_len == 0, "empty_candidate",
+                               np.where(res.ref_len == 0, "empty_reference", "ok")))
     cols = {
         "id": table.column("id"),
         "system": table.column("system"),
@@ -136,7 +161,25 @@ def score_table(table: pa.Table, settings: ScoringSettings) -> pa.Table:
         for k, stat in enumerate(STATS):
             cols[f"{name}_{stat}"] = pa.array(res.scores[:, t, k], pa.float64())
     cols["status"] = pa.array(status.tolist(), pa.string())
-    return pa.table(cols, schema=schema)
+    scores = pa.table(cols, schema=schema)
+    if not quarantine:
+        return scores
+    if not too_long.any():
+        return scores, empty_q
+    bad = np.flatnonzero(too_long)
+    ids, systems = table.column("id").to_pylist(), table.column("system").to_pylist()
+    files, rows = table.column("file").to_pylist(), table.column("row").to_pylist()
+    q = {n: [] for n in readers.QUARANTINE_SCHEMA.names}
+    for i in bad.tolist():
+        where = f"{files[i]} row {rows[i]}" if fmt == "parquet" else f"{files[i]} line {rows[i] + 1}"
+        for k, v in zip(readers.QUARANTINE_SCHEMA.names, (
+                ids[i], systems[i], files[i], rows[i],
+                f"{where}: rougeLsum sentence pair too long to backtrack (candidate {int(res.cand_len[i])} "
+                f"tokens, references {int(res.ref_len[i])} tokens, more than {MAX_BACKTRACK_WORDS} words of "
+                "memory); split the text into sentences (newlines) or leave out rougeLsum")):
+            q[k].append(v)
+    keep = pa.array(~too_long)
+    return scores.filter(keep), pa.table(q, schema=readers.QUARANTINE_SCHEMA)
 
 
 def score_matrix(scores: pa.Table, rouge_types) -> np.ndarray:
@@ -175,6 +218,32 @@ def estimate_unit(spec, unit: readers.WorkUnit) -> list[int]:
     """Per-example estimated costs of one unit (runs on a worker during planning)."""
     table, _ = readers.read_unit(spec, unit)
     return estimate_costs(table).tolist()
+
+
+def plan_unit(spec, unit: readers.WorkUnit) -> dict:
+    """The plan pass over one unit (on a worker): per-example estimated costs and the
+    ``(system, id, row)`` keys, so the driver can find duplicates across units."""
+    table, _ = readers.read_unit(spec, unit)
+    return {"costs": estimate_costs(table), "keys": readers.unit_keys(table)}
+
+
+def drop_duplicates(units: list[readers.WorkUnit], planned: list[dict]):
+    """``(units, costs)`` with cross-unit duplicates moved to ``WorkUnit.drop_rows`` (so each
+    ``(system, id)`` is scored exactly once, by the unit holding its first occurrence) and
+    their costs removed (so the task slices match the tables the units will read)."""
+    drops = readers.find_duplicates(units, [p["keys"] for p in planned])
+    new_units, costs = [], []
+    for k, (u, p) in enumerate(zip(units, planned)):
+        c = np.asarray(p["costs"], dtype=np.int64)
+        d = drops.get(k)
+        if d:
+            dropped = {r for r, _ in d}
+            rows = p["keys"].column("row").to_numpy()
+            c = c[~np.isin(rows, list(dropped))]
+            u = dataclasses.replace(u, drop_rows=tuple(d))
+        new_units.append(u)
+        costs.append(c.tolist())
+    return new_units, costs
 
 
 def split_by_cost(units: list[readers.WorkUnit], costs: list[list[int]],
@@ -218,6 +287,7 @@ def unit_from_dict(d: dict) -> readers.WorkUnit:
     d["ref_ranges"] = tuple(tuple(r) for r in d.get("ref_ranges") or ())
     d["ref_bytes"] = None if d.get("ref_bytes") is None else tuple(d["ref_bytes"])
     d["extra_quarantine"] = tuple(tuple(q) for q in d.get("extra_quarantine") or ())
+    d["drop_rows"] = tuple(tuple(q) for q in d.get("drop_rows") or ())
     return readers.WorkUnit(**d)
 
 
@@ -243,14 +313,29 @@ def marker_url(run_url: str, index: int) -> str:
     return f"{run_url.rstrip('/')}/_done/unit-{index:05d}.json"
 
 
+# TEST HOOK (tests/test_faults.py, benchmarks/soak.py only): seconds to sleep at the start of
+# every task, read from the environment of the worker process, so a test can kill a worker or
+# the driver while tasks are in flight.  Unset (the default) in every real run.
+TEST_TASK_SLEEP_ENV = "ROUGE_PIPELINE_TEST_TASK_SLEEP"
+
+
+def _test_sleep() -> None:
+    s = os.environ.get(TEST_TASK_SLEEP_ENV)
+    if s:
+        time.sleep(float(s))
+
+
 def score_task(spec, task: Task, ctx: UnitContext) -> dict:
     """Read, score, write one task; returns (and stores in its marker) counts and statistics."""
+    _test_sleep()
     table, quarantine = readers.read_unit(spec, task.unit)
     hi = table.num_rows if task.hi is None else task.hi
     table = table.slice(task.lo, max(0, hi - task.lo))
     if task.lo != 0:
         quarantine = quarantine.schema.empty_table()
-    scores = score_table(table, ctx.scoring)
+    scores, too_long = score_table(table, ctx.scoring, quarantine=True, fmt=task.unit.format)
+    if too_long.num_rows:
+        quarantine = pa.concat_tables([quarantine, too_long])
     so = ctx.storage_options
     run = ctx.run_url.rstrip("/")
     systems = sorted(set(scores.column("system").to_pylist()))

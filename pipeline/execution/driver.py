@@ -39,6 +39,44 @@ class RunFolderError(RuntimeError):
     """The run folder holds a run made with other settings (or foreign files)."""
 
 
+class RunFailedError(RuntimeError):
+    """A task (or the driver's own storage access) failed after its retries.  Nothing final
+    was written for the run (no statistics, no ``_SUCCESS``); rerunning the same command
+    resumes it."""
+
+
+# Errors that retrying cannot fix: reported at once (they name the file, line or field).
+PERMANENT_ERRORS = (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError, ValueError,
+                    TypeError, KeyError, RunFolderError)
+
+
+def with_retries(fn, retries: int, what: str, log=None, base_delay: float = 0.2):
+    """``fn()``, retried ``retries`` times on transient errors (``OSError`` and the like, not
+    :data:`PERMANENT_ERRORS`), with exponential backoff.  The driver's own storage access
+    (run folder, plan, markers, statistics) goes through here; tasks are retried by Dask."""
+    attempt = 0
+    while True:
+        try:
+            return fn()
+        except PERMANENT_ERRORS:
+            raise
+        except Exception as e:  # noqa: BLE001 - transient storage/network errors
+            if attempt >= retries:
+                raise RunFailedError(f"{what} failed after {retries} retries: {type(e).__name__}: {e}") from e
+            if log is not None:
+                log(f"{what}: {type(e).__name__}: {e}; retrying ({attempt + 1}/{retries})")
+            time.sleep(base_delay * (2 ** attempt))
+            attempt += 1
+
+
+def _task_error(e: BaseException, what: str, retries: int) -> BaseException:
+    """The exception to raise for a task that failed after its retries: input and configuration
+    errors as they are (they name the file, line or field), anything else as :class:`RunFailedError`."""
+    if isinstance(e, PERMANENT_ERRORS) or isinstance(e, RunFailedError):
+        return e
+    return RunFailedError(f"{what} failed after {retries} retries: {type(e).__name__}: {e}")
+
+
 class StrictModeError(RuntimeError):
     """``strict: true`` and some records were quarantined."""
 
@@ -119,28 +157,45 @@ class _Sync:
 
 def make_plan(cfg, spec, run_url: str, so: dict, client=None, log=_log_default) -> list[job.Task]:
     """Load ``_plan.json`` or plan: units, per-example costs (on the workers), cost slices."""
-    stored = _read_json(f"{run_url}/_plan.json", so)
+    stored = with_retries(lambda: _read_json(f"{run_url}/_plan.json", so), cfg.execution.retries,
+                          "reading _plan.json", log)
     settings = _plan_settings(cfg)
     if stored is not None and stored.get("settings") == settings:
         tasks = [job.task_from_dict(d) for d in stored["tasks"]]
         log(f"plan: {len(tasks)} tasks (from _plan.json)")
         return tasks
     t0 = time.perf_counter()
-    units = plan_units(spec, cfg.execution.target_rows)
+    units = with_retries(lambda: plan_units(spec, cfg.execution.target_rows), cfg.execution.retries,
+                         "planning the input", log)
+    # The plan pass reads every unit once (on the workers): estimated costs, and the ids, so
+    # duplicates across units (shards, or row slices of one shard) are found here, where every
+    # id is seen.  The first occurrence in (file, row) order is kept.
     if client is None:
-        costs = [job.estimate_unit(spec, u) for u in units]
+        planned = [with_retries(lambda u=u: job.plan_unit(spec, u), cfg.execution.retries,
+                                f"reading {u.file}", log) for u in units]
     else:
-        futs = client.map(job.estimate_unit, [spec] * len(units), units,
+        futs = client.map(job.plan_unit, [spec] * len(units), units,
                           key=[f"rouge-estimate-{uuid.uuid4().hex[:8]}-{u.index:05d}" for u in units],
                           retries=cfg.execution.retries, pure=False)
-        costs = client.gather(futs)
+        planned = []
+        for u, f in zip(units, futs):
+            try:
+                planned.append(f.result())
+            except Exception as e:  # noqa: BLE001 - reported with the unit, then raised
+                client.cancel(futs)
+                raise _task_error(e, f"planning unit {u.key}", cfg.execution.retries) from e
+        del futs
+    units, costs = job.drop_duplicates(units, planned)
+    n_dup = sum(len(u.drop_rows) for u in units)
+    del planned
     tasks = job.split_by_cost(units, costs, settings["target_cost"])
     oversized = sum(t.oversized for t in tasks)
     log(f"plan: {len(units)} units -> {len(tasks)} tasks by estimated cost "
-        f"(target {settings['target_cost']:,.0f}; {oversized} oversized single examples) "
-        f"in {time.perf_counter() - t0:.2f}s")
-    writers.write_json_atomic({"settings": settings, "plan_hash": job.plan_hash(tasks),
-                               "tasks": [job.task_to_dict(t) for t in tasks]}, f"{run_url}/_plan.json", so)
+        f"(target {settings['target_cost']:,.0f}; {oversized} oversized single examples; "
+        f"{n_dup} duplicate ids across units) in {time.perf_counter() - t0:.2f}s")
+    plan_doc = {"settings": settings, "plan_hash": job.plan_hash(tasks), "tasks": [job.task_to_dict(t) for t in tasks]}
+    with_retries(lambda: writers.write_json_atomic(plan_doc, f"{run_url}/_plan.json", so), cfg.execution.retries,
+                 "writing _plan.json", log)
     return tasks
 
 
@@ -171,7 +226,9 @@ def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream
     spec = cfg.input_spec()
     sig = str(Signature.from_config(cfg))
     chash = cfg.config_hash()
-    prepare_run_folder(cfg, run_url, so, sig, chash, cfg.output.overwrite, log)
+    retries = cfg.execution.retries
+    with_retries(lambda: prepare_run_folder(cfg, run_url, so, sig, chash, cfg.output.overwrite, log),
+                 retries, f"preparing the run folder {run_url}", log)
     metadata = {META_SIGNATURE: sig, META_CONFIG_HASH: chash}
     ctx = job.UnitContext(run_url=run_url, scoring=job.ScoringSettings.from_config(cfg.scoring),
                           seed=cfg.stats.seed, n_boot=cfg.stats.n_boot, metadata=metadata, storage_options=so)
@@ -183,41 +240,26 @@ def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream
         client.run(warmup)
         log(f"workers warm ({len(client.scheduler_info()['workers'])} workers) in {time.perf_counter() - t0:.2f}s")
 
-    tasks = make_plan(cfg, spec, run_url, so, client, log)
-    done = _done_indices(run_url, so)
-    total_rows = sum(t.n_rows for t in tasks)
-    bar = Progress(len(tasks), total_rows, stream=stream, enabled=bool(progress))
-    if done:
-        log(f"resume: {len(done & {t.index for t in tasks})} of {len(tasks)} tasks already done")
-    t_score = time.perf_counter()
-    retries = cfg.execution.retries
-    if client is None:
-        results = []
-        for t in tasks:
-            r = job.run_task(spec, t, ctx)
-            results.append(r)
-            bar.update(t.n_rows, skipped=bool(r.get("skipped")))
-        final = _tree_sync(results)
-    else:
-        from distributed import as_completed
-
-        nonce = uuid.uuid4().hex[:8]
-        futures = [client.submit(job.run_task, spec, t, ctx, key=f"rouge-task-{nonce}-{t.index:05d}",
-                                 retries=retries, pure=False) for t in tasks]
-        by_key = {f.key: t for f, t in zip(futures, tasks)}
-        level, depth = list(futures), 0
-        while len(level) > 1:
-            level = [client.submit(job.merge_results, *level[i:i + FAN_IN],
-                                   key=f"rouge-merge-{nonce}-{depth}-{i // FAN_IN:05d}", retries=retries, pure=False)
-                     for i in range(0, len(level), FAN_IN)]
-            depth += 1
-        for f in as_completed(futures):
-            if f.status == "error":
-                f.result()   # raises the task's exception (after its retries)
-            t = by_key[f.key]
-            bar.update(t.n_rows, skipped=t.index in done)
-        final = level[0].result()
-        del futures, level
+    try:
+        tasks = make_plan(cfg, spec, run_url, so, client, log)
+        done = with_retries(lambda: _done_indices(run_url, so), retries, "listing finished tasks", log)
+        total_rows = sum(t.n_rows for t in tasks)
+        bar = Progress(len(tasks), total_rows, stream=stream, enabled=bool(progress))
+        if done:
+            log(f"resume: {len(done & {t.index for t in tasks})} of {len(tasks)} tasks already done")
+        t_score = time.perf_counter()
+        if client is None:
+            results = []
+            for t in tasks:
+                r = with_retries(lambda t=t: job.run_task(spec, t, ctx), retries, f"task {t.key}", log)
+                results.append(r)
+                bar.update(t.n_rows, skipped=bool(r.get("skipped")))
+            final = _tree_sync(results)
+        else:
+            final = _run_on_client(client, spec, tasks, ctx, retries, done, bar)
+    except BaseException as e:
+        _write_failed_summary(run_url, so, sig, chash, e, t_start)
+        raise
     scoring_seconds = time.perf_counter() - t_score
 
     acc = StatsAccumulator.from_dict(final["stats"])
@@ -242,11 +284,13 @@ def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream
     if cfg.strict and final["quarantined"]:
         summary["status"] = "failed: strict mode and quarantined records"
         summary["seconds"] = round(time.perf_counter() - t_start, 3)
-        writers.write_json_atomic(summary, f"{run_url}/_summary.json", so)
+        with_retries(lambda: writers.write_json_atomic(summary, f"{run_url}/_summary.json", so), retries,
+                     "writing _summary.json", log)
         raise StrictModeError(f"strict: {final['quarantined']} record(s) quarantined "
                               f"({final['quarantine_reasons']}); see {run_url}/quarantine/", summary)
 
-    write_stats(run_url, rows, sig, chash, cfg.stats.confidence, so)
+    with_retries(lambda: write_stats(run_url, rows, sig, chash, cfg.stats.confidence, so), retries,
+                 "writing the statistics", log)
     exact_rows = []
     if cfg.stats.bootstrap == "exact" and cfg.stats.n_boot > 0:
         args = (run_url, final["systems"], list(cfg.scoring.rouge_types), cfg.stats.seed, cfg.stats.n_boot,
@@ -255,11 +299,55 @@ def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream
             exact_rows = job.exact_bootstrap(*args)
         else:
             exact_rows = client.submit(job.exact_bootstrap, *args, pure=False, retries=retries).result()
-        write_exact(run_url, exact_rows, sig, chash, so)
+        with_retries(lambda: write_exact(run_url, exact_rows, sig, chash, so), retries,
+                     "writing the exact bootstrap", log)
     summary["seconds"] = round(time.perf_counter() - t_start, 3)
-    writers.write_json_atomic(summary, f"{run_url}/_summary.json", so)
-    writers.mark_success(run_url, so)
+    with_retries(lambda: writers.write_json_atomic(summary, f"{run_url}/_summary.json", so), retries,
+                 "writing _summary.json", log)
+    with_retries(lambda: writers.mark_success(run_url, so), retries, "writing _SUCCESS", log)
     return RunResult(run_url, summary, rows, exact_rows, sig, chash)
+
+
+def _run_on_client(client, spec, tasks, ctx, retries: int, done: set, bar) -> dict:
+    """Submit every task and the merge tree; raise the first task failure (after its retries)."""
+    from distributed import as_completed
+
+    nonce = uuid.uuid4().hex[:8]
+    futures = [client.submit(job.run_task, spec, t, ctx, key=f"rouge-task-{nonce}-{t.index:05d}",
+                             retries=retries, pure=False) for t in tasks]
+    by_key = {f.key: t for f, t in zip(futures, tasks)}
+    level, depth, merges = list(futures), 0, []
+    while len(level) > 1:
+        level = [client.submit(job.merge_results, *level[i:i + FAN_IN],
+                               key=f"rouge-merge-{nonce}-{depth}-{i // FAN_IN:05d}", retries=retries, pure=False)
+                 for i in range(0, len(level), FAN_IN)]
+        merges += level
+        depth += 1
+    try:
+        for f in as_completed(futures):
+            t = by_key[f.key]
+            if f.status == "error":
+                e = f.exception()
+                raise _task_error(e, f"task {t.key}", retries) from e
+            bar.update(t.n_rows, skipped=t.index in done)
+        try:
+            return level[0].result()
+        except Exception as e:  # noqa: BLE001
+            raise _task_error(e, "merging the task statistics", retries) from e
+    except BaseException:
+        client.cancel(futures + merges)
+        raise
+
+
+def _write_failed_summary(run_url: str, so: dict, sig: str, chash: str, e: BaseException, t_start: float) -> None:
+    """Best effort: ``_summary.json`` with the error, so ``rouge-pipeline show`` can say why."""
+    try:
+        msg = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+        writers.write_json_atomic({"status": f"failed: {msg}", "signature": sig, "config_hash": chash,
+                                   "seconds": round(time.perf_counter() - t_start, 3)},
+                                  f"{run_url}/_summary.json", so)
+    except Exception:  # noqa: BLE001 - the original error matters more
+        pass
 
 
 def _tree_sync(results: list[dict]) -> dict:

@@ -43,21 +43,29 @@ number is ``row + 1``; messages say ``line N``).  Blank JSONL lines are skipped 
 are not records).  Bad records (malformed JSON, wrong types, null/missing candidate or
 references, empty reference list, invalid UTF-8, duplicate ``(system, id)`` within the
 unit: the later rows) become quarantine rows whose reason names the file and line,
-never a crash.  Integer ids (and systems) are accepted and converted to strings.
+never a crash.  Duplicates *across* units (shards, or row slices of one shard) are
+found by the driver's plan pass (:func:`find_duplicates`), which keeps the first
+occurrence in (file, row) order and passes the later rows to their unit as
+``WorkUnit.drop_rows``.  Integer ids (and systems) are accepted and converted to strings.
 Configuration errors (unknown column, missing Parquet column, glob matching nothing,
 different line counts) raise.
 """
 from __future__ import annotations
 
+import gzip
 import itertools
 import json
+import lzma
 import re
+import zlib
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 import fsspec
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipeline.io import paths as _paths
@@ -201,6 +209,9 @@ class WorkUnit:
     (``paired``: ``(ref file index, start row, stop row)`` runs; ``lines``: the one
     reference file and the same row range, ``ref_bytes`` its byte range).
     ``extra_quarantine`` holds rows found bad at plan time (emitted by this unit).
+    ``drop_rows`` holds ``(row, where the first occurrence is)`` for the rows of ``file``
+    whose ``(system, id)`` already occurs in an earlier unit (found by the driver's plan
+    pass, which sees every id): they become ``duplicate id`` quarantine rows.
     """
 
     index: int
@@ -219,6 +230,7 @@ class WorkUnit:
     extra_quarantine: tuple[tuple, ...] = ()
     n_rows: int | None = None
     n_bytes: int | None = None
+    drop_rows: tuple[tuple[int, str], ...] = ()
 
     @property
     def key(self) -> str:
@@ -332,6 +344,38 @@ def _get_refs(rec: dict, col: str) -> list[str]:
 
 
 # --------------------------------------------------------------------------- raw reading
+class UnreadableFileError(ValueError):
+    """An input file that cannot be decoded at all (corrupt or truncated compression, not
+    Parquet, a folder where a file is expected).  The message names the file.  A
+    ``ValueError``: retrying cannot help (transient storage errors stay ``OSError``)."""
+
+
+_CORRUPT = (EOFError, zlib.error, lzma.LZMAError, gzip.BadGzipFile, pa.ArrowInvalid, IsADirectoryError,
+            NotADirectoryError)
+
+
+_CORRUPT_PARQUET = re.compile(r"thrift|parquet|magic bytes|footer|corrupt", re.IGNORECASE)
+
+
+@contextmanager
+def _reading(url: str, parquet: bool = False):
+    try:
+        yield
+    except UnreadableFileError:
+        raise
+    except _CORRUPT as e:
+        raise UnreadableFileError(f"{url}: cannot read the file ({type(e).__name__}: {e})") from e
+    except OSError as e:
+        # Arrow reports undecodable Parquet metadata as OSError; storage errors keep theirs.
+        if parquet and _CORRUPT_PARQUET.search(str(e)) and not isinstance(e, (TimeoutError, ConnectionError)):
+            raise UnreadableFileError(f"{url}: cannot read the file ({type(e).__name__}: {e})") from e
+        raise
+    except Exception as e:  # zstandard.ZstdError and other decoder errors, by name
+        if type(e).__name__ in ("ZstdError", "BadZipFile"):
+            raise UnreadableFileError(f"{url}: cannot read the file ({type(e).__name__}: {e})") from e
+        raise
+
+
 def _open(url: str, so: dict, compression: str | None = None):
     return fsspec.open(url, "rb", compression=compression, **so)
 
@@ -340,7 +384,7 @@ def _iter_lines(url: str, so: dict, row_start: int = 0, row_stop: int | None = N
                 byte_start: int | None = None, byte_stop: int | None = None) -> Iterator[tuple[int, bytes]]:
     """``(row, line bytes without the newline)`` for rows ``[row_start, row_stop)``."""
     comp = compression_of(url)
-    with _open(url, so, comp) as f:
+    with _reading(url), _open(url, so, comp) as f:
         if byte_start is not None and comp is None:
             f.seek(byte_start)
             data = f.read(byte_stop - byte_start) if byte_stop is not None else f.read()
@@ -411,7 +455,7 @@ def _column_to_pylist(col: pa.ChunkedArray) -> list:
 
 def _read_parquet(url: str, so: dict, columns: list[str], row_start: int = 0,
                   row_stop: int | None = None) -> tuple[pa.Table, list[str]]:
-    with _open(url, so) as f:
+    with _reading(url, parquet=True), _open(url, so) as f:
         pf = pq.ParquetFile(f)
         names = pf.schema_arrow.names
         cols = [c for c in dict.fromkeys(columns) if c in names]
@@ -470,7 +514,7 @@ def _scan_lines(url: str, so: dict, every: int | None = None) -> tuple[int, list
     starts = [0]
     n_nl = pos = 0
     last = 10
-    with _open(url, so, comp) as f:
+    with _reading(url), _open(url, so, comp) as f:
         while True:
             chunk = f.read(1 << 22)
             if not chunk:
@@ -505,7 +549,7 @@ def _size(url: str, so: dict) -> int | None:
 
 
 def _parquet_rows(url: str, so: dict) -> int:
-    with _open(url, so) as f:
+    with _reading(url, parquet=True), _open(url, so) as f:
         return pq.ParquetFile(f).metadata.num_rows
 
 
@@ -699,12 +743,56 @@ def _plan_lines(spec: InputSpec, target_rows):
     return units
 
 
+# --------------------------------------------------------------------------- duplicates across units
+def unit_keys(table: pa.Table) -> pa.Table:
+    """The ``(system, id, row)`` columns of a canonical table (what the plan pass sends back)."""
+    return table.select(["system", "id", "row"])
+
+
+def find_duplicates(units: list["WorkUnit"], keys: list[pa.Table]) -> dict[int, tuple[tuple[int, str], ...]]:
+    """Cross-unit duplicate ``(system, id)``: ``{unit index: ((row, where the first is), ...)}``.
+
+    ``keys[k]`` is :func:`unit_keys` of unit ``k``'s canonical table (within-unit duplicates
+    are already gone).  The first occurrence in (unit order = file order, row order) is
+    kept; every later one is listed for its unit.  Deterministic: depends on the data only.
+    Memory: the ids of the whole corpus, as Arrow columns (no Python object per row).
+    """
+    if len(units) != len(keys):
+        raise ValueError(f"{len(units)} units but {len(keys)} key tables")
+    if not keys:
+        return {}
+    parts = []
+    for k, t in enumerate(keys):
+        t = t.select(["system", "id", "row"]).cast(pa.schema([("system", pa.string()), ("id", pa.string()),
+                                                             ("row", pa.int64())]))
+        parts.append(t.append_column("unit", pa.array(np.full(t.num_rows, k, dtype=np.int64))))
+    allk = pa.concat_tables(parts).combine_chunks()
+    if allk.num_rows < 2:
+        return {}
+    allk = allk.append_column("pos", pa.array(np.arange(allk.num_rows, dtype=np.int64)))
+    groups = allk.group_by(["system", "id"], use_threads=False).aggregate([("pos", "min"), ("pos", "count")])
+    dup = groups.filter(pc.greater(groups.column("pos_count"), 1))
+    if dup.num_rows == 0:
+        return {}
+    joined = allk.join(dup.select(["system", "id", "pos_min"]), keys=["system", "id"], use_threads=False)
+    later = joined.filter(pc.not_equal(joined.column("pos"), joined.column("pos_min")))
+    unit_col = allk.column("unit").to_numpy()
+    row_col = allk.column("row").to_numpy()
+    out: dict[int, list[tuple[int, str]]] = {}
+    for u, row, first in sorted(zip(later.column("unit").to_pylist(), later.column("row").to_pylist(),
+                                    later.column("pos_min").to_pylist())):
+        fu = units[int(unit_col[first])]
+        out.setdefault(int(u), []).append((int(row), _where(fu.file, int(row_col[first]), fu.format)))
+    return {u: tuple(v) for u, v in out.items()}
+
+
 # --------------------------------------------------------------------------- reading
 class _Out:
-    def __init__(self):
+    def __init__(self, drop_rows=()):
         self.cols: dict[str, list] = {n: [] for n in CANONICAL_SCHEMA.names}
         self.q: dict[str, list] = {n: [] for n in QUARANTINE_SCHEMA.names}
         self.seen: dict[tuple[str, str], str] = {}
+        self.drop: dict[int, str] = {int(r): str(w) for r, w in drop_rows}
 
     def quarantine(self, id_, system, file, row, reason):
         for k, v in zip(QUARANTINE_SCHEMA.names, (id_, system, file, row, reason)):
@@ -712,6 +800,10 @@ class _Out:
 
     def add(self, id_, system, candidate, refs, source, row, file, where):
         key = (system, id_)
+        if self.drop and row in self.drop:
+            # A duplicate of an earlier unit's row (plan time): later rows of this unit with
+            # the same key are duplicates of that first occurrence too.
+            self.seen[key] = self.drop[row]
         first = self.seen.get(key)
         if first is not None:
             self.quarantine(id_, system, file, row,
@@ -729,7 +821,7 @@ class _Out:
 def read_unit(spec: InputSpec | dict, unit: WorkUnit) -> tuple[pa.Table, pa.Table]:
     """``(canonical table, quarantine table)`` for one work unit."""
     spec = InputSpec.from_config(spec)
-    out = _Out()
+    out = _Out(unit.drop_rows)
     for q in unit.extra_quarantine:
         out.quarantine(*q)
     if unit.layout == "records":
