@@ -223,6 +223,15 @@ def test_driver_sigkilled_mid_run_resumes_byte_identical(corpus, clean, tmp_path
         proc.communicate()
     assert 3 <= n_at_kill < n_tasks
     assert not (run_dir / "_SUCCESS").exists() and not (run_dir / "stats").exists()
+    # no partial final file is visible: every part and marker there is complete
+    import pyarrow.parquet as pq
+
+    parts = sorted(run_dir.glob("scores/**/part-*.parquet")) + sorted(run_dir.glob("quarantine/part-*.parquet"))
+    assert parts
+    for p in parts:
+        pq.read_table(p)
+    for m in (run_dir / "_done").glob("*.json"):
+        json.loads(m.read_text())
     env.pop(job.TEST_TASK_SLEEP_ENV)
     again = _cli(*args, env=env)
     out, err = again.communicate(timeout=300)

@@ -14,6 +14,27 @@ Run folder (any fsspec URL)::
 
 Statistics are reduced on the workers as a tree of ``client.submit(merge_results, *chunk)``;
 only the root (one accumulator) comes back to the client.
+
+Failures (issue #5):
+
+* The plan pass (:func:`make_plan`) reads every unit once on the workers: estimated costs and
+  every ``(system, id)``.  Duplicates *across* units are found there (the first occurrence in
+  (file, row) order is kept; later ones go to their unit's ``drop_rows`` and become quarantine
+  rows naming where the first is), so each example is scored exactly once whatever
+  ``target_rows`` is.  The plan is stored in ``_plan.json`` and reused on resume.
+* Tasks are retried by Dask (``execution.retries``); a worker that dies (OOM, SIGKILL,
+  preemption) is restarted by its nanny and its tasks rerun.  Every file a task writes has a
+  deterministic name and is written atomically, so reruns overwrite, never duplicate.
+* The driver's own storage access (run folder, plan, markers, statistics, ``_SUCCESS``) is
+  retried with backoff on transient errors (:func:`with_retries`).
+* A task that still fails raises: input/configuration errors as they are (they name the file,
+  line or field), anything else as :class:`RunFailedError` naming the task (its file and rows).
+  ``_summary.json`` then says ``failed: ...``; no statistics and no ``_SUCCESS`` are written;
+  rerunning the same command resumes.  A killed driver is the same: rerun to resume.
+
+Security: outputs, markers and the plan are JSON and Parquet only.  Dask itself pickles task
+arguments and results between client, scheduler and workers (that is how ``distributed``
+works): use a cluster only on a trusted network; local clusters bind 127.0.0.1.
 """
 from __future__ import annotations
 

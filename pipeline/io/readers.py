@@ -48,7 +48,10 @@ found by the driver's plan pass (:func:`find_duplicates`), which keeps the first
 occurrence in (file, row) order and passes the later rows to their unit as
 ``WorkUnit.drop_rows``.  Integer ids (and systems) are accepted and converted to strings.
 Configuration errors (unknown column, missing Parquet column, glob matching nothing,
-different line counts) raise.
+different line counts) raise, as do files that cannot be decoded at all (corrupt or
+truncated compression, not Parquet, a folder where a file is expected):
+:class:`UnreadableFileError` (a ``ValueError`` naming the file).  Storage errors stay
+``OSError`` so that callers can retry them.
 """
 from __future__ import annotations
 
