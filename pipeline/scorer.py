@@ -8,6 +8,7 @@ go through :meth:`RougeScorer.score_batch` (rouge-score-rs's name),
 """
 from __future__ import annotations
 
+import gc
 from collections import namedtuple
 from typing import Sequence
 
@@ -22,6 +23,8 @@ from pipeline.text.tokenizers import as_tokenizer
 
 class Score(namedtuple("Score", ["precision", "recall", "fmeasure"])):
     """Equal (as a tuple) to ``rouge_score.scoring.Score``."""
+
+    __slots__ = ()
 
 
 _ENCODERS: dict[bool, DefaultEncoder] = {}
@@ -99,10 +102,17 @@ class RougeScorer:
                 f"within {MAX_BACKTRACK_WORDS} words of memory; split the text into sentences "
                 "(newlines) or leave out rougeLsum")
         names = self.rouge_types
-        return [
-            {name: Score(*map(float, row[t])) for t, name in enumerate(names)}
-            for row in res.scores
-        ]
+        make = Score._make
+        # Millions of small acyclic objects: the cyclic GC would only rescan the
+        # caller's heap again and again while they are built.
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            # tolist() converts in C; one Score per (example, type) is the only Python-level work
+            return [dict(zip(names, map(make, row))) for row in res.scores.tolist()]
+        finally:
+            if gc_was_enabled:
+                gc.enable()
 
     def score_table(self, table, candidate: str = "candidate", references: str = "references"):
         """Arrow in, Arrow out: the table's columns plus ``<type>_precision/recall/fmeasure``."""

@@ -145,19 +145,20 @@ def _lcs_length(lid, s0, s_len, l0, l_len, row, peq, V):
 
 
 @njit(cache=True, nogil=True)
-def _union_lcs_hits(lid, r_sents, c_sents, cand_cnt, ucnt, row, peq, Vs, um, max_cells):
+def _union_lcs_hits(lid, sent_tok, rs0, rs1, r_off, cs0, cs1, c_off, cand_cnt, ucnt, row, peq, Vs, um, max_cells):
     """rougeLsum hits for one pair (see module docstring); returns (hits, peq, Vs).
 
-    ``lid``: local ids of the sentence stream; ``r_sents``/``c_sents``: (start, end)
-    rows into ``lid``; ``cand_cnt``: candidate unigram counts by local id;
+    ``lid``: local ids of the sentence stream; reference sentences are
+    ``sent_tok[rs0:rs1+1] - r_off`` (start/end rows into ``lid``), candidate sentences
+    ``sent_tok[cs0:cs1+1] - c_off``; ``cand_cnt``: candidate unigram counts by local id;
     ``ucnt`` (zeros), ``row`` (-1), ``peq`` (zeros), ``Vs``, ``um``: scratch.
     hits is -1 when one sentence pair would need more than ``max_cells`` words of
     backtracking state (rouge-score would need 64x that in DP cells).
     """
     hits = 0
-    for rs in range(r_sents.shape[0]):
-        r0 = r_sents[rs, 0]
-        mr = r_sents[rs, 1] - r0
+    for rs in range(rs0, rs1):
+        r0 = sent_tok[rs] - r_off
+        mr = sent_tok[rs + 1] - r_off - r0
         W = (mr + 63) >> 6
         D = _assign_rows(lid, r0, mr, row)
         if peq.shape[0] < D * W:
@@ -168,9 +169,9 @@ def _union_lcs_hits(lid, r_sents, c_sents, cand_cnt, ucnt, row, peq, Vs, um, max
             um = np.empty(W, dtype=np.uint64)
         for w in range(W):
             um[w] = np.uint64(0)
-        for cs in range(c_sents.shape[0]):
-            c0 = c_sents[cs, 0]
-            nc = c_sents[cs, 1] - c0
+        for cs in range(cs0, cs1):
+            c0 = sent_tok[cs] - c_off
+            nc = sent_tok[cs + 1] - c_off - c0
             need = (nc + 1) * W
             if need > max_cells:
                 _release_rows(lid, r0, mr, row, peq, W)
@@ -246,22 +247,12 @@ def _union_lcs_hits(lid, r_sents, c_sents, cand_cnt, ucnt, row, peq, Vs, um, max
             if (um[i >> 6] >> np.uint64(i & 63)) & np.uint64(1):
                 ucnt[lid[r0 + i]] += 1
         _release_rows(lid, r0, mr, row, peq, W)
-    for rs in range(r_sents.shape[0]):
-        for i in range(r_sents[rs, 0], r_sents[rs, 1]):
-            t = lid[i]
-            if ucnt[t] > 0:
-                hits += min(ucnt[t], cand_cnt[t])
-                ucnt[t] = 0
+    for i in range(sent_tok[rs0] - r_off, sent_tok[rs1] - r_off):
+        t = lid[i]
+        if ucnt[t] > 0:
+            hits += min(ucnt[t], cand_cnt[t])
+            ucnt[t] = 0
     return hits, peq, Vs, um
-
-
-@njit(cache=True, nogil=True)
-def _sentence_rows(sent_tok, s_begin, s_end, offset):
-    rows = np.empty((s_end - s_begin, 2), dtype=np.int64)
-    for k in range(s_end - s_begin):
-        rows[k, 0] = sent_tok[s_begin + k] - offset
-        rows[k, 1] = sent_tok[s_begin + k + 1] - offset
-    return rows
 
 
 @njit(cache=True, nogil=True)
@@ -312,8 +303,6 @@ def score_batch_kernel(tokens, doc_tok, sent_tokens, sent_tok, doc_sent, same_st
     V = np.empty((max_doc + 63) >> 6, dtype=np.uint64)
     Vs = np.empty(1024, dtype=np.uint64)
     um = np.empty(16, dtype=np.uint64)
-    r_rows = np.empty((0, 2), dtype=np.int64)
-    c_rows = np.empty((0, 2), dtype=np.int64)
     scores = np.empty((n_types, 3), dtype=np.float64)
 
     for e in range(ex_doc.shape[0] - 1):
@@ -414,8 +403,8 @@ def score_batch_kernel(tokens, doc_tok, sent_tokens, sent_tok, doc_sent, same_st
                 cs1 = doc_sent[cdoc + 1]
                 if same_stream:
                     lid = lid1
-                    r_rows = _sentence_rows(sent_tok, rs0, rs1, r0)
-                    c_rows = _sentence_rows(sent_tok, cs0, cs1, c0 - m)
+                    r_off = r0
+                    c_off = c0 - m
                     ms = m
                     nsl = n
                 else:
@@ -433,8 +422,8 @@ def score_batch_kernel(tokens, doc_tok, sent_tokens, sent_tok, doc_sent, same_st
                         slid[ms + j] = got
                     _clear(keys, used, n_used)
                     lid = slid
-                    r_rows = _sentence_rows(sent_tok, rs0, rs1, sr0)
-                    c_rows = _sentence_rows(sent_tok, cs0, cs1, sc0 - ms)
+                    r_off = sr0
+                    c_off = sc0 - ms
                 if ms == 0 or nsl == 0:
                     p = 0.0
                     r = 0.0
@@ -442,7 +431,8 @@ def score_batch_kernel(tokens, doc_tok, sent_tokens, sent_tok, doc_sent, same_st
                 else:
                     for j in range(nsl):
                         cnt_c[lid[ms + j]] += 1
-                    hits, peq, Vs, um = _union_lcs_hits(lid, r_rows, c_rows, cnt_c, ucnt, row, peq, Vs, um, max_cells)
+                    hits, peq, Vs, um = _union_lcs_hits(lid, sent_tok, rs0, rs1, r_off, cs0, cs1, c_off, cnt_c, ucnt,
+                                                         row, peq, Vs, um, max_cells)
                     for j in range(nsl):
                         cnt_c[lid[ms + j]] = 0
                     if hits < 0:

@@ -54,25 +54,21 @@ _LONG = np.uint64(1) << np.uint64(63)
 
 
 @njit(cache=True, nogil=True)
-def _scan(buf, pos, doc, ntok, nsent, classes,
-          table, offs, arena, n_ids,
-          tokens, doc_tok, doc_sent, sent_tok):
-    """Tokenize the UTF-8 bytes ``buf[pos:]``; returns (status, pos, doc, ntok, nsent, n_ids).
+def _tokenize_bytes(buf, classes, tb, keys, tstart, tlen, doc_tok, doc_sent, sent_tok):
+    """Pass 1: split the UTF-8 bytes into tokens; returns (n_tokens, n_sentences).
 
-    ``table`` interleaves (key, id) per slot.  A token of at most 8 bytes is its own
-    key (its bytes packed; top bit 0), so it needs no verification; a longer token's
-    key is its FNV-1a hash with the top bit set, verified byte for byte against the
-    arena.  status 1: the vocabulary is full; the caller grows it and calls again
-    from the returned position (the start of the unfinished document).
+    Each token's lowercased bytes go to ``tb`` (at ``tstart``, ``tlen`` long) and
+    its key to ``keys``: a token of at most 8 bytes is its own key (bytes packed,
+    top bit 0) and needs no verification; a longer token's key is its FNV-1a hash
+    with the top bit set, verified byte for byte at lookup.
     """
-    mask = (table.shape[0] >> 1) - 1
     n = buf.shape[0]
-    tb = np.empty(max(n, 1), dtype=np.uint8)
-    doc_start = pos
-    doc_ntok = ntok
-    doc_nsent = nsent
+    ntok = 0
+    nsent = 0
+    doc = 0
+    tpos = 0
     in_sent = False
-    i = pos
+    i = 0
     while i <= n:
         if i == n:
             c = np.uint8(2)
@@ -81,76 +77,45 @@ def _scan(buf, pos, doc, ntok, nsent, classes,
             b = buf[i]
             c = classes[b]
         if c > 2 or b == 0xC4 or b == 0xE2:
-            length = 0
-            key = np.uint64(0)
-            h = _FNV_OFFSET
-            while i < n:
-                b = buf[i]
-                ch = classes[b]
-                brk = False
-                if ch > 2:
+            start = tpos
+            while True:
+                while i < n:  # the common case: a run of ASCII token bytes
+                    ch = classes[buf[i]]
+                    if ch <= 2:
+                        break
+                    tb[tpos] = ch
+                    tpos += 1
                     i += 1
-                elif b == 0xE2 and i + 2 < n and buf[i + 1] == 0x84 and buf[i + 2] == 0xAA:
-                    ch = np.uint8(107)  # KELVIN SIGN -> k
+                if i < n and buf[i] == 0xE2 and i + 2 < n and buf[i + 1] == 0x84 and buf[i + 2] == 0xAA:
+                    tb[tpos] = 107  # KELVIN SIGN -> k, the token goes on
+                    tpos += 1
                     i += 3
-                elif b == 0xC4 and i + 1 < n and buf[i + 1] == 0xB0:
-                    ch = np.uint8(105)  # U+0130 -> i, then U+0307 separates
+                    continue
+                if i < n and buf[i] == 0xC4 and i + 1 < n and buf[i + 1] == 0xB0:
+                    tb[tpos] = 105  # U+0130 -> i, then U+0307 separates
+                    tpos += 1
                     i += 2
-                    brk = True
-                else:
-                    break
-                tb[length] = ch
-                if length < 8:
-                    key |= np.uint64(ch) << np.uint64(8 * length)
-                h = (h ^ np.uint64(ch)) * _FNV_PRIME
-                length += 1
-                if brk:
-                    break
+                break
+            length = tpos - start
             if length == 0:  # a lone C4/E2 lead byte: a separator
                 i += 1
                 continue
             if length > 8:
+                h = _FNV_OFFSET
+                for q in range(start, tpos):
+                    h = (h ^ np.uint64(tb[q])) * _FNV_PRIME
                 key = h | _LONG
-            k = np.int64(key)
-            slot = np.int64((key * _GOLD) >> np.uint64(32)) & mask
-            tid = -1
-            while True:
-                kk = table[2 * slot]
-                if kk == 0:
-                    break
-                if kk == k:
-                    cand = table[2 * slot + 1]
-                    if length <= 8:
-                        tid = cand
-                        break
-                    o = offs[cand]
-                    if offs[cand + 1] - o == length:
-                        same = True
-                        for q in range(length):
-                            if arena[o + q] != tb[q]:
-                                same = False
-                                break
-                        if same:
-                            tid = cand
-                            break
-                slot = (slot + 1) & mask
-            if tid < 0:
-                o = offs[n_ids]
-                if (n_ids + 1 >= offs.shape[0] - 1 or o + length > arena.shape[0]
-                        or 2 * (n_ids + 1) > (mask + 1)):
-                    return 1, doc_start, doc, doc_ntok, doc_nsent, n_ids
+            else:
+                key = np.uint64(0)
                 for q in range(length):
-                    arena[o + q] = tb[q]
-                offs[n_ids + 1] = o + length
-                table[2 * slot] = k
-                table[2 * slot + 1] = n_ids
-                tid = n_ids
-                n_ids += 1
+                    key |= np.uint64(tb[start + q]) << np.uint64(8 * q)
             if not in_sent:
                 sent_tok[nsent] = ntok
                 nsent += 1
                 in_sent = True
-            tokens[ntok] = tid
+            keys[ntok] = key
+            tstart[ntok] = start
+            tlen[ntok] = length
             ntok += 1
             continue
         if c == 1:
@@ -160,12 +125,63 @@ def _scan(buf, pos, doc, ntok, nsent, classes,
             doc += 1
             doc_tok[doc] = ntok
             doc_sent[doc] = nsent
-            doc_start = i + 1
-            doc_ntok = ntok
-            doc_nsent = nsent
         i += 1
     sent_tok[nsent] = ntok
-    return 0, n + 1, doc, ntok, nsent, n_ids
+    return ntok, nsent
+
+
+@njit(cache=True, nogil=True)
+def _lookup_ids(keys, tstart, tlen, tb, first, table, offs, arena, n_ids, out):
+    """Pass 2: token keys -> dense ids, inserting new tokens; returns (status, next, n_ids).
+
+    Kept apart from the byte scan so that the loop is short and the CPU overlaps the
+    cache misses of consecutive lookups.  status 1: the vocabulary is full; the
+    caller grows it and calls again from ``next``.
+    """
+    mask = (table.shape[0] >> 1) - 1
+    for t in range(first, keys.shape[0]):
+        key = keys[t]
+        k = np.int64(key)
+        slot = np.int64((key * _GOLD) >> np.uint64(32)) & mask
+        tid = -1
+        while True:
+            kk = table[2 * slot]
+            if kk == 0:
+                break
+            if kk == k:
+                cand = table[2 * slot + 1]
+                if k > 0:
+                    tid = cand
+                    break
+                o = offs[cand]
+                length = tlen[t]
+                if offs[cand + 1] - o == length:
+                    s0 = tstart[t]
+                    same = True
+                    for q in range(length):
+                        if arena[o + q] != tb[s0 + q]:
+                            same = False
+                            break
+                    if same:
+                        tid = cand
+                        break
+            slot = (slot + 1) & mask
+        if tid < 0:
+            length = tlen[t]
+            o = offs[n_ids]
+            if (n_ids + 1 >= offs.shape[0] - 1 or o + length > arena.shape[0]
+                    or 2 * (n_ids + 1) > (mask + 1)):
+                return 1, t, n_ids
+            s0 = tstart[t]
+            for q in range(length):
+                arena[o + q] = tb[s0 + q]
+            offs[n_ids + 1] = o + length
+            table[2 * slot] = k
+            table[2 * slot + 1] = n_ids
+            tid = n_ids
+            n_ids += 1
+        out[t] = tid
+    return 0, keys.shape[0], n_ids
 
 
 @njit(cache=True, nogil=True)
@@ -320,24 +336,27 @@ class DefaultEncoder:
         buf = np.frombuffer(joined.encode("utf-8", "surrogatepass"), dtype=np.uint8)
         n_docs = len(texts)
         cap = buf.shape[0] // 2 + 2
-        tokens = np.empty(cap, dtype=np.int32)
+        keys = np.empty(cap, dtype=np.uint64)
+        tstart = np.empty(cap, dtype=np.int64)
+        tlen = np.empty(cap, dtype=np.int32)
+        tb = np.empty(max(buf.shape[0], 1), dtype=np.uint8)
         sent_tok = np.empty(cap + 1, dtype=np.int64)
         doc_tok = np.zeros(n_docs + 1, dtype=np.int64)
         doc_sent = np.zeros(n_docs + 1, dtype=np.int64)
+        ntok, nsent = _tokenize_bytes(buf, _BYTE_CLASS, tb, keys, tstart, tlen, doc_tok, doc_sent, sent_tok)
+        keys, tstart, tlen = keys[:ntok], tstart[:ntok], tlen[:ntok]
+        tokens = np.empty(ntok, dtype=np.int32)
         with self._lock:
             v = self.vocab
             if v.n_ids > Vocabulary.MAX_IDS:
                 v.reset()
-            pos = doc = ntok = nsent = 0
+            first = 0
             while True:
-                status, pos, doc, ntok, nsent, v.n_ids = _scan(
-                    buf, pos, doc, ntok, nsent, _BYTE_CLASS,
-                    v.table, v.offs, v.arena, v.n_ids,
-                    tokens, doc_tok, doc_sent, sent_tok)
+                status, first, v.n_ids = _lookup_ids(keys, tstart, tlen, tb, first, v.table, v.offs,
+                                                     v.arena, v.n_ids, tokens)
                 if status == 0:
                     break
                 v.grow()
-            tokens = tokens[:ntok]
             sent_tok = sent_tok[: nsent + 1]
             if self.use_stemmer:
                 stemmed = np.empty_like(tokens)
