@@ -145,114 +145,183 @@ def _lcs_length(lid, s0, s_len, l0, l_len, row, peq, V):
 
 
 @njit(cache=True, nogil=True)
+def _sentence_union(lid, r0, mr, sent_tok, cs0, cs1, c_off, row, peq, Vs, um, max_cells):
+    """Union of rouge-score's LCS positions of one reference sentence ``lid[r0:r0+mr]``
+    against every candidate sentence; the union is left as a bit mask in ``um``.
+
+    Returns (ok, peq, Vs, um); ok is False when one sentence pair would need more
+    than ``max_cells`` words of backtracking state (rouge-score would need 64x that
+    in DP cells).  ``row`` (-1) and ``peq`` (zeros) are restored on return.
+    """
+    W = (mr + 63) >> 6
+    D = _assign_rows(lid, r0, mr, row)
+    if peq.shape[0] < D * W:
+        peq = np.zeros(2 * D * W, dtype=np.uint64)
+    for i in range(mr):
+        peq[row[lid[r0 + i]] * W + (i >> 6)] |= np.uint64(1) << np.uint64(i & 63)
+    if um.shape[0] < W:
+        um = np.empty(W, dtype=np.uint64)
+    for w in range(W):
+        um[w] = np.uint64(0)
+    for cs in range(cs0, cs1):
+        c0 = sent_tok[cs] - c_off
+        nc = sent_tok[cs + 1] - c_off - c0
+        need = (nc + 1) * W
+        if need > max_cells:
+            _release_rows(lid, r0, mr, row, peq, W)
+            return False, peq, Vs, um
+        if Vs.shape[0] < need:
+            Vs = np.empty(2 * need, dtype=np.uint64)
+        any_match = False
+        if W == 1:
+            v = _ALL
+            Vs[0] = v
+            for j in range(nc):
+                r = row[lid[c0 + j]]
+                if r >= 0:
+                    u = v & peq[r]
+                    if u:
+                        any_match = True
+                        v = (v + u) | (v & ~u)
+                Vs[j + 1] = v
+        else:
+            for w in range(W):
+                Vs[w] = _ALL
+            for j in range(nc):
+                r = row[lid[c0 + j]]
+                prev = j * W
+                cur = prev + W
+                if r < 0:
+                    for w in range(W):
+                        Vs[cur + w] = Vs[prev + w]
+                    continue
+                base = r * W
+                carry = np.uint64(0)
+                for w in range(W):
+                    v = Vs[prev + w]
+                    u = v & peq[base + w]
+                    if u:
+                        any_match = True
+                    s1 = v + u
+                    s2 = s1 + carry
+                    carry = np.uint64(1) if (s1 < v or s2 < s1) else np.uint64(0)
+                    Vs[cur + w] = s2 | (v & ~u)
+        if not any_match:
+            continue
+        # rouge-score's backtracking from (mr, nc), one jump per step
+        i = mr
+        j = nc
+        while i > 0 and j > 0:
+            r = row[lid[c0 + j - 1]]
+            col = j * W
+            w = (i - 1) >> 6
+            found = -1
+            is_match = False
+            while w >= 0:
+                m_w = peq[r * W + w] if r >= 0 else np.uint64(0)
+                x = m_w | ~Vs[col + w]
+                top = i - 64 * w  # bits of this word below row i
+                if top < 64:
+                    x &= (np.uint64(1) << np.uint64(top)) - np.uint64(1)
+                if x:
+                    b = _highest_bit(x)
+                    found = 64 * w + b
+                    is_match = ((m_w >> np.uint64(b)) & np.uint64(1)) == np.uint64(1)
+                    break
+                w -= 1
+            if found < 0:
+                break
+            if is_match:
+                um[found >> 6] |= np.uint64(1) << np.uint64(found & 63)
+                i = found
+            else:
+                i = found + 1
+            j -= 1
+    _release_rows(lid, r0, mr, row, peq, W)
+    return True, peq, Vs, um
+
+
+@njit(cache=True, nogil=True)
 def _union_lcs_hits(lid, sent_tok, rs0, rs1, r_off, cs0, cs1, c_off, cand_cnt, ucnt, row, peq, Vs, um, max_cells):
-    """rougeLsum hits for one pair (see module docstring); returns (hits, peq, Vs).
+    """rougeLsum hits for one pair (see module docstring); returns (hits, peq, Vs, um).
 
     ``lid``: local ids of the sentence stream; reference sentences are
     ``sent_tok[rs0:rs1+1] - r_off`` (start/end rows into ``lid``), candidate sentences
     ``sent_tok[cs0:cs1+1] - c_off``; ``cand_cnt``: candidate unigram counts by local id;
-    ``ucnt`` (zeros), ``row`` (-1), ``peq`` (zeros), ``Vs``, ``um``: scratch.
-    hits is -1 when one sentence pair would need more than ``max_cells`` words of
-    backtracking state (rouge-score would need 64x that in DP cells).
+    ``ucnt`` (zeros): scratch.  hits is -1 when a sentence pair is too long (see
+    :func:`_sentence_union`).
     """
-    hits = 0
     for rs in range(rs0, rs1):
         r0 = sent_tok[rs] - r_off
         mr = sent_tok[rs + 1] - r_off - r0
-        W = (mr + 63) >> 6
-        D = _assign_rows(lid, r0, mr, row)
-        if peq.shape[0] < D * W:
-            peq = np.zeros(2 * D * W, dtype=np.uint64)
-        for i in range(mr):
-            peq[row[lid[r0 + i]] * W + (i >> 6)] |= np.uint64(1) << np.uint64(i & 63)
-        if um.shape[0] < W:
-            um = np.empty(W, dtype=np.uint64)
-        for w in range(W):
-            um[w] = np.uint64(0)
-        for cs in range(cs0, cs1):
-            c0 = sent_tok[cs] - c_off
-            nc = sent_tok[cs + 1] - c_off - c0
-            need = (nc + 1) * W
-            if need > max_cells:
-                _release_rows(lid, r0, mr, row, peq, W)
-                return -1, peq, Vs, um
-            if Vs.shape[0] < need:
-                Vs = np.empty(2 * need, dtype=np.uint64)
-            any_match = False
-            if W == 1:
-                v = _ALL
-                Vs[0] = v
-                for j in range(nc):
-                    r = row[lid[c0 + j]]
-                    if r >= 0:
-                        u = v & peq[r]
-                        if u:
-                            any_match = True
-                            v = (v + u) | (v & ~u)
-                    Vs[j + 1] = v
-            else:
-                for w in range(W):
-                    Vs[w] = _ALL
-                for j in range(nc):
-                    r = row[lid[c0 + j]]
-                    prev = j * W
-                    cur = prev + W
-                    if r < 0:
-                        for w in range(W):
-                            Vs[cur + w] = Vs[prev + w]
-                        continue
-                    base = r * W
-                    carry = np.uint64(0)
-                    for w in range(W):
-                        v = Vs[prev + w]
-                        u = v & peq[base + w]
-                        if u:
-                            any_match = True
-                        s1 = v + u
-                        s2 = s1 + carry
-                        carry = np.uint64(1) if (s1 < v or s2 < s1) else np.uint64(0)
-                        Vs[cur + w] = s2 | (v & ~u)
-            if not any_match:
-                continue
-            # rouge-score's backtracking from (mr, nc), one jump per step
-            i = mr
-            j = nc
-            while i > 0 and j > 0:
-                r = row[lid[c0 + j - 1]]
-                col = j * W
-                w = (i - 1) >> 6
-                found = -1
-                is_match = False
-                while w >= 0:
-                    m_w = peq[r * W + w] if r >= 0 else np.uint64(0)
-                    x = m_w | ~Vs[col + w]
-                    top = i - 64 * w  # bits of this word below row i
-                    if top < 64:
-                        x &= (np.uint64(1) << np.uint64(top)) - np.uint64(1)
-                    if x:
-                        b = _highest_bit(x)
-                        found = 64 * w + b
-                        is_match = ((m_w >> np.uint64(b)) & np.uint64(1)) == np.uint64(1)
-                        break
-                    w -= 1
-                if found < 0:
-                    break
-                if is_match:
-                    um[found >> 6] |= np.uint64(1) << np.uint64(found & 63)
-                    i = found
-                else:
-                    i = found + 1
-                j -= 1
+        ok, peq, Vs, um = _sentence_union(lid, r0, mr, sent_tok, cs0, cs1, c_off, row, peq, Vs, um, max_cells)
+        if not ok:
+            return -1, peq, Vs, um
         for i in range(mr):
             if (um[i >> 6] >> np.uint64(i & 63)) & np.uint64(1):
                 ucnt[lid[r0 + i]] += 1
-        _release_rows(lid, r0, mr, row, peq, W)
+    hits = 0
     for i in range(sent_tok[rs0] - r_off, sent_tok[rs1] - r_off):
         t = lid[i]
         if ucnt[t] > 0:
             hits += min(ucnt[t], cand_cnt[t])
             ucnt[t] = 0
     return hits, peq, Vs, um
+
+
+@njit(cache=True, nogil=True)
+def union_positions_kernel(sent_tokens, sent_tok, doc_sent, cdoc, rdoc, rs_first, rs_last, max_cells):
+    """rougeLsum's union-LCS positions for reference sentences ``rs_first..rs_last-1``
+    (numbered within document ``rdoc``) against every sentence of document ``cdoc``.
+
+    Positions count sentence-stream tokens from the start of the reference.  Each
+    reference sentence's union is independent of the others, so a long document can
+    be scored as blocks of its sentences and the positions merged (see
+    :mod:`pipeline.scoring.split`).  Returns (ok, positions).
+    """
+    rs0 = doc_sent[rdoc]
+    cs0 = doc_sent[cdoc]
+    cs1 = doc_sent[cdoc + 1]
+    r_base = sent_tok[rs0]
+    c_base = sent_tok[cs0]
+    ms = sent_tok[doc_sent[rdoc + 1]] - r_base
+    nsl = sent_tok[cs1] - c_base
+    out = np.empty(0, dtype=np.int64)
+    if ms == 0 or nsl == 0:
+        return True, out
+    # local ids: reference sentence stream at [0, ms), candidate at [ms, ms+nsl)
+    cap = 16
+    while cap < 2 * (ms + nsl):
+        cap *= 2
+    keys = np.full(cap, -1, dtype=np.int64)
+    vals = np.empty(cap, dtype=np.int32)
+    used = np.empty(cap, dtype=np.int64)
+    lid = np.empty(ms + nsl, dtype=np.int32)
+    n_used = 0
+    next_id = 0
+    for i in range(ms):
+        got, n_used, next_id = _lookup(keys, vals, used, n_used, np.int64(sent_tokens[r_base + i]), next_id)
+        lid[i] = got
+    for j in range(nsl):
+        got, n_used, next_id = _lookup(keys, vals, used, n_used, np.int64(sent_tokens[c_base + j]), next_id)
+        lid[ms + j] = got
+    row = np.full(next_id + 1, -1, dtype=np.int64)
+    peq = np.zeros(1024, dtype=np.uint64)
+    Vs = np.empty(1024, dtype=np.uint64)
+    um = np.empty(16, dtype=np.uint64)
+    out = np.empty(ms, dtype=np.int64)
+    n_out = 0
+    for rs in range(rs0 + rs_first, rs0 + rs_last):
+        r0 = sent_tok[rs] - r_base
+        mr = sent_tok[rs + 1] - r_base - r0
+        ok, peq, Vs, um = _sentence_union(lid, r0, mr, sent_tok, cs0, cs1, c_base - ms, row, peq, Vs, um, max_cells)
+        if not ok:
+            return False, out[:0]
+        for i in range(mr):
+            if (um[i >> 6] >> np.uint64(i & 63)) & np.uint64(1):
+                out[n_out] = r0 + i
+                n_out += 1
+    return True, out[:n_out]
 
 
 @njit(cache=True, nogil=True)
