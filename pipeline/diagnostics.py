@@ -1,0 +1,303 @@
+"""Per-example diagnostics stored next to the scores: what can move ROUGE besides content.
+
+ROUGE rewards verbosity (recall grows with length), does not punish redundancy, and gives
+full credit to copying (see ``shared/seeds/001``).  These columns make those exploits
+visible per example, so that a moved mean can be explained by reading a few rows.
+
+All functions are pure (NumPy, numba ``@njit(cache=True)`` kernels over the CSR token ids
+of :meth:`pipeline.scorer.RougeScorer.encode`).  Tokens are the scorer's tokens (with the
+run's tokenizer and stemmer): a copied span is a span of ROUGE tokens.
+
+Columns (all nullable; ``null`` when undefined), appended after the score columns:
+
+``diag_len_ratio``
+    candidate tokens / mean reference tokens (``cand_tokens / (ref_tokens / n_refs)``).
+``diag_repeat_3gram``
+    share of repeated 3-grams in the candidate: ``1 - distinct_3grams / total_3grams``
+    (null below 3 tokens).  Padding and a duplicated header raise it.
+``diag_src_tokens``, ``diag_coverage``, ``diag_density``, ``diag_compression``
+    extractive fragments of Grusky et al. 2018 (Newsroom, section 4.1), when the example
+    has a ``source`` document: the greedy fragment set ``F(A, S)`` of article ``A`` and
+    summary ``S`` (for each summary position ``i``, the longest article match starting
+    at ``S[i]`` is taken and ``i`` advances past it, else ``i += 1``);
+    coverage ``= sum|f| / |S|``, density ``= sum|f|^2 / |S|``, compression ``= |A| / |S|``.
+``diag_longest_copy``
+    the longest span of candidate tokens that occurs contiguously in the source
+    (longest common substring, which is at least the longest greedy fragment).
+``diag_novel_1gram``, ``diag_novel_2gram``, ``diag_novel_3gram``
+    share of the candidate's n-gram occurrences that occur nowhere in the source.
+``diag_ref_agree_<type>_{mean,min,max}`` (``type`` in rouge2, rougeL)
+    with two or more references: every reference ``i`` is scored (F-measure) as a
+    candidate against the other references with rouge-score's max-F rule; mean, min
+    and max over ``i``.  Human agreement bounds what any system can reach: a system
+    scoring above this band is matching the references better than they match each other.
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+try:  # numba is a project dependency; the kernels below also run as plain Python.
+    from numba import njit
+except Exception:  # pragma: no cover
+    def njit(*a, **k):
+        return (lambda f: f) if not a or not callable(a[0]) else a[0]
+
+AGREEMENT_TYPES = ("rouge2", "rougeL")
+NOVEL_ORDERS = (1, 2, 3)
+
+DIAG_FIELDS = [
+    pa.field("diag_len_ratio", pa.float64()),
+    pa.field("diag_repeat_3gram", pa.float64()),
+    pa.field("diag_src_tokens", pa.int64()),
+    pa.field("diag_coverage", pa.float64()),
+    pa.field("diag_density", pa.float64()),
+    pa.field("diag_compression", pa.float64()),
+    pa.field("diag_longest_copy", pa.int64()),
+    *[pa.field(f"diag_novel_{n}gram", pa.float64()) for n in NOVEL_ORDERS],
+    *[pa.field(f"diag_ref_agree_{t}_{s}", pa.float64()) for t in AGREEMENT_TYPES for s in ("mean", "min", "max")],
+]
+DIAG_NAMES = [f.name for f in DIAG_FIELDS]
+
+
+# --------------------------------------------------------------------------- kernels
+@njit(cache=True)
+def fragments(summary, article):
+    """Grusky et al.'s greedy fragments: ``(sum |f|, sum |f|^2, longest |f|)``."""
+    ns, na = summary.shape[0], article.shape[0]
+    i = 0
+    tot = 0
+    sq = 0
+    longest = 0
+    while i < ns:
+        best = 0
+        j = 0
+        while j < na:
+            if summary[i] == article[j]:
+                ii = i
+                jj = j
+                while ii < ns and jj < na and summary[ii] == article[jj]:
+                    ii += 1
+                    jj += 1
+                if ii - i > best:
+                    best = ii - i
+                j = jj
+            else:
+                j += 1
+        if best > 0:
+            tot += best
+            sq += best * best
+            if best > longest:
+                longest = best
+            i += best
+        else:
+            i += 1
+    return tot, sq, longest
+
+
+@njit(cache=True)
+def longest_common_span(a, b):
+    """Length of the longest common contiguous span of ``a`` and ``b`` (O(|a| |b|) DP)."""
+    nb = b.shape[0]
+    prev = np.zeros(nb + 1, dtype=np.int64)
+    cur = np.zeros(nb + 1, dtype=np.int64)
+    best = 0
+    for i in range(a.shape[0]):
+        for j in range(nb):
+            if a[i] == b[j]:
+                cur[j + 1] = prev[j] + 1
+                if cur[j + 1] > best:
+                    best = cur[j + 1]
+            else:
+                cur[j + 1] = 0
+        prev, cur = cur, prev
+    return best
+
+
+@njit(cache=True)
+def _per_example(cand_tok, cand_off, src_tok, src_off, has_src,
+                 ck1, ck2, ck3, sk1, sk2, sk3, out_f, out_i):
+    """Fill ``out_f`` (n, 7): repeat3, coverage, density, compression, novel1..3 and
+    ``out_i`` (n, 2): source tokens, longest copy.  NaN / -1 mark undefined values.
+    ``ck<n>`` / ``sk<n>``: n-gram keys of every token position (valid where the n-gram
+    fits in its document)."""
+    n = cand_off.shape[0] - 1
+    for d in range(n):
+        c0, c1 = cand_off[d], cand_off[d + 1]
+        m = c1 - c0
+        for k in range(out_f.shape[1]):
+            out_f[d, k] = np.nan
+        out_i[d, 0] = -1
+        out_i[d, 1] = -1
+        if m >= 3:
+            g = np.sort(ck3[c0:c1 - 2])
+            distinct = 1
+            for t in range(1, g.shape[0]):
+                if g[t] != g[t - 1]:
+                    distinct += 1
+            out_f[d, 0] = 1.0 - distinct / g.shape[0]
+        if not has_src[d]:
+            continue
+        s0, s1 = src_off[d], src_off[d + 1]
+        ns = s1 - s0
+        out_i[d, 0] = ns
+        if m == 0:
+            continue
+        S = cand_tok[c0:c1]
+        A = src_tok[s0:s1]
+        tot, sq, _ = fragments(S, A)
+        out_f[d, 1] = tot / m
+        out_f[d, 2] = sq / m
+        out_f[d, 3] = ns / m
+        out_i[d, 1] = longest_common_span(S, A)
+        for order in range(1, 4):
+            if m < order:
+                continue
+            if order == 1:
+                ck, sk = ck1, sk1
+            elif order == 2:
+                ck, sk = ck2, sk2
+            else:
+                ck, sk = ck3, sk3
+            cg = ck[c0:c1 - order + 1]
+            novel = cg.shape[0]
+            if ns >= order:
+                sg = np.sort(sk[s0:s1 - order + 1])
+                pos = np.searchsorted(sg, cg)
+                for t in range(cg.shape[0]):
+                    if pos[t] < sg.shape[0] and sg[pos[t]] == cg[t]:
+                        novel -= 1
+            out_f[d, 3 + order] = novel / cg.shape[0]
+
+
+# --------------------------------------------------------------------------- helpers
+def ngram_keys(tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Exact int64 keys of the 1-, 2- and 3-grams starting at every position of a token
+    stream (equal keys <=> equal n-grams; positions whose n-gram runs past the end get an
+    arbitrary key and must not be read).  2- and 3-gram keys are dense ranks, so they never
+    overflow whatever the vocabulary size."""
+    t = np.asarray(tokens, dtype=np.int64)
+    n = t.shape[0]
+    k1 = t.copy()
+    if n < 2:
+        return k1, np.zeros(n, np.int64), np.zeros(n, np.int64)
+    v = int(t.max()) + 1
+    _, r2 = np.unique(t[:-1] * v + t[1:], return_inverse=True)
+    k2 = np.zeros(n, np.int64)
+    k2[:-1] = r2.reshape(-1)
+    k3 = np.zeros(n, np.int64)
+    if n >= 3:
+        _, r3 = np.unique(k2[:-2] * v + t[2:], return_inverse=True)
+        k3[:-2] = r3.reshape(-1)
+    return k1, k2, k3
+
+
+def _nullable(values: np.ndarray, typ: pa.DataType, missing: np.ndarray) -> pa.Array:
+    return pa.array(values, typ, mask=missing)
+
+
+def compute(candidates: Sequence[str], references: Sequence[Sequence[str]], sources: Sequence[str | None],
+            cand_tokens: np.ndarray, ref_tokens: np.ndarray, n_refs: np.ndarray, scorer,
+            agreement_scorer=None) -> dict[str, pa.Array]:
+    """The diagnostic columns (``DIAG_NAMES``, in order) for a batch of examples.
+
+    ``cand_tokens``, ``ref_tokens``, ``n_refs``: the scorer's counts (``BatchScores``).
+    ``scorer`` encodes the texts (its tokenizer and stemmer); ``agreement_scorer`` (a
+    ``RougeScorer`` for ``AGREEMENT_TYPES``) scores references against each other, and the
+    agreement columns are null without it."""
+    n = len(candidates)
+    has_src = np.array([s is not None for s in sources], dtype=np.bool_)
+    enc = scorer.encode(list(candidates) + [s or "" for s in sources])
+    off = np.asarray(enc.doc_tok, dtype=np.int64)
+    tok = np.asarray(enc.tokens)
+    k1, k2, k3 = ngram_keys(tok)
+    cand_off = off[: n + 1]
+    src_off = off[n:]
+    out_f = np.empty((n, 7), dtype=np.float64)
+    out_i = np.empty((n, 2), dtype=np.int64)
+    # candidate and source streams are the same arrays, addressed by their own offsets
+    _per_example(tok, cand_off, tok, src_off, has_src, k1, k2, k3, k1, k2, k3, out_f, out_i)
+
+    cand_tokens = np.asarray(cand_tokens, dtype=np.float64)
+    mean_ref = np.asarray(ref_tokens, dtype=np.float64) / np.maximum(np.asarray(n_refs, dtype=np.float64), 1)
+    ratio = np.divide(cand_tokens, mean_ref, out=np.full(n, np.nan), where=mean_ref > 0)
+    cols: dict[str, pa.Array] = {"diag_len_ratio": _nullable(ratio, pa.float64(), np.isnan(ratio))}
+    f = {name: out_f[:, k] for k, name in enumerate(
+        ["diag_repeat_3gram", "diag_coverage", "diag_density", "diag_compression",
+         "diag_novel_1gram", "diag_novel_2gram", "diag_novel_3gram"])}
+    cols["diag_repeat_3gram"] = _nullable(f["diag_repeat_3gram"], pa.float64(), np.isnan(f["diag_repeat_3gram"]))
+    cols["diag_src_tokens"] = _nullable(out_i[:, 0], pa.int64(), out_i[:, 0] < 0)
+    for name in ("diag_coverage", "diag_density", "diag_compression"):
+        cols[name] = _nullable(f[name], pa.float64(), np.isnan(f[name]))
+    cols["diag_longest_copy"] = _nullable(out_i[:, 1], pa.int64(), out_i[:, 1] < 0)
+    for order in NOVEL_ORDERS:
+        name = f"diag_novel_{order}gram"
+        cols[name] = _nullable(f[name], pa.float64(), np.isnan(f[name]))
+    cols.update(reference_agreement(references, agreement_scorer))
+    return {name: cols[name] for name in DIAG_NAMES}
+
+
+def reference_agreement(references: Sequence[Sequence[str]], agreement_scorer) -> dict[str, pa.Array]:
+    """``diag_ref_agree_<type>_{mean,min,max}``: each reference ``i`` scored against the
+    references ``!= i`` (max-F rule), F-measure; null with fewer than two references."""
+    n = len(references)
+    out = {t: np.full((n, 3), np.nan) for t in AGREEMENT_TYPES}
+    pairs_ex, pairs_c, pairs_r = [], [], []
+    for e, refs in enumerate(references):
+        refs = [refs] if isinstance(refs, str) else list(refs)
+        if len(refs) < 2:
+            continue
+        for i, r in enumerate(refs):
+            pairs_ex.append(e)
+            pairs_c.append(r)
+            pairs_r.append(refs[:i] + refs[i + 1:])
+    if pairs_ex and agreement_scorer is not None:
+        res = agreement_scorer.score_arrays(pairs_r, pairs_c)
+        ex = np.asarray(pairs_ex)
+        for t, name in enumerate(AGREEMENT_TYPES):
+            fm = res.scores[:, t, 2]      # the agreement scorer's types are AGREEMENT_TYPES, in order
+            s = np.bincount(ex, weights=fm, minlength=n)
+            c = np.bincount(ex, minlength=n)
+            lo = np.full(n, np.inf)
+            hi = np.full(n, -np.inf)
+            np.minimum.at(lo, ex, fm)
+            np.maximum.at(hi, ex, fm)
+            has = c > 0
+            out[name][has, 0] = s[has] / c[has]
+            out[name][has, 1] = lo[has]
+            out[name][has, 2] = hi[has]
+    cols = {}
+    for name in AGREEMENT_TYPES:
+        for k, s in enumerate(("mean", "min", "max")):
+            v = out[name][:, k]
+            cols[f"diag_ref_agree_{name}_{s}"] = _nullable(v, pa.float64(), np.isnan(v))
+    return cols
+
+
+def for_table(table: pa.Table, res, settings, scorer_for: Callable) -> dict[str, pa.Array]:
+    """The diagnostic columns of a canonical example table scored as ``res`` (``BatchScores``)
+    with ``settings`` (``job.ScoringSettings``); ``scorer_for(settings)`` gives cached scorers."""
+    import dataclasses
+
+    # encoded with the agreement scorer: same tokenizer and stemmer, no sentence pass
+    agree = scorer_for(dataclasses.replace(settings, rouge_types=AGREEMENT_TYPES))
+    sources = table.column("source").to_pylist() if "source" in table.column_names else [None] * table.num_rows
+    return compute(table.column("candidate").to_pylist(), table.column("references").to_pylist(), sources,
+                   res.cand_len, res.ref_len, res.n_refs, agree, agree)
+
+
+def summarize(table, systems_col: str = "system") -> list[dict]:
+    """Per system: mean / median / max of every diagnostic column present (nulls skipped), and
+    for the agreement columns the range (min of ``_min``, max of ``_max``).  ``table``: pandas."""
+    rows = []
+    present = [c for c in DIAG_NAMES if c in table.columns]
+    for system, g in table.groupby(systems_col, sort=True):
+        for c in present:
+            v = g[c].dropna().to_numpy(dtype=np.float64)
+            if v.size == 0:
+                continue
+            rows.append({"system": system, "column": c, "count": int(v.size), "mean": float(v.mean()),
+                         "median": float(np.median(v)), "min": float(v.min()), "max": float(v.max())})
+    return rows
