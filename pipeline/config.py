@@ -17,6 +17,7 @@ scoring:
   language: en                        # ISO 639 code: unicode profile, Snowball stemmer, sentencex
   stemming: none                      # none | snowball (unicode profile; rouge-score: use_stemmer)
   cjk: chars                          # chars | segmenter (unicode profile: jieba for zh, newmm for th)
+  diagnostics: true                   # per-example diagnostics columns (pipeline/diagnostics.py)
 stats:
   seed: 12345
   n_boot: 1000                        # 0: no bootstrap
@@ -59,6 +60,8 @@ MULTI_REF = ("max_f",)
 PROFILES = ("rouge-score-0.1.2", "unicode")
 # Settings of the unicode profile (#8); left out of the config hash at these defaults.
 PROFILE_DEFAULTS = {"language": "en", "stemming": "none", "cjk": "chars"}
+# Left out of the config hash at its default too (it adds columns, never changes a score).
+HASH_DEFAULTS = {**PROFILE_DEFAULTS, "diagnostics": True}
 BOOTSTRAPS = ("poisson", "exact")
 MODES = ("local", "scheduler", "sync")
 SECRET_WORDS = ("key", "secret", "token", "password", "credential")
@@ -128,6 +131,7 @@ class ScoringConfig:
     language: str = "en"
     stemming: str = "none"
     cjk: str = "chars"
+    diagnostics: bool = True
 
     def validate(self):
         rt = self.rouge_types
@@ -147,6 +151,7 @@ class ScoringConfig:
         _check_choice(self.multi_ref, "scoring.multi_ref", MULTI_REF)
         _check_choice(self.profile, "scoring.profile", PROFILES)
         _check_str(self.language, "scoring.language")
+        _check_bool(self.diagnostics, "scoring.diagnostics")
         _check_profile(self)
 
 
@@ -304,7 +309,7 @@ class RunConfig:
         return {
             "input": spec,
             "scoring": {k: v for k, v in dataclasses.asdict(self.scoring).items()
-                        if PROFILE_DEFAULTS.get(k, object()) != v},
+                        if HASH_DEFAULTS.get(k, object()) != v},
             "stats": dataclasses.asdict(self.stats),
             "version": __version__,
         }

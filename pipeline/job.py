@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from pipeline import diagnostics as diag
 from pipeline.io import readers, writers
 from pipeline.io.paths import get_fs
 from pipeline.scorer import RougeScorer
@@ -55,11 +56,12 @@ class ScoringSettings:
     language: str = "en"
     stemming: str = "none"
     cjk: str = "chars"
+    diagnostics: bool = True  # pipeline.diagnostics columns after the score columns
 
     @classmethod
     def from_config(cls, sc) -> "ScoringSettings":
         return cls(tuple(sc.rouge_types), bool(sc.use_stemmer), sc.sentence_splitter, sc.tokenizer,
-                   sc.profile, sc.language, sc.stemming, sc.cjk)
+                   sc.profile, sc.language, sc.stemming, sc.cjk, bool(getattr(sc, "diagnostics", True)))
 
 
 @dataclass(frozen=True)
@@ -98,7 +100,7 @@ class Task:
 
 
 # --------------------------------------------------------------------------- schema
-def scores_schema(rouge_types) -> pa.Schema:
+def scores_schema(rouge_types, diagnostics: bool = True) -> pa.Schema:
     fields = [
         pa.field("id", pa.string(), nullable=False),
         pa.field("system", pa.string(), nullable=False),
@@ -109,6 +111,8 @@ def scores_schema(rouge_types) -> pa.Schema:
     for t in rouge_types:
         fields += [pa.field(f"{t}_{s}", pa.float64(), nullable=False) for s in STATS]
     fields.append(pa.field("status", pa.string(), nullable=False))
+    if diagnostics:
+        fields += diag.DIAG_FIELDS
     return pa.schema(fields)
 
 
@@ -140,7 +144,7 @@ def score_table(table: pa.Table, settings: ScoringSettings, quarantine: bool = F
     as quarantine rows (``(scores, quarantine)``; ``table`` must then carry the canonical
     ``file`` and ``row`` columns, ``fmt`` says whether ``row`` is a line or a Parquet row).
     """
-    schema = scores_schema(settings.rouge_types)
+    schema = scores_schema(settings.rouge_types, settings.diagnostics)
     empty_q = readers.QUARANTINE_SCHEMA.empty_table()
     if table.num_rows == 0:
         return (schema.empty_table(), empty_q) if quarantine else schema.empty_table()
@@ -161,6 +165,8 @@ def score_table(table: pa.Table, settings: ScoringSettings, quarantine: bool = F
         for k, stat in enumerate(STATS):
             cols[f"{name}_{stat}"] = pa.array(res.scores[:, t, k], pa.float64())
     cols["status"] = pa.array(status.tolist(), pa.string())
+    if settings.diagnostics:
+        cols.update(diag.for_table(table, res, settings, scorer_for))
     scores = pa.table(cols, schema=schema)
     if not quarantine:
         return scores
