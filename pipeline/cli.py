@@ -30,7 +30,72 @@ def _parser() -> argparse.ArgumentParser:
     sh = sub.add_parser("show", help="print the statistics table and signature of a finished run")
     sh.add_argument("run", help="run folder URL")
     sh.add_argument("--json", action="store_true", help="print the statistics rows as JSON")
+    _add_compare_parsers(sub)
     return p
+
+
+def _add_compare_parsers(sub) -> None:
+    """``compare`` (exit 0 inside the band, 1 moved, 2 error) and ``report`` (pipeline.compare, .report)."""
+    from pipeline.compare import DEFAULT_MIN_EFFECT
+
+    c = sub.add_parser("compare", help="did the outputs move? paired comparison of two finished runs")
+    c.add_argument("base", help="the reference run folder (e.g. yesterday's)")
+    c.add_argument("new", help="the run folder to check")
+    c.add_argument("--band", type=float, help="fixed band: alarm when |delta F| > BAND (default: the noise band)")
+    c.add_argument("--min-effect", type=float, default=DEFAULT_MIN_EFFECT,
+                   help=f"noise band: smallest |delta F| that alarms (default {DEFAULT_MIN_EFFECT})")
+    c.add_argument("--confidence", type=float, default=0.95)
+    c.add_argument("--n-boot", type=int, default=1000)
+    c.add_argument("--n-perm", type=int, default=2000)
+    c.add_argument("--seed", type=int, default=12345)
+    c.add_argument("--top", type=int, default=10, help="examples that moved most to list")
+    c.add_argument("--all-stats", action="store_true", help="print P and R rows too")
+    c.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    c.add_argument("--html", metavar="FILE", help="also write a single-file HTML report")
+    r = sub.add_parser("report", help="write a single-file HTML report of a finished run")
+    r.add_argument("run", help="run folder URL")
+    r.add_argument("-o", "--output", required=True, metavar="FILE", help="HTML file to write")
+
+
+def _compare(args) -> int:
+    from pipeline.compare import CompareError, compare, format_result, load_run
+
+    try:
+        if not 0 < args.confidence < 1 or args.n_boot < 0 or args.n_perm < 0:
+            raise CompareError("--confidence must be in (0, 1), --n-boot and --n-perm >= 0")
+        base, new = load_run(args.base), load_run(args.new)
+        result = compare(base, new, band=args.band, min_effect=args.min_effect, confidence=args.confidence,
+                         n_boot=args.n_boot, n_perm=args.n_perm, seed=args.seed, top=args.top)
+        if args.html:
+            from pipeline.report import compare_report
+
+            with open(args.html, "w", encoding="utf-8") as f:
+                f.write(compare_report(result, base, new))
+    except (CompareError, OSError, ValueError) as e:
+        print(f"rouge-pipeline: compare: {e}", file=sys.stderr)
+        return EXIT_CONFIG
+    if args.json:
+        print(json.dumps(result, indent=2, sort_keys=True, default=str))
+    else:
+        print(format_result(result, ("precision", "recall", "fmeasure") if args.all_stats else ("fmeasure",)))
+    if args.html:
+        print(f"html: {args.html}", file=sys.stderr)
+    return EXIT_FAILED if result["moved"] else EXIT_OK
+
+
+def _report(args) -> int:
+    from pipeline.compare import CompareError, load_run
+    from pipeline.report import run_report
+
+    try:
+        html = run_report(load_run(args.run))
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(html)
+    except (CompareError, OSError, ValueError) as e:
+        print(f"rouge-pipeline: report: {e}", file=sys.stderr)
+        return EXIT_CONFIG
+    print(f"html: {args.output}")
+    return EXIT_OK
 
 
 def _fmt(v, digits=4) -> str:
@@ -151,6 +216,8 @@ def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "score":
         return _score(args)
+    if args.command in ("compare", "report"):
+        return _compare(args) if args.command == "compare" else _report(args)
     return _show(args)
 
 
