@@ -252,6 +252,18 @@ def score_summaries(peer: Summary, models: list[Summary], opts: Rouge155Options)
     results: dict[str, dict] = {}
 
     def add(name: str, per_reference: list[tuple[Counts, float]], weight: float | None = None):
+        if opts.multi_ref in ("max_f", "mean"):
+            # not ROUGE-1.5.5 rules: applied to each reference's printed values
+            each = [scores_from_counts(c, opts.alpha, weight) for c, _ in per_reference]
+            if opts.multi_ref == "max_f":
+                best = each[0]
+                for s in each[1:]:
+                    if s["f"] > best["f"]:
+                        best = s
+                results[name] = dict(best)
+            else:
+                results[name] = {k: sum(s[k] for s in each) / len(each) for k in "rpf"}
+            return
         counts = _combine(per_reference, opts.multi_ref)
         results[name] = {**scores_from_counts(counts, opts.alpha, weight),
                          "model_count": counts.model_count, "peer_count": counts.peer_count,

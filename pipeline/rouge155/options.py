@@ -4,6 +4,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+MULTI_REF_RULES = ("A", "B", "pooled", "best_recall", "max_f", "mean")
+_MULTI_REF_ALIASES = {"pooled": "A", "best_recall": "B"}
+
+
 @dataclass(frozen=True)
 class Rouge155Options:
     """Settings that change ROUGE-1.5.5's numbers.
@@ -21,7 +25,10 @@ class Rouge155Options:
     ``skip_gap``              ``-2 D``              ROUGE-S with max gap D (< 0: unlimited); ``None``: none
     ``su``                    ``-u``                with ``skip_gap``: ROUGE-SU (adds unigrams)
     ``alpha``                 ``-p A``              F = PR / ((1-A) P + A R)
-    ``multi_ref``             ``-f A|B``            A: pool over references; B: best-recall reference
+    ``multi_ref``             ``-f A|B``            A (``pooled``): pool over references; B (``best_recall``):
+                                                    best-recall reference; not in ROUGE-1.5.5: ``max_f``
+                                                    (rouge-score's rule) and ``mean`` over references,
+                                                    both of the per-reference printed values
     ``counting_unit``         ``-t 0|1``            corpus average of per-pair scores (0) or of pooled counts (1)
     ``resamples``             ``-r B``              bootstrap resamples
     ``confidence``            ``-c C``              confidence level of the interval, in percent
@@ -55,8 +62,9 @@ class Rouge155Options:
             raise ValueError("w_weight must be > 0")
         if not 0 <= self.alpha <= 1:
             raise ValueError("alpha must be in [0, 1]")
-        if self.multi_ref not in ("A", "B"):
-            raise ValueError("multi_ref must be 'A' or 'B'")
+        if self.multi_ref not in MULTI_REF_RULES:
+            raise ValueError(f"multi_ref must be one of {', '.join(MULTI_REF_RULES)}, got {self.multi_ref!r}")
+        object.__setattr__(self, "multi_ref", _MULTI_REF_ALIASES.get(self.multi_ref, self.multi_ref))
         if self.counting_unit not in (0, 1):
             raise ValueError("counting_unit must be 0 or 1 (-t 2 prints raw counts only)")
         if not 0 <= self.confidence <= 100:

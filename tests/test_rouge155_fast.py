@@ -1,0 +1,252 @@
+"""The compiled rouge155 path (pipeline.rouge155.fast / kernels) against the pure-Python spec.
+
+* every golden dataset and option set: compiled == spec **exactly** (printed R/P/F and the raw
+  (model, peer, hit) counts; ROUGE-W's float counts bit for bit), and compiled == golden
+  within 1e-5;
+* every corpus golden (printed averages and CIs) from the compiled per-pair values;
+* generated hard cases (ties, repeats, empty texts, long texts, many references) over many
+  option sets (n up to 4, S with gaps -1/0/2 with and without U, W weights 1/1.5/2, alpha,
+  stopwords, -l, -b, all four multi-reference rules);
+* the exact 5-decimal rounding.
+"""
+from __future__ import annotations
+
+import json
+import random
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pipeline.rouge155 import Rouge155Options, corpus_average, default_eval_ids, score_pair
+from pipeline.rouge155.fast import Rouge155Scorer
+from pipeline.rouge155.kernels import round5
+
+DATA = Path(__file__).parents[1].parent / "shared" / "data"
+TOL = 1e-5 + 1e-12
+needs_data = pytest.mark.skipif(not DATA.is_dir(), reason=f"{DATA} not available")
+
+CONFIGS = {
+    "stem": Rouge155Options(stem=True),
+    "nostem": Rouge155Options(),
+    "fB-stem": Rouge155Options(stem=True, multi_ref="B"),
+    "fB-nostem": Rouge155Options(multi_ref="B"),
+    "s": Rouge155Options(stem=True, stopwords=True, w_weight=None, skip_gap=None),
+    "l100": Rouge155Options(stem=True, length_limit_words=100, w_weight=None, skip_gap=None),
+}
+GOLDEN_FILES = [("", "stem", "stem"), ("", "nostem", "nostem"), ("_fB", "stem", "fB-stem"),
+                ("_fB", "nostem", "fB-nostem"), ("_s", "stem", "s"), ("_l100", "stem", "l100")]
+DATASETS = ["rouge155_sample_sl2003", "duc2004_pyrouge_tests", "sacrerouge_fixtures",
+            "newsroom", "dialsummeval", "multi_summeval"]
+KEYS = ("r", "p", "f", "model_count", "peer_count", "hit")
+
+
+@lru_cache(maxsize=None)
+def records(dataset: str) -> dict[str, dict]:
+    with open(DATA / dataset / f"{dataset}.jsonl", encoding="utf-8") as f:
+        return {r["id"]: r for r in map(json.loads, f)}
+
+
+@lru_cache(maxsize=None)
+def goldens(dataset: str, suffix: str) -> list[dict]:
+    with open(DATA / dataset / f"rouge155_goldens{suffix}.jsonl", encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+def _pairs(dataset, suffix):
+    recs = records(dataset)
+    gs = goldens(dataset, suffix)
+    return [recs[g["id"]]["references"] for g in gs], [recs[g["id"]]["candidate"] for g in gs]
+
+
+@lru_cache(maxsize=None)
+def compiled(dataset: str, suffix: str, config: str) -> tuple[dict, ...]:
+    refs, cands = _pairs(dataset, suffix)
+    return tuple(Rouge155Scorer(CONFIGS[config]).score_pairs(refs, cands))
+
+
+def spec(dataset: str, suffix: str, config: str) -> list[dict]:
+    refs, cands = _pairs(dataset, suffix)
+    return [score_pair(c, r, CONFIGS[config]) for r, c in zip(refs, cands)]
+
+
+def assert_same(ours: list[dict], expected: list[dict], where=""):
+    bad = []
+    for i, (a, b) in enumerate(zip(ours, expected)):
+        assert list(a) == list(b)
+        for metric in b:
+            for k in KEYS:
+                if k in b[metric] and a[metric][k] != b[metric][k]:
+                    bad.append((i, metric, k, a[metric][k], b[metric][k]))
+    assert len(ours) == len(expected)
+    assert not bad, f"{where}: {len(bad)} values differ, e.g. {bad[:5]}"
+
+
+GOLDEN_CASES = [
+    pytest.param(ds, suffix, key, config, id=f"{ds}{suffix or ''}-{key}")
+    for ds in DATASETS for suffix, key, config in GOLDEN_FILES
+    if (DATA / ds / f"rouge155_goldens{suffix}.jsonl").exists()
+]
+
+
+@needs_data
+@pytest.mark.parametrize("dataset, suffix, key, config", GOLDEN_CASES)
+def test_compiled_equals_spec_and_goldens(dataset, suffix, key, config):
+    ours = compiled(dataset, suffix, config)
+    assert_same(list(ours), spec(dataset, suffix, config), f"{dataset}{suffix}-{config}")
+    mismatches = []
+    for gold, row in zip(goldens(dataset, suffix), ours):
+        for metric, expected in gold[key].items():
+            for x in "rpf":
+                if abs(row[metric][x] - expected[x]) > TOL:
+                    mismatches.append((gold["id"], metric, x, row[metric][x], expected[x]))
+    assert not mismatches, mismatches[:5]
+
+
+CORPUS_DATASETS = ["rouge155_sample_sl2003", "duc2004_pyrouge_tests", "newsroom", "dialsummeval"]
+CORPUS_RUNS = {"a": ("", "stem", 0), "b": ("", "stem", 0), "c": ("_s", "s", 0),
+               "d": ("_l100", "l100", 0), "e": ("_fB", "fB-nostem", 0), "f": ("", "stem", 1)}
+
+
+@needs_data
+@pytest.mark.parametrize("dataset", CORPUS_DATASETS)
+def test_corpus_goldens_through_compiled_path(dataset):
+    golden = json.loads((DATA / dataset / "rouge155_corpus_goldens.json").read_text())
+    for run, g in golden["runs"].items():
+        suffix, config, unit = CORPUS_RUNS[run]
+        per_pair = list(compiled(dataset, suffix, config))
+        ours = corpus_average(per_pair, default_eval_ids(len(per_pair)), Rouge155Options(counting_unit=unit))
+        for metric, expected in g["metrics"].items():
+            for x in "RPF":
+                assert ours[metric][f"{x}_printed"] == tuple(expected[f"{x}_printed"]), (run, metric, x)
+
+
+# ----------------------------------------------------------------------------- hard cases
+
+def _text(rng: random.Random, vocab: list[str], max_sents: int, max_len: int) -> str:
+    sents = []
+    for _ in range(rng.randint(0, max_sents)):
+        words = [rng.choice(vocab) for _ in range(rng.randint(0, max_len))]
+        if rng.random() < 0.2:
+            words.insert(rng.randint(0, len(words)), rng.choice(["--", "U.S.", "state-of-the-art", "Zürich",
+                                                                 "don't", "$5", "3.5", "  ", "THE"]))
+        sents.append(" ".join(words))
+    sep = rng.choice(["\n", "\n", "\n\n", "\n \n"])
+    return sep.join(sents)
+
+
+def hard_cases(seed: int, n: int, long: bool = False):
+    rng = random.Random(seed)
+    small = ["a", "b", "c", "the", "cat", "sat", "on", "mat", "x"]  # many ties and repeats
+    words = small + ["running", "studies", "mice", "went", "said", "says", "documents", "agreement",
+                     "best", "better", "goes", "denied", "it", "is", "was", "new"]
+    refs, cands = [], []
+    for i in range(n):
+        vocab = small if i % 3 == 0 else words
+        ms, ml = (6, 60) if long else (4, 12)
+        cands.append(_text(rng, vocab, ms, ml))
+        k = rng.choice([1, 1, 2, 3, 4])
+        refs.append([_text(rng, vocab, ms, ml) for _ in range(k)])
+    # explicit corner cases: identical, empty sides, one token, reversed, repeated tokens
+    refs += [["the cat sat on the mat"], ["a"], [""], ["a b c"], ["a a a a"], ["a b\nb a", "c"],
+             ["x y z", "x y z"], ["w1 w2 w3 w4 w5"]]
+    cands += ["the cat sat on the mat", "a", "a b", "", "a a", "b a\na b", "z y x",
+              "w1 w2 w6 w7 w8\nw1 w3 w8 w9 w5"]
+    return refs, cands
+
+
+OPTION_SETS = [
+    Rouge155Options(),
+    Rouge155Options(stem=True, n=4, skip_gap=-1, su=False, w_weight=2.0, alpha=0.9),
+    Rouge155Options(n=3, skip_gap=0, su=True, w_weight=1.0, alpha=0.0, multi_ref="B"),
+    Rouge155Options(n=1, skip_gap=2, su=False, w_weight=1.5, alpha=1.0, multi_ref="max_f"),
+    Rouge155Options(stem=True, skip_gap=-1, su=True, multi_ref="mean", alpha=0.3),
+    Rouge155Options(stem=True, stopwords=True, multi_ref="B", w_weight=None),
+    Rouge155Options(length_limit_words=7, multi_ref="A", w_weight=1.2, skip_gap=3),
+    Rouge155Options(length_limit_bytes=20, stem=True, w_weight=None, skip_gap=4, su=True),
+    Rouge155Options(length_limit_bytes=9, multi_ref="B", w_weight=None),
+]
+
+
+def _spec_or_error(c, r, opts):
+    try:
+        return score_pair(c, r, opts)
+    except ZeroDivisionError:
+        return None
+
+
+@pytest.mark.parametrize("k", range(len(OPTION_SETS)))
+def test_hard_cases_equal_spec(k):
+    opts = OPTION_SETS[k]
+    refs, cands = hard_cases(100 + k, 120)
+    expected = [_spec_or_error(c, r, opts) for r, c in zip(refs, cands)]
+    res = Rouge155Scorer(opts).score_arrays(refs, cands)
+    rows = res.as_dicts()
+    w_names = [m for m in res.metrics if m.startswith("ROUGE-W")]
+    for i, (row, exp) in enumerate(zip(rows, expected)):
+        if exp is None:   # ROUGE-1.5.5 dies (-w with a reference without tokens): W is NaN
+            assert res.status[i] == 2 and w_names
+            assert all(np.isnan(row[m]["f"]) for m in w_names)
+            exp = _spec_or_error(cands[i], refs[i], Rouge155Options(**{**opts.__dict__, "w_weight": None}))
+            row = {m: v for m, v in row.items() if m not in w_names}
+        else:
+            assert res.status[i] == 0
+        assert_same([row], [exp], f"options {k} pair {i}")
+
+
+def test_long_texts_equal_spec():
+    opts = Rouge155Options(stem=True, n=3)
+    refs, cands = hard_cases(7, 12, long=True)
+    res = Rouge155Scorer(opts).score_pairs([[r[0]] if r[0] else ["z"] for r in refs], cands)
+    exp = [score_pair(c, [r[0]] if r[0] else ["z"], opts) for r, c in zip(refs, cands)]
+    assert_same(res, exp, "long")
+
+
+def test_one_batch_equals_pair_by_pair_and_cache():
+    refs, cands = hard_cases(3, 40)
+    scorer = Rouge155Scorer(Rouge155Options(stem=True, w_weight=None))
+    whole = scorer.score_arrays(refs, cands)
+    again = scorer.score_arrays(refs, cands)   # vocabulary and text cache reused
+    single = [scorer.score_arrays([r], [c]).scores[0] for r, c in zip(refs, cands)]
+    assert np.array_equal(whole.scores, again.scores)
+    assert np.array_equal(whole.scores, np.stack(single))
+
+
+def test_api_shapes_and_order():
+    scorer = Rouge155Scorer(Rouge155Options(stem=True))
+    res = scorer.score_arrays(["the cat sat on the mat", ["a", "the cat"]], ["the cat is sitting on the mat", "cat"])
+    assert res.metrics == ["ROUGE-1", "ROUGE-2", "ROUGE-L", "ROUGE-W-1.2", "ROUGE-SU4"]
+    assert res.scores.shape == (2, 5, 3) and res.n_refs.tolist() == [1, 2]
+    assert res.scores[0, 0].tolist() == [0.71429, 0.83333, 0.76923]     # P, R, F
+    assert res.column("ROUGE-W-1.2", "recall")[0] == 0.5209
+    only = Rouge155Scorer(Rouge155Options(), metrics=["ROUGE-L", "ROUGE-1"])
+    assert only.metrics == ["ROUGE-L", "ROUGE-1"]
+    with pytest.raises(ValueError):
+        Rouge155Scorer(Rouge155Options(), metrics=["ROUGE-3"])
+    with pytest.raises(ValueError):
+        scorer.score_arrays([[]], ["x"])
+
+
+def test_too_long_lcs_is_reported():
+    from pipeline.rouge155 import fast
+
+    scorer = Rouge155Scorer(Rouge155Options(w_weight=None, skip_gap=None))
+    docs, n_refs, ex_doc = fast._flatten(["a b c d e f"], ["a b c d e f g"])
+    res = fast.score_encoded(scorer.encoder.encode(docs), ex_doc, n_refs, scorer.specs, scorer.rule,
+                             0.5, True, False, max_cells=10)
+    assert res.status.tolist() == [1] and np.isnan(res.scores[0]).all()
+
+
+def test_round5_is_python_formatting():
+    rng = np.random.default_rng(0)
+    xs = np.concatenate([rng.random(50_000), rng.integers(0, 10**6, 20_000) / 10**6,
+                         np.arange(0, 200) / 64.0, np.arange(1, 3000) / 3001.0, [0.0, 1.0, 0.5]])
+    ours = [round5(float(x)) for x in xs[:2000]]  # scalar calls (jitted)
+    assert ours == [float(f"{x:.5f}") for x in xs[:2000]]
+    from pipeline.rouge155.kernels import _scores_of
+
+    for x in xs:
+        assert round5(float(x)) == float(f"{x:.5f}"), x
+    assert _scores_of(6.0, 7.0, 5.0, 0.0, 0.5, True, False) == (0.71429, 0.83333, 0.76923)
+    assert round5(1 / 64) == 0.01562 and round5(3 / 64) == 0.04688   # exact halves: even
