@@ -170,6 +170,20 @@ def _sentence_union(lid, r0, mr, sent_tok, cs0, cs1, c_off, row, peq, Vs, um, ma
         if need > max_cells:
             _release_rows(lid, r0, mr, row, peq, W)
             return False, peq, Vs, um
+        # The LCS can only pick reference positions whose token occurs in this candidate
+        # sentence; if all of those are in the union already, the pair adds nothing.
+        adds = False
+        for j in range(nc):
+            r = row[lid[c0 + j]]
+            if r >= 0:
+                for w in range(W):
+                    if peq[r * W + w] & ~um[w]:
+                        adds = True
+                        break
+                if adds:
+                    break
+        if not adds:
+            continue
         if Vs.shape[0] < need:
             Vs = np.empty(2 * need, dtype=np.uint64)
         any_match = False
