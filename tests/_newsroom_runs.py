@@ -1,0 +1,55 @@
+"""Runs of real data (shared/data/newsroom: 420 pairs, 7 systems, source documents) for the
+compare / report tests: the dataset as it is, and copies with injected output regressions."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from _shared import DATA, load_records
+
+FIELDS = ("id", "system", "candidate", "references", "source")
+HEADER = "BREAKING NEWS : the latest update from our newsroom desk"
+PADDING = " Click here to read more . Subscribe for more updates and stories ." * 3
+
+
+def records() -> list[dict]:
+    return [{k: r[k] for k in FIELDS} for r in load_records(DATA, "newsroom")]
+
+
+def injected(recs: list[dict], kind: str, every: int = 3) -> tuple[list[dict], set[str]]:
+    """A copy of ``recs`` with ``kind`` injected into every ``every``-th example of each system;
+    returns the records and the injected ids."""
+    out, ids, seen = [], set(), {}
+    for r in recs:
+        r = dict(r)
+        k = seen[r["system"]] = seen.get(r["system"], -1) + 1
+        if k % every == 0:
+            words = r["candidate"].split()
+            if kind == "truncation":
+                r["candidate"] = " ".join(words[: max(1, len(words) // 3)])
+            elif kind == "header":
+                r["candidate"] = f"{HEADER}\n{HEADER}\n{r['candidate']}"
+            elif kind == "padding":
+                r["candidate"] = r["candidate"] + PADDING
+            else:
+                raise ValueError(kind)
+            ids.add(r["id"])
+        out.append(r)
+    return out, ids
+
+
+def write(path: Path, recs: list[dict]) -> str:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs), encoding="utf-8")
+    return str(path)
+
+
+def score(inp: str, out: Path, *extra: str) -> Path:
+    """Score ``inp`` into ``out`` in sync mode (in process, like ``rouge-pipeline score --sync``)."""
+    from pipeline.config import load_config
+    from pipeline.execution.driver import run_config
+
+    cfg = load_config(None, [f"input.paths={json.dumps(inp)}", f"output.url={json.dumps(str(out))}",
+                             "execution.mode=sync", "stats.n_boot=200", *extra])
+    run_config(cfg, progress=False, log=lambda _m: None)
+    return out

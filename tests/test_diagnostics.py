@@ -1,0 +1,122 @@
+"""pipeline.diagnostics against values computed by hand (small cases), and the job wiring."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from pipeline import diagnostics as D
+from pipeline import job
+
+
+def test_grusky_fragments_and_longest_span_by_hand():
+    # summary  a b c x d e   article  a b c d e f a b
+    S = np.array([1, 2, 3, 9, 4, 5], dtype=np.int32)
+    A = np.array([1, 2, 3, 4, 5, 6, 1, 2], dtype=np.int32)
+    # i=0: longest match starting at S[0] is "a b c" (3; "a b" at A[6] is shorter) -> i=3
+    # i=3: "x" is not in A -> i=4;  i=4: "d e" (2) -> done.  F = {abc, de}
+    assert D.fragments(S, A) == (5, 3 * 3 + 2 * 2, 3)
+    assert D.longest_common_span(S, A) == 3
+    # the longest common span can beat the greedy fragments: greedy takes "a b" at i=0 ...
+    S2 = np.array([1, 2, 3, 4, 5], dtype=np.int32)
+    A2 = np.array([1, 2, 7, 2, 3, 4, 5], dtype=np.int32)
+    assert D.fragments(S2, A2) == (5, 2 * 2 + 3 * 3, 3)       # "a b" then "c d e"
+    assert D.longest_common_span(S2, A2) == 4                 # "b c d e"
+    assert D.fragments(S, np.zeros(0, np.int32)) == (0, 0, 0)
+
+
+def _settings(**kw):
+    return job.ScoringSettings(("rouge1", "rougeL"), **kw)
+
+
+def _row(table, k=0):
+    return {c: table.column(c)[k].as_py() for c in table.column_names}
+
+
+def test_diagnostics_by_hand():
+    table = pa.table({
+        "id": ["a", "b", "c"], "system": ["s", "s", "s"],
+        "candidate": ["the cat sat on a mat", "the cat sat the cat sat", "x"],
+        "references": [["the cat sat", "the cat ran", "a dog ran"], ["the cat"], ["y z"]],
+        "source": ["the cat sat on the mat", None, None],
+    })
+    out = job.score_table(table, _settings())
+    a, b, c = _row(out, 0), _row(out, 1), _row(out, 2)
+    # lengths: 6 candidate tokens over a mean reference length of (3 + 3 + 3) / 3
+    assert a["cand_tokens"] == 6 and a["ref_tokens"] == 9 and a["diag_len_ratio"] == 2.0
+    # 3-grams of "the cat sat on a mat": 4, all distinct
+    assert a["diag_repeat_3gram"] == 0.0
+    # Grusky: S = the cat sat on a mat, A = the cat sat on the mat
+    # fragments: "the cat sat on" (4), "a" not in A, "mat" (1) -> coverage 5/6, density (16+1)/6
+    assert a["diag_src_tokens"] == 6
+    assert a["diag_coverage"] == pytest.approx(5 / 6)
+    assert a["diag_density"] == pytest.approx(17 / 6)
+    assert a["diag_compression"] == pytest.approx(1.0)
+    assert a["diag_longest_copy"] == 4
+    # novel n-grams: 1-grams {a} of 6; 2-grams {on a, a mat} of 5; 3-grams {sat on a, on a mat} of 4
+    assert a["diag_novel_1gram"] == pytest.approx(1 / 6)
+    assert a["diag_novel_2gram"] == pytest.approx(2 / 5)
+    assert a["diag_novel_3gram"] == pytest.approx(2 / 4)
+    # reference agreement, F of each reference against the other two (max-F rule):
+    # rougeL: "the cat sat" vs "the cat ran" LCS 2 -> 2/3; "the cat ran" -> 2/3; "a dog ran" vs "the cat ran" -> 1/3
+    assert a["diag_ref_agree_rougeL_mean"] == pytest.approx((2 / 3 + 2 / 3 + 1 / 3) / 3)
+    assert a["diag_ref_agree_rougeL_min"] == pytest.approx(1 / 3)
+    assert a["diag_ref_agree_rougeL_max"] == pytest.approx(2 / 3)
+    # rouge2: {the cat, cat sat} vs {the cat, cat ran}: 1/2; the same back; "a dog ran" shares no bigram -> 0
+    assert a["diag_ref_agree_rouge2_mean"] == pytest.approx(1 / 3)
+    assert a["diag_ref_agree_rouge2_min"] == 0.0
+    assert a["diag_ref_agree_rouge2_max"] == pytest.approx(0.5)
+    # padding by repetition: 3-grams the-cat-sat, cat-sat-the, sat-the-cat, the-cat-sat: 3 distinct of 4
+    assert b["diag_repeat_3gram"] == pytest.approx(0.25)
+    assert b["diag_len_ratio"] == 3.0
+    # no source / one reference / under three tokens: null, never a made-up number
+    for col in ("diag_src_tokens", "diag_coverage", "diag_density", "diag_compression", "diag_longest_copy",
+                "diag_novel_1gram", "diag_ref_agree_rougeL_mean", "diag_ref_agree_rouge2_max"):
+        assert b[col] is None, col
+    assert c["diag_repeat_3gram"] is None and c["diag_len_ratio"] == 0.5
+
+
+def test_schema_columns_after_the_scores_and_switch_off():
+    table = pa.table({"id": ["a"], "system": [""], "candidate": ["x y"], "references": [["x"]]})
+    on = job.score_table(table, _settings())
+    names = on.column_names
+    assert names[names.index("status") + 1:] == D.DIAG_NAMES
+    assert on.schema == job.scores_schema(("rouge1", "rougeL"))
+    off = job.score_table(table, _settings(diagnostics=False))
+    assert off.column_names == names[: names.index("status") + 1]
+    assert off.schema == job.scores_schema(("rouge1", "rougeL"), diagnostics=False)
+    # scores do not depend on the diagnostics
+    assert on.select(off.column_names).equals(off)
+    assert job.score_table(table.slice(0, 0), _settings()).schema == on.schema
+
+
+def test_config_switch():
+    from pipeline.config import ConfigError, RunConfig
+
+    base = {"input": {"layout": "records", "paths": "x.jsonl"}, "output": {"url": "/tmp/x"}}
+    on = RunConfig.from_dict(base)
+    off = RunConfig.from_dict({**base, "scoring": {"diagnostics": False}})
+    assert job.ScoringSettings.from_config(on.scoring).diagnostics is True
+    assert job.ScoringSettings.from_config(off.scoring).diagnostics is False
+    assert on.config_hash() != off.config_hash()
+    assert "diagnostics" not in on.hashed_settings()["scoring"]      # default: earlier hashes unchanged
+    with pytest.raises(ConfigError, match="scoring.diagnostics"):
+        RunConfig.from_dict({**base, "scoring": {"diagnostics": "yes"}})
+
+
+def test_real_newsroom_systems_are_told_apart():
+    """On real data the copy measures separate extractive from abstractive systems."""
+    from _newsroom_runs import records
+
+    recs = records()
+    table = pa.table({k: [r[k] for r in recs] for k in ("id", "system", "candidate", "references", "source")})
+    df = job.score_table(table, _settings()).to_pandas()
+    mean = df.groupby("system")[["diag_coverage", "diag_density", "diag_novel_3gram"]].mean()
+    # lede3 copies the first sentences: coverage 1, no novel 3-grams; abstractive copies little
+    assert mean.loc["lede3", "diag_coverage"] > 0.99 and mean.loc["lede3", "diag_novel_3gram"] < 0.01
+    assert mean.loc["abstractive", "diag_coverage"] < 0.6 < mean.loc["pointer_c", "diag_coverage"]
+    assert mean.loc["lede3", "diag_density"] > mean.loc["pointer_c", "diag_density"]
+    assert df["diag_src_tokens"].notna().all()
+    assert all(math.isfinite(v) for v in df["diag_len_ratio"])
