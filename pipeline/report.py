@@ -145,12 +145,17 @@ def run_report(run, title: str | None = None) -> str:
         body.append(f"<p>Rows {esc(s.get('rows'))}, quarantined {esc(s.get('quarantined', 0))}, "
                     f"systems {esc(len(s.get('systems', [])))}.</p>")
     body.append("<h2>Statistics</h2>")
-    rows = []
+    by: dict = {}
     for r in stats:
-        rows.append([esc(r["system"] or '""'), esc(r["type"]), esc(r["stat"]), str(r["count"]), _num(r["mean"]),
-                     _num(r.get("std")), f"[{_num(r.get('ci_low'))}, {_num(r.get('ci_high'))}]",
-                     _num(r.get("median"))])
-    body.append(_table(["system", "type", "stat", "n", "mean", "std", "95% CI", "median"], rows, left=3)
+        by.setdefault((r["system"], r["type"]), {})[r["stat"]] = r
+    rows = []
+    for (system, t), st in by.items():
+        f, p, rc = st.get("fmeasure", {}), st.get("precision", {}), st.get("recall", {})
+        rows.append([esc(system or '""'), esc(t), str(f.get("count", "")), _num(p.get("mean")), _num(rc.get("mean")),
+                     _num(f.get("mean")), _num(f.get("std")), f"[{_num(f.get('ci_low'))}, {_num(f.get('ci_high'))}]",
+                     f"[{_num(p.get('ci_low'))}, {_num(p.get('ci_high'))}]",
+                     f"[{_num(rc.get('ci_low'))}, {_num(rc.get('ci_high'))}]"])
+    body.append(_table(["system", "type", "n", "P", "R", "F", "F std", "F 95% CI", "P 95% CI", "R 95% CI"], rows)
                 if rows else "<p>No statistics.</p>")
     body.append("<h2>F-measure distributions</h2><div class=\"figs\">")
     for system in sorted(df["system"].unique()) if len(df) else []:
@@ -162,6 +167,17 @@ def run_report(run, title: str | None = None) -> str:
     body.append("</div>")
     body += _diag_section(df)
     return _page(title or "ROUGE run report", body)
+
+
+def _diff_table(rows_in: list[dict]) -> list[str]:
+    rows, cls = [], []
+    for r in rows_in:
+        rows.append([esc(r["system"] or '""'), esc(r["type"]), esc(r["stat"]), str(r["n"]), _num(r["base"]),
+                     _num(r["new"]), _num(r["delta"], "+.4f"),
+                     f"[{_num(r['ci_low'], '+.4f')}, {_num(r['ci_high'], '+.4f')}]", _num(r["p_value"]),
+                     esc(("ALARM " if r["alarm"] else "") + r["status"])])
+        cls.append("alarm" if r["alarm"] else "")
+    return [_table(["system", "type", "stat", "n", "base", "new", "delta", "CI", "p", "status"], rows, 3, cls)]
 
 
 def compare_report(result: dict, base, new, title: str | None = None) -> str:
@@ -182,15 +198,11 @@ def compare_report(result: dict, base, new, title: str | None = None) -> str:
     body.append(f'<p>Signature (base): <span class="sig">{esc(result["base_signature"])}</span><br>'
                 f'Signature (new): <span class="sig">{esc(result["new_signature"])}</span>'
                 + ("" if result["same_signature"] else " <b>(different)</b>") + "</p>")
-    body.append("<h2>Differences (new - base)</h2>")
-    rows, cls = [], []
-    for r in result["rows"]:
-        rows.append([esc(r["system"] or '""'), esc(r["type"]), esc(r["stat"]), str(r["n"]), _num(r["base"]),
-                     _num(r["new"]), _num(r["delta"], "+.4f"),
-                     f"[{_num(r['ci_low'], '+.4f')}, {_num(r['ci_high'], '+.4f')}]", _num(r["p_value"]),
-                     esc(("ALARM " if r["alarm"] else "") + r["status"])])
-        cls.append("alarm" if r["alarm"] else "")
-    body.append(_table(["system", "type", "stat", "n", "base", "new", "delta", "CI", "p", "status"], rows, 3, cls))
+    body.append("<h2>Differences of F (new - base)</h2>")
+    body += _diff_table([r for r in result["rows"] if r["stat"] == "fmeasure"])
+    body.append("<details><summary>Precision and recall</summary>")
+    body += _diff_table([r for r in result["rows"] if r["stat"] != "fmeasure"])
+    body.append("</details>")
     types = result["rouge_types"]
     body.append('<h2>F-measure distributions</h2><p class="legend"><span style="background:%s"></span>base'
                 '<span style="background:%s"></span>new</p><div class="figs">' % COLORS)
