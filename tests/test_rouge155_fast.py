@@ -250,3 +250,135 @@ def test_round5_is_python_formatting():
         assert round5(float(x)) == float(f"{x:.5f}"), x
     assert _scores_of(6.0, 7.0, 5.0, 0.0, 0.5, True, False) == (0.71429, 0.83333, 0.76923)
     assert round5(1 / 64) == 0.01562 and round5(3 / 64) == 0.04688   # exact halves: even
+
+
+# ----------------------------------------------------------------------------- the family, rouge-score profile
+
+from pipeline.rouge155 import metrics as spec_metrics  # noqa: E402
+from pipeline.rouge155.family import (  # noqa: E402
+    FamilyScorer, PipelineRouge155Scorer, options_for_types, parse_family_type, perl_options,
+)
+from pipeline.rouge155.text import Summary  # noqa: E402
+from pipeline.scorer import RougeScorer  # noqa: E402
+from pipeline.text.sentences import split_newlines  # noqa: E402
+from pipeline.text.tokenizers import DefaultTokenizer  # noqa: E402
+
+STANDARD = ["rouge1", "rouge2", "rouge3", "rougeL", "rougeLsum"]
+
+
+def _family_data():
+    refs, cands = hard_cases(11, 150)
+    refs = [[x if x.strip() else "q" for x in r] for r in refs]   # rouge-score: any text is fine
+    return refs, cands
+
+
+@pytest.mark.parametrize("stem", [False, True])
+def test_family_standard_types_equal_rouge_score(stem):
+    """Through the family kernels with max_f, rouge-score's own types give its numbers exactly."""
+    refs, cands = _family_data()
+    ours = FamilyScorer(STANDARD, use_stemmer=stem).score_arrays(refs, cands)
+    theirs = RougeScorer(STANDARD, use_stemmer=stem).score_arrays(refs, cands)
+    assert np.array_equal(ours.scores, theirs.scores)
+    assert np.array_equal(ours.best_ref, theirs.best_ref)
+
+
+def _rs_summary(text, tok):
+    sents = [tok.tokenize(s) for s in split_newlines(text)]
+    return Summary(tok.tokenize(text), [s for s in sents if s])
+
+
+def _unrounded(counts, weight=None, alpha=0.5):
+    r = spec_metrics._ratio(counts.hit, counts.model_count, weight)
+    p = spec_metrics._ratio(counts.hit, counts.peer_count, weight)
+    f = 2 * p * r / (p + r) if alpha == 0.5 and p + r > 0 else (spec_metrics.f_measure(p, r, alpha)
+                                                                if alpha != 0.5 else 0.0)
+    return p, r, f
+
+
+@pytest.mark.parametrize("rule", ["pooled", "best_recall", "max_f", "mean"])
+def test_family_w_s_su_definitions_on_rouge_score_tokens(rule):
+    """rougeW/S/SU on rouge-score's tokens == the spec's ROUGE-1.5.5 counting, unrounded."""
+    types = ["rougeW-1.2", "rougeS4", "rougeSU4", "rougeS*", "rougeW-2", "rouge2", "rougeLsum"]
+    refs, cands = _family_data()
+    tok = DefaultTokenizer(use_stemmer=True)
+    res = FamilyScorer(types, use_stemmer=True, multi_ref=rule).score_arrays(refs, cands)
+    for i, (rr, c) in enumerate(zip(refs, cands)):
+        peer = _rs_summary(c, tok)
+        models = [_rs_summary(r, tok) for r in rr]
+        for t, name in enumerate(types):
+            spec_t = parse_family_type(name)
+            weight = spec_t.weight if name.startswith("rougeW") else None
+            per_ref = []
+            for mdl in models:
+                if weight is not None:
+                    try:
+                        cnt, key = spec_metrics.rouge_w_counts(peer, mdl, weight)
+                    except ZeroDivisionError:
+                        cnt, key = spec_metrics.Counts(0.0, len(peer.tokens) ** weight, 0.0), 0.0
+                elif name.startswith("rougeS"):
+                    cnt = spec_metrics.rouge_s_counts(peer, mdl, spec_t.gap, spec_t.su)
+                    key = spec_metrics._ratio(cnt.hit, cnt.model_count, None)
+                elif name == "rouge2":
+                    cnt = spec_metrics.rouge_n_counts(peer, mdl, 2)
+                    key = spec_metrics._ratio(cnt.hit, cnt.model_count, None)
+                else:
+                    cnt = spec_metrics.rouge_l_counts(peer, mdl)
+                    key = spec_metrics._ratio(cnt.hit, cnt.model_count, None)
+                per_ref.append((cnt, key))
+            if rule == "pooled":
+                total = per_ref[0][0]
+                for cnt, _ in per_ref[1:]:
+                    total = total + cnt
+                exp = _unrounded(total, weight)
+            elif rule == "best_recall":
+                best = per_ref[0]
+                for x in per_ref[1:]:
+                    if x[1] > best[1]:
+                        best = x
+                exp = _unrounded(best[0], weight)
+            else:
+                each = [_unrounded(cnt, weight) for cnt, _ in per_ref]
+                if rule == "max_f":
+                    exp = each[0]
+                    for x in each[1:]:
+                        if x[2] > exp[2]:
+                            exp = x
+                else:
+                    exp = tuple(sum(x[k] for x in each) / len(each) for k in range(3))
+            assert tuple(res.scores[i, t].tolist()) == exp, (i, name, rule)
+
+
+def test_family_alpha():
+    refs, cands = _family_data()
+    a = FamilyScorer(["rouge1", "rougeLsum"], alpha=0.2).score_arrays(refs, cands)
+    p, r = a.scores[:, :, 0], a.scores[:, :, 1]
+    den = 0.8 * p + 0.2 * r
+    expected = np.where(den > 0, (p * r) / np.where(den > 0, den, 1), 0.0)
+    assert np.array_equal(a.scores[:, :, 2], expected)
+    with pytest.raises(ValueError):
+        FamilyScorer(["rouge1"], alpha=1.5)
+
+
+def test_type_names():
+    assert parse_family_type("rougeW-1.2").weight == 1.2
+    s = parse_family_type("rougeSU4")
+    assert (s.gap, s.su) == (4, True)
+    assert parse_family_type("rougeS*").gap == -1
+    for bad in ["rougeW", "rougeW-0", "rougeX", "rouge0", "rougeS", "rougeSU-1"]:
+        with pytest.raises(ValueError):
+            parse_family_type(bad)
+
+
+def test_rouge155_pipeline_scorer_maps_types_to_options():
+    opts, names = options_for_types(["rouge1", "rouge2", "rougeLsum", "rougeW-1.2", "rougeSU4"], stem=True)
+    assert opts == CONFIGS["stem"] and names == ["ROUGE-1", "ROUGE-2", "ROUGE-L", "ROUGE-W-1.2", "ROUGE-SU4"]
+    assert perl_options(opts) == "-n 2 -m -w 1.2 -2 4 -u -f A -p 0.5"
+    with pytest.raises(ValueError):
+        options_for_types(["rougeW-1.2", "rougeW-2"])
+    sc = PipelineRouge155Scorer.create(["rougeL", "rouge1"], stem=True)
+    res = sc.score_arrays(["the cat sat on the mat"], ["the cat is sitting on the mat"])
+    assert res.metrics == ["rougeL", "rouge1"] and res.scores[0, 1].tolist() == [0.71429, 0.83333, 0.76923]
+    # a reference without tokens: ROUGE-1.5.5 dies under -w; the pipeline scores W from the others
+    sc = PipelineRouge155Scorer.create(["rougeW-1.2"])
+    res = sc.score_arrays([["--", "a b"]], ["a b"])
+    assert res.status.tolist() == [0] and not np.isnan(res.scores).any()

@@ -20,6 +20,7 @@ stems it when longer than 3 characters), and each distinct text is tokenised onc
 from __future__ import annotations
 
 import re
+from itertools import chain
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -105,9 +106,8 @@ class Rouge155Encoder:
         """Ids of one (already read and limited) text, ``-3`` between lines, stopwords dropped."""
         toks = _TOKEN_OR_NL.findall(text)
         raw = self._raw
-        try:
-            ids = [raw[t] for t in toks]
-        except KeyError:
+        ids = list(map(raw.get, toks))
+        if None in ids:
             new = self._new_raw
             ids = [raw[t] if t in raw else new(t) for t in toks]
         if self.remove_stopwords:
@@ -149,7 +149,7 @@ def _encode_parts(parts: list[list[int]]):
     lens = np.fromiter((len(p) for p in parts), dtype=np.int64, count=len(parts))
     doc_raw = np.zeros(len(parts) + 1, dtype=np.int64)
     np.cumsum(lens, out=doc_raw[1:])
-    flat = np.fromiter((i for p in parts for i in p), dtype=np.int32, count=int(doc_raw[-1]))
+    flat = np.fromiter(chain.from_iterable(parts), dtype=np.int32, count=int(doc_raw[-1]))
     return K.split_marked(flat, doc_raw)
 
 
@@ -218,8 +218,12 @@ def _flatten(references, candidates):
 
 def score_encoded(enc, ex_doc: np.ndarray, n_refs: np.ndarray, metrics: list[MetricSpec], rule: int,
                   alpha: float, rounded: bool, rs_f: bool, max_cells: int = MAX_LCS_CELLS,
-                  vocab: int | None = None) -> Rouge155Scores:
-    """Count and combine an encoded batch (``enc``: :class:`Encoded` or ``EncodedDocs``)."""
+                  vocab: int | None = None, w_empty_ref: str = "nan") -> Rouge155Scores:
+    """Count and combine an encoded batch (``enc``: :class:`Encoded` or ``EncodedDocs``).
+
+    ``w_empty_ref``: what ROUGE-W gives when a reference has no token (ROUGE-1.5.5 dies):
+    ``"nan"`` (status 2, W is NaN) or ``"zero"`` (that reference's W counts are 0; status 0).
+    """
     n_ex = ex_doc.shape[0] - 1
     T = len(metrics)
     kinds = np.array([m.kind for m in metrics], dtype=np.int64)
@@ -254,8 +258,12 @@ def score_encoded(enc, ex_doc: np.ndarray, n_refs: np.ndarray, metrics: list[Met
     if bad.any():
         for e in np.flatnonzero(status == K.STATUS_TOO_LONG):
             out[e] = np.nan
-        for e in np.flatnonzero(status == K.STATUS_W_EMPTY_REF):
-            out[e, kinds == K.KIND_W] = np.nan
+        w_empty = status == K.STATUS_W_EMPTY_REF
+        if w_empty_ref == "zero":
+            status[w_empty] = K.STATUS_OK
+        else:
+            for e in np.flatnonzero(w_empty):
+                out[e, kinds == K.KIND_W] = np.nan
     cand_docs = ex_doc[:-1]
     cum = np.concatenate([[0], np.cumsum(doc_len)])
     ref_len = cum[ex_doc[1:]] - cum[cand_docs + 1]

@@ -551,7 +551,7 @@ def combine_batch(counts, ex_doc, kinds, weights, rule, alpha, rounded, rs_f, ou
                         h = counts[rr, t, C_HIT]
                         if kinds[t] == KIND_W:
                             b = counts[rr, t, C_BASE]
-                            key = (h / b) ** (1.0 / weights[t]) if b != 0.0 else np.nan
+                            key = (h / b) ** (1.0 / weights[t]) if b != 0.0 else 0.0
                         else:
                             key = _ratio(h, counts[rr, t, C_MODEL], 0.0)
                             if rounded and (kinds[t] == KIND_N or kinds[t] == KIND_S):
