@@ -269,15 +269,22 @@ def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream
         if done:
             log(f"resume: {len(done & {t.index for t in tasks})} of {len(tasks)} tasks already done")
         t_score = time.perf_counter()
+        target_cost = cfg.execution.target_cost or job.DEFAULT_TARGET_COST
+        n_blocks = {t.index: job.split_blocks_for(t, ctx.scoring, target_cost) for t in tasks}
+        n_split = sum(1 for b in n_blocks.values() if b > 1)
+        if n_split:
+            log(f"{n_split} oversized example(s): rougeLsum as {sum(b for b in n_blocks.values() if b > 1)} "
+                "blocks of reference sentences")
         if client is None:
             results = []
             for t in tasks:
-                r = with_retries(lambda t=t: job.run_task(spec, t, ctx), retries, f"task {t.key}", log)
+                r = with_retries(lambda t=t: _run_task_sync(spec, t, ctx, n_blocks[t.index]), retries,
+                                 f"task {t.key}", log)
                 results.append(r)
                 bar.update(t.n_rows, skipped=bool(r.get("skipped")))
             final = _tree_sync(results)
         else:
-            final = _run_on_client(client, spec, tasks, ctx, retries, done, bar)
+            final = _run_on_client(client, spec, tasks, ctx, retries, done, bar, n_blocks)
     except BaseException as e:
         _write_failed_summary(run_url, so, sig, chash, e, t_start)
         raise
@@ -295,6 +302,7 @@ def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream
         "systems": final["systems"],
         "tasks": final["tasks"],
         "tasks_resumed": final.get("skipped", 0),
+        "split_examples": n_split,
         "cand_tokens": final["cand_tokens"],
         "ref_tokens": final.get("ref_tokens", 0),
         "mode": "sync" if client is None else "dask",
@@ -329,13 +337,35 @@ def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream
     return RunResult(run_url, summary, rows, exact_rows, sig, chash)
 
 
-def _run_on_client(client, spec, tasks, ctx, retries: int, done: set, bar) -> dict:
+def _run_task_sync(spec, t, ctx, n_blocks: int) -> dict:
+    if n_blocks <= 1:
+        return job.run_task(spec, t, ctx)
+    done = job.load_done(t, ctx)
+    if done is not None:
+        done["skipped"] = 1
+        return done
+    prep = job.prepare_split(spec, t, ctx)
+    blocks = [job.split_block(prep, k, n_blocks, ctx.scoring) for k in range(n_blocks)]
+    return job.finish_split(spec, t, ctx, prep, *blocks)
+
+
+def _submit_task(client, spec, t, ctx, retries: int, nonce: str, n_blocks: int, done: set):
+    """One task; an oversized one fans its rougeLsum out as blocks of reference sentences."""
+    key = f"rouge-task-{nonce}-{t.index:05d}"
+    if n_blocks <= 1 or t.index in done:
+        return client.submit(job.run_task, spec, t, ctx, key=key, retries=retries, pure=False)
+    prep = client.submit(job.prepare_split, spec, t, ctx, key=f"{key}-prep", retries=retries, pure=False)
+    blocks = [client.submit(job.split_block, prep, k, n_blocks, ctx.scoring, key=f"{key}-block-{k:03d}",
+                            retries=retries, pure=False) for k in range(n_blocks)]
+    return client.submit(job.finish_split, spec, t, ctx, prep, *blocks, key=key, retries=retries, pure=False)
+
+
+def _run_on_client(client, spec, tasks, ctx, retries: int, done: set, bar, n_blocks: dict) -> dict:
     """Submit every task and the merge tree; raise the first task failure (after its retries)."""
     from distributed import as_completed
 
     nonce = uuid.uuid4().hex[:8]
-    futures = [client.submit(job.run_task, spec, t, ctx, key=f"rouge-task-{nonce}-{t.index:05d}",
-                             retries=retries, pure=False) for t in tasks]
+    futures = [_submit_task(client, spec, t, ctx, retries, nonce, n_blocks[t.index], done) for t in tasks]
     by_key = {f.key: t for f, t in zip(futures, tasks)}
     level, depth, merges = list(futures), 0, []
     while len(level) > 1:
