@@ -17,7 +17,26 @@ def warmup() -> float:
     for stem in (False, True):
         RougeScorer(["rouge1", "rouge2", "rougeL", "rougeLsum"], use_stemmer=stem).score_batch(refs, cands)
     RougeScorer(["rougeLsum"], tokenizer=str.split).score_batch(refs, cands)
+    _warm_job()
     return time.perf_counter() - t0
+
+
+def _warm_job() -> None:
+    """The job's own compiled parts: per-example diagnostics and split scoring."""
+    import pyarrow as pa
+
+    from pipeline import job
+
+    table = pa.table({
+        "id": ["a", "b"], "system": ["s", "s"],
+        "candidate": ["the cat sat on the mat\nit was happy", "b a"],
+        "references": [["the cat is on the mat\nhappy it was", "a cat"], ["a b"]],
+        "source": ["the cat sat on the mat . it was happy .", None],
+    })
+    job.score_table(table, job.ScoringSettings())
+    from pipeline.scoring.split import score_split
+
+    score_split(job.scorer_for(job.ScoringSettings()), "a b\nc", ["c a\nb"], 2)
 
 
 if __name__ == "__main__":
