@@ -9,9 +9,13 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from nltk.stem.porter import PorterStemmer
 
-_PORTER = PorterStemmer()  # NLTK_EXTENSIONS, as rouge_score.tokenizers.DefaultTokenizer
+@lru_cache(maxsize=1)
+def _porter():
+    # Imported on first use: importing nltk costs ~0.6 s, and unstemmed runs never need it.
+    from nltk.stem.porter import PorterStemmer
+
+    return PorterStemmer()  # NLTK_EXTENSIONS, as rouge_score.tokenizers.DefaultTokenizer
 
 # Bounded so a long-lived worker scoring an open vocabulary cannot grow without limit.
 STEM_CACHE_SIZE = 1 << 20
@@ -20,4 +24,4 @@ STEM_CACHE_SIZE = 1 << 20
 @lru_cache(maxsize=STEM_CACHE_SIZE)
 def porter_stem(token: str) -> str:
     """rouge-score's rule: only tokens longer than 3 characters are stemmed."""
-    return _PORTER.stem(token) if len(token) > 3 else token
+    return _porter().stem(token) if len(token) > 3 else token
