@@ -12,8 +12,13 @@ scoring:
   use_stemmer: false                  # rouge-score's default
   tokenizer: default                  # default | whitespace
   sentence_splitter: newline          # newline | punkt | sentencex (rougeLsum)
-  multi_ref: max_f                    # rouge-score's rule: the reference with the highest F
+  multi_ref: max_f                    # max_f (rouge-score) | pooled/A, best_recall/B (ROUGE-1.5.5 -f) | mean
+                                      #   (default: max_f; A with profile rouge155)
+  alpha: 0.5                          # F = PR/((1-alpha)P + alpha R)
   profile: rouge-score-0.1.2          # rouge-score-0.1.2 (its numbers) | unicode (any script; README)
+                                      #   | rouge155 (ROUGE-1.5.5's numbers; README "ROUGE-1.5.5 numbers")
+  remove_stopwords: false             # rouge155: -s
+  length_limit_words: null            # rouge155: -l N  (length_limit_bytes: -b N)
   language: en                        # ISO 639 code: unicode profile, Snowball stemmer, sentencex
   stemming: none                      # none | snowball (unicode profile; rouge-score: use_stemmer)
   cjk: chars                          # chars | segmenter (unicode profile: jieba for zh, newmm for th)
@@ -52,16 +57,19 @@ import yaml
 
 from pipeline.io.paths import check_keys, check_scheme
 from pipeline.io.readers import InputSpec
-from pipeline.scoring.types import parse_rouge_types
 
 TOKENIZERS = ("default", "whitespace")
 SENTENCE_SPLITTERS = ("newline", "punkt", "sentencex")
-MULTI_REF = ("max_f",)
-PROFILES = ("rouge-score-0.1.2", "unicode")
+# rouge-score's max-F; ROUGE-1.5.5's -f A (pooled) and -f B (best_recall); mean over references
+MULTI_REF = ("max_f", "pooled", "A", "best_recall", "B", "mean")
+PROFILES = ("rouge-score-0.1.2", "unicode", "rouge155")
 # Settings of the unicode profile (#8); left out of the config hash at these defaults.
 PROFILE_DEFAULTS = {"language": "en", "stemming": "none", "cjk": "chars"}
 # Left out of the config hash at its default too (it adds columns, never changes a score).
 HASH_DEFAULTS = {**PROFILE_DEFAULTS, "diagnostics": True}
+# The ROUGE family settings (#6), also left out of the hash at their defaults.
+FAMILY_DEFAULTS = {"alpha": 0.5, "remove_stopwords": False, "length_limit_words": None, "length_limit_bytes": None}
+HASH_DEFAULTS.update(FAMILY_DEFAULTS)
 BOOTSTRAPS = ("poisson", "exact")
 MODES = ("local", "scheduler", "sync")
 SECRET_WORDS = ("key", "secret", "token", "password", "credential")
@@ -126,12 +134,16 @@ class ScoringConfig:
     use_stemmer: bool = False
     tokenizer: str = "default"
     sentence_splitter: str = "newline"
-    multi_ref: str = "max_f"
+    multi_ref: str | None = None  # None: max_f, or A with profile rouge155
     profile: str = "rouge-score-0.1.2"
     language: str = "en"
     stemming: str = "none"
     cjk: str = "chars"
     diagnostics: bool = True
+    alpha: float = 0.5  # F = PR / ((1-alpha) P + alpha R); alpha = 1 / (1 + beta^2)
+    remove_stopwords: bool = False  # profile rouge155: -s
+    length_limit_words: int | None = None  # profile rouge155: -l N
+    length_limit_bytes: int | None = None  # profile rouge155: -b N
 
     def validate(self):
         rt = self.rouge_types
@@ -139,10 +151,21 @@ class ScoringConfig:
             rt = self.rouge_types = [s.strip() for s in rt.split(",") if s.strip()]
         if not isinstance(rt, list) or not all(isinstance(x, str) for x in rt):
             raise ConfigError(f"scoring.rouge_types: expected a list of names, got {rt!r}")
+        from pipeline.rouge155.family import check_alpha, parse_family_types
+
         try:
-            parse_rouge_types(rt)
+            parse_family_types(rt)
         except ValueError as e:
             raise ConfigError(f"scoring.rouge_types: {e}") from None
+        if self.multi_ref is None:
+            self.multi_ref = "A" if self.profile == "rouge155" else "max_f"
+        try:
+            self.alpha = check_alpha(self.alpha)
+        except ValueError as e:
+            raise ConfigError(f"scoring.{e}") from None
+        _check_bool(self.remove_stopwords, "scoring.remove_stopwords")
+        _check_int(self.length_limit_words, "scoring.length_limit_words", minimum=1, allow_none=True)
+        _check_int(self.length_limit_bytes, "scoring.length_limit_bytes", minimum=1, allow_none=True)
         if len(set(rt)) != len(rt):
             raise ConfigError(f"scoring.rouge_types: duplicate type in {rt}")
         _check_bool(self.use_stemmer, "scoring.use_stemmer")
@@ -158,6 +181,12 @@ class ScoringConfig:
 def _check_profile(sc) -> None:
     from pipeline.text.profiles import check_profile
 
+    if sc.profile == "rouge155":
+        _check_rouge155(sc)
+        return
+    for name in ("remove_stopwords", "length_limit_words", "length_limit_bytes"):
+        if getattr(sc, name) != FAMILY_DEFAULTS[name]:
+            raise ConfigError(f"scoring.{name}: only with profile 'rouge155' (ROUGE-1.5.5's -s/-l/-b)")
     try:
         check_profile(sc.profile, sc.language, sc.stemming, sc.cjk)
     except ValueError as e:
@@ -166,6 +195,26 @@ def _check_profile(sc) -> None:
         raise ConfigError("scoring.use_stemmer: the unicode profile stems with scoring.stemming: snowball")
     if sc.profile == "unicode" and sc.tokenizer != "default":
         raise ConfigError(f"scoring.tokenizer: {sc.tokenizer!r} cannot be combined with profile 'unicode'")
+
+
+def _check_rouge155(sc) -> None:
+    """Profile ``rouge155``: ROUGE-1.5.5's own tokenizer (``use_stemmer`` is ``-m``), one sentence a line."""
+    from pipeline.rouge155.family import options_for_types
+
+    if sc.tokenizer != "default":
+        raise ConfigError(f"scoring.tokenizer: {sc.tokenizer!r} cannot be combined with profile 'rouge155'")
+    if sc.sentence_splitter != "newline":
+        raise ConfigError("scoring.sentence_splitter: profile 'rouge155' reads one sentence per line (newline)")
+    for name in ("language", "stemming", "cjk"):
+        if getattr(sc, name) != PROFILE_DEFAULTS[name]:
+            raise ConfigError(f"scoring.{name}: not used by profile 'rouge155' (English, -m with use_stemmer)")
+    if sc.length_limit_words and sc.length_limit_bytes:
+        raise ConfigError("scoring.length_limit_words/length_limit_bytes: -l and -b are mutually exclusive")
+    try:
+        options_for_types(sc.rouge_types, sc.use_stemmer, sc.remove_stopwords, sc.length_limit_words,
+                          sc.length_limit_bytes, sc.alpha, sc.multi_ref)
+    except ValueError as e:
+        raise ConfigError(f"scoring.rouge_types: {e}") from None
 
 
 @dataclass

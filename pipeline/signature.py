@@ -16,6 +16,13 @@
   ``snowball-<algorithm>-snowballstemmer<version>`` or ``no``.  A sentencex splitter for a
   language other than English is recorded as ``split:sentencex(<language>)``.
 
+* The ROUGE family (#6): ``rouge`` lists ``W-1.2``, ``S4``, ``SU4``, ``S*`` like any type;
+  ``multiref`` is ``max_f``, ``pooled``/``A``, ``best_recall``/``B`` or ``mean``; ``alpha:<a>`` is
+  appended when alpha is not 0.5.  With ``profile:rouge155-1.5.5`` (ROUGE-1.5.5's numbers),
+  ``tok`` is ``rouge155``, ``stem`` is ``rouge155-porter+wordnet2.0exc`` (``-m``) or ``no``, and
+  ``opts:<the equivalent ROUGE-1.5.5 options>`` is appended (``-n 2 -m -s -l 100 -w 1.2 -2 4 -u
+  -f A -p 0.5``).
+
 It never contains paths, URLs, storage options or credentials: it is built from an
 explicit list of fields only.
 """
@@ -24,9 +31,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.scoring.types import parse_rouge_types
-
 _FIELDS = ("rouge", "tok", "stem", "split", "multiref", "bs", "ci", "seed", "profile", "v")
+_OPTIONAL = ("alpha", "opts")  # present only when set (#6)
+ROUGE155_PROFILE = "rouge155-1.5.5"
 
 
 def _nltk_version() -> str:
@@ -54,15 +61,21 @@ class Signature:
     seed: str
     profile: str
     v: str
+    alpha: str = ""
+    opts: str = ""
 
     @classmethod
     def from_config(cls, cfg) -> "Signature":
         """From a :class:`pipeline.config.RunConfig` (or anything with ``scoring`` and ``stats``)."""
         from pipeline import __version__
 
+        from pipeline.rouge155.family import parse_family_types
+
         sc, st = cfg.scoring, cfg.stats
-        types = parse_rouge_types(sc.rouge_types)
+        types = parse_family_types(sc.rouge_types)
         rouge = ",".join(t.name[len("rouge"):] for t in types)
+        alpha = getattr(sc, "alpha", 0.5)
+        extra = {"alpha": f"{alpha:g}" if alpha != 0.5 else ""}
         stemming = sc.use_stemmer and sc.tokenizer == "default"
         stem = f"porter-nltk{_nltk_version()}" if stemming else "no"
         bs = f"{st.bootstrap}-{st.n_boot}" if st.n_boot > 0 else "none"
@@ -73,9 +86,17 @@ class Signature:
             tok, stem = signature_parts(sc.profile, lang, sc.stemming, sc.cjk)
         if split == "sentencex" and lang != "en":
             split = f"sentencex({lang})"
+        profile = sc.profile
+        if profile == "rouge155":
+            from pipeline.rouge155.family import options_for_types, perl_options
+
+            opts, _ = options_for_types(sc.rouge_types, sc.use_stemmer, sc.remove_stopwords,
+                                        sc.length_limit_words, sc.length_limit_bytes, alpha, sc.multi_ref)
+            tok, stem, profile = "rouge155", ("rouge155-porter+wordnet2.0exc" if sc.use_stemmer else "no"), ROUGE155_PROFILE
+            extra["opts"] = perl_options(opts)
         return cls(rouge=rouge, tok=tok, stem=stem, split=split,
-                   multiref=sc.multi_ref, bs=bs, ci=_percent(st.confidence), seed=str(st.seed),
-                   profile=sc.profile, v=__version__)
+                   multiref=sc.multi_ref or "max_f", bs=bs, ci=_percent(st.confidence), seed=str(st.seed),
+                   profile=profile, v=__version__, **extra)
 
     @classmethod
     def from_string(cls, text: str) -> "Signature":
@@ -83,7 +104,7 @@ class Signature:
         items = {}
         for part in text.strip().split("|"):
             key, sep, value = part.partition(":")
-            if not sep or key not in _FIELDS:
+            if not sep or key not in _FIELDS + _OPTIONAL:
                 raise ValueError(f"not a signature field: {part!r}")
             items[key] = value
         missing = [f for f in _FIELDS if f not in items]
@@ -92,7 +113,9 @@ class Signature:
         return cls(**items)
 
     def to_dict(self) -> dict[str, Any]:
-        return {f: getattr(self, f) for f in _FIELDS}
+        out = {f: getattr(self, f) for f in _FIELDS}
+        out.update({f: getattr(self, f) for f in _OPTIONAL if getattr(self, f)})
+        return out
 
     def __str__(self) -> str:
         return "|".join(f"{k}:{v}" for k, v in self.to_dict().items())

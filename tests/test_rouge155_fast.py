@@ -382,3 +382,73 @@ def test_rouge155_pipeline_scorer_maps_types_to_options():
     sc = PipelineRouge155Scorer.create(["rougeW-1.2"])
     res = sc.score_arrays([["--", "a b"]], ["a b"])
     assert res.status.tolist() == [0] and not np.isnan(res.scores).any()
+
+
+# ----------------------------------------------------------------------------- the pipeline, profile rouge155
+
+@needs_data
+def test_pipeline_run_rouge155_profile(tmp_path):
+    """A sync run with profile rouge155: per-example columns == compiled ROUGE-1.5.5 values, the
+    signature, and rouge155_corpus.json == the corpus goldens (ids "k.1" as in the goldens)."""
+    from pipeline.config import RunConfig
+    from pipeline.execution.driver import run
+    from pipeline.signature import Signature
+
+    ds = "rouge155_sample_sl2003"
+    recs = list(records(ds).values())
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"id": f"{k}.1", "candidate": r["candidate"],
+                                       "references": r["references"]}) + "\n"
+                           for k, r in enumerate(recs, 1)))
+    out = tmp_path / "run"
+    cfg = RunConfig.from_dict({
+        "input": {"layout": "records", "paths": str(src)}, "output": {"url": str(out)},
+        "scoring": {"profile": "rouge155", "use_stemmer": True, "rouge_types": ["rouge1", "rouge2", "rougeL"],
+                    "diagnostics": False},
+        "stats": {"n_boot": 1000}, "execution": {"mode": "sync"}})
+    assert cfg.scoring.multi_ref == "A"
+    sig = Signature.from_config(cfg)
+    assert sig.profile == "rouge155-1.5.5" and sig.opts == "-n 2 -m -f A -p 0.5"
+    run(cfg, None, progress=False, log=lambda m: None)
+    from pipeline.job import read_scores
+
+    table = read_scores(str(out), "").to_pandas()
+    assert table["id"].tolist() == [f"{k}.1" for k in range(1, len(recs) + 1)]
+    per_pair = compiled(ds, "", "stem")
+    assert np.array_equal(table["rouge1_recall"].to_numpy(), [p["ROUGE-1"]["r"] for p in per_pair])
+    assert np.array_equal(table["rougeL_fmeasure"].to_numpy(), [p["ROUGE-L"]["f"] for p in per_pair])
+    got = json.loads((out / "rouge155_corpus.json").read_text())["systems"][""]
+    golden = json.loads((DATA / ds / "rouge155_corpus_goldens.json").read_text())["runs"]["a"]["metrics"]
+    for t, metric in zip(["rouge1", "rouge2", "rougeL"], ["ROUGE-1", "ROUGE-2", "ROUGE-L"]):
+        assert got[t]["metric"] == metric
+        for x in "RPF":
+            assert tuple(got[t][f"{x}_printed"]) == tuple(golden[metric][f"{x}_printed"]), (t, x)
+
+
+def test_config_family_and_rouge155_settings():
+    from pipeline.config import ConfigError, RunConfig
+
+    def cfg(**sc):
+        return RunConfig.from_dict({"input": {"layout": "records", "paths": "x.jsonl"}, "output": {"url": "/tmp/x"},
+                                    "scoring": sc})
+
+    base = cfg()
+    assert base.scoring.multi_ref == "max_f"
+    assert cfg(multi_ref="max_f").config_hash() == base.config_hash() == cfg(alpha=0.5).config_hash()
+    c = cfg(rouge_types=["rouge1", "rougeW-1.2", "rougeSU4", "rougeS*"], multi_ref="mean", alpha=0.25)
+    assert c.config_hash() != base.config_hash()
+    for bad in [dict(rouge_types=["rougeW"]), dict(alpha=2), dict(multi_ref="max"), dict(remove_stopwords=True),
+                dict(profile="rouge155", rouge_types=["rougeW-1.2", "rougeW-2"]),
+                dict(profile="rouge155", tokenizer="whitespace"),
+                dict(profile="rouge155", length_limit_words=10, length_limit_bytes=10)]:
+        with pytest.raises(ConfigError):
+            cfg(**bad)
+
+
+def test_job_scorer_for_routes_profiles():
+    from pipeline.job import ScoringSettings, scorer_for
+
+    assert type(scorer_for(ScoringSettings())).__name__ == "RougeScorer"
+    assert type(scorer_for(ScoringSettings(rouge_types=("rouge1", "rougeSU4")))).__name__ == "FamilyScorer"
+    assert type(scorer_for(ScoringSettings(multi_ref="B"))).__name__ == "FamilyScorer"
+    assert type(scorer_for(ScoringSettings(profile="rouge155", multi_ref="A"))).__name__ == "PipelineRouge155Scorer"

@@ -52,7 +52,7 @@ def parse_family_type(name: str) -> MetricSpec:
     """A type name -> :class:`MetricSpec` (``kind`` for the rouge-score profile)."""
     m = _TYPE.match(name) if isinstance(name, str) else None
     if m is None:
-        raise ValueError(f"Invalid rouge type: {name!r} (rouge1..rouge9, rougeL, rougeLsum, "
+        raise ValueError(f"Invalid rouge type: {name} (rouge1..rouge9, rougeL, rougeLsum, "
                          "rougeW-<weight>, rougeS<gap>, rougeSU<gap>, rougeS*, rougeSU*)")
     if m["n"]:
         return MetricSpec(name, K.KIND_N, n=int(m["n"]))
@@ -114,6 +114,9 @@ class FamilyScorer:
         # rougeLsum forces the sentence stream (ROUGE-L summary level and ROUGE-W use it)
         self._encoder = RougeScorer(["rougeLsum"], use_stemmer=use_stemmer, tokenizer=tokenizer,
                                     sentence_splitter=sentence_splitter, language=language)
+
+    def encode(self, texts):
+        return self._encoder.encode(list(texts))
 
     def score_arrays(self, references, candidates) -> Rouge155Scores:
         docs, n_refs, ex_doc = _flatten(references, candidates)
@@ -209,6 +212,10 @@ class PipelineRouge155Scorer:
         o = self.opts
         self.encoder = Rouge155Encoder(o.stem, o.stopwords, o.length_limit_words, o.length_limit_bytes)
 
+    def encode(self, texts):
+        """ROUGE-1.5.5's token ids (:class:`pipeline.rouge155.fast.Encoded`)."""
+        return self.encoder.encode(list(texts))
+
     def score_arrays(self, references, candidates) -> Rouge155Scores:
         docs, n_refs, ex_doc = _flatten(references, candidates)
         enc = self.encoder.encode(docs)
@@ -244,3 +251,36 @@ def corpus_json(table, rouge_types, metric_names, opts: Rouge155Options) -> dict
                        for t, name in zip(rouge_types, metric_names)}
     return {"eval_ids": "record ids, sorted as strings", "resamples": opts.resamples,
             "confidence": opts.confidence, "counting_unit": 0, "n_pairs": len(ids), "systems": out}
+
+
+def write_corpus_json(run_url: str, systems, scoring, n_boot: int, confidence: float,
+                      storage_options: dict | None = None) -> dict:
+    """``RUN/rouge155_corpus.json``: :func:`corpus_json` of a finished run's per-example Parquet.
+
+    ``scoring``: the run's ``scoring`` config section; ``-r`` is ``stats.n_boot`` (1000 by
+    default, as ROUGE-1.5.5) and ``-c`` is ``stats.confidence`` in percent.  Rows without
+    scores (NaN, e.g. status ``too_long``) are left out.
+    """
+    import pyarrow as pa
+
+    from pipeline import job
+    from pipeline.io import writers
+
+    types = list(scoring.rouge_types)
+    opts, names = options_for_types(types, scoring.use_stemmer, scoring.remove_stopwords,
+                                    scoring.length_limit_words, scoring.length_limit_bytes,
+                                    scoring.alpha, scoring.multi_ref)
+    opts = Rouge155Options(**{**opts.__dict__, "resamples": n_boot if n_boot > 0 else 1000,
+                              "confidence": round(confidence * 100, 6)})
+    cols = ["id", "system"] + [f"{t}_{s}" for t in types for s in ("precision", "recall", "fmeasure")]
+    tables = [t for t in (job.read_scores(run_url, s, cols, storage_options) for s in systems) if t is not None]
+    if tables:
+        table = pa.concat_tables(tables)
+        ok = np.ones(table.num_rows, dtype=bool)
+        for c in cols[2:]:
+            ok &= ~np.isnan(table.column(c).to_numpy(zero_copy_only=False))
+        table = table.filter(pa.array(ok))
+    out = corpus_json(table, types, names, opts) if tables and table.num_rows else {"systems": {}}
+    out["options"] = perl_options(opts) + f" -c {opts.confidence:g} -r {opts.resamples} -t 0"
+    writers.write_json_atomic(out, f"{run_url}/rouge155_corpus.json", storage_options or {})
+    return out
