@@ -320,6 +320,11 @@ def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream
 
     with_retries(lambda: write_stats(run_url, rows, sig, chash, cfg.stats.confidence, so), retries,
                  "writing the statistics", log)
+    if cfg.scoring.profile == "rouge155":  # ROUGE-1.5.5's printed averages (#6)
+        from pipeline.rouge155.family import write_corpus_json
+
+        with_retries(lambda: write_corpus_json(run_url, final["systems"], cfg.scoring, cfg.stats.n_boot,
+                                               cfg.stats.confidence, so), retries, "writing rouge155_corpus.json", log)
     exact_rows = []
     if cfg.stats.bootstrap == "exact" and cfg.stats.n_boot > 0:
         args = (run_url, final["systems"], list(cfg.scoring.rouge_types), cfg.stats.seed, cfg.stats.n_boot,
