@@ -35,6 +35,7 @@ from pipeline import diagnostics as diag
 from pipeline.io import readers, writers
 from pipeline.io.paths import get_fs
 from pipeline.scorer import RougeScorer
+from pipeline.scoring import split
 from pipeline.scoring.batch import MAX_BACKTRACK_WORDS, STATUS_OK
 from pipeline.stats import StatsAccumulator, bootstrap_aggregate
 
@@ -90,9 +91,10 @@ class Task:
     """Rows ``[lo, hi)`` of the canonical table of ``unit`` (``hi=None``: to the end).
 
     The slice with ``lo == 0`` also emits the unit's quarantine rows.
-    HOOK (per-sentence splitting, planned): a single example whose cost exceeds the target
-    is a task of its own (``oversized``); the scoring layer will split such documents by
-    sentence pairs here.
+    A single example whose cost exceeds the target is a task of its own (``oversized``);
+    its rougeLsum is then computed as blocks of reference sentences on several workers
+    (:func:`prepare_split`, :func:`split_block`, :func:`finish_split`;
+    :mod:`pipeline.scoring.split`), with the same numbers as unsplit scoring.
     """
 
     index: int
@@ -157,7 +159,8 @@ def scorer_for(settings: ScoringSettings) -> RougeScorer:
 TOO_LONG_STATUS = "too_long"
 
 
-def score_table(table: pa.Table, settings: ScoringSettings, quarantine: bool = False, fmt: str = "jsonl"):
+def score_table(table: pa.Table, settings: ScoringSettings, quarantine: bool = False, fmt: str = "jsonl",
+                split_positions=None):
     """Canonical example table in, per-example scores (pinned schema) out.
 
     An example the scorer cannot score (``BatchScores.status == STATUS_TOO_LONG``: a
@@ -165,13 +168,19 @@ def score_table(table: pa.Table, settings: ScoringSettings, quarantine: bool = F
     with ``quarantine=True`` such examples are left out of the scores instead and returned
     as quarantine rows (``(scores, quarantine)``; ``table`` must then carry the canonical
     ``file`` and ``row`` columns, ``fmt`` says whether ``row`` is a line or a Parquet row).
+    ``split_positions``: for a one-row table, rougeLsum's union positions computed in
+    blocks (:func:`split_block`), merged here instead of scoring rougeLsum again.
     """
     schema = scores_schema(settings.rouge_types, settings.diagnostics)
     empty_q = readers.QUARANTINE_SCHEMA.empty_table()
     if table.num_rows == 0:
         return (schema.empty_table(), empty_q) if quarantine else schema.empty_table()
     scorer = scorer_for(settings)
-    res = scorer.score_arrays(table.column("references").to_pylist(), table.column("candidate").to_pylist())
+    if split_positions is None:
+        res = scorer.score_arrays(table.column("references").to_pylist(), table.column("candidate").to_pylist())
+    else:
+        res = split.merge_blocks(scorer, table.column("candidate")[0].as_py(),
+                                 table.column("references")[0].as_py(), split_positions)
     too_long = res.status != STATUS_OK
     status = np.where(too_long, TOO_LONG_STATUS,
                       np.where(res.cand_len == 0, "empty_candidate",
@@ -353,15 +362,21 @@ def _test_sleep() -> None:
         time.sleep(float(s))
 
 
-def score_task(spec, task: Task, ctx: UnitContext) -> dict:
-    """Read, score, write one task; returns (and stores in its marker) counts and statistics."""
-    _test_sleep()
+def read_task(spec, task: Task) -> tuple[pa.Table, pa.Table]:
     table, quarantine = readers.read_unit(spec, task.unit)
     hi = table.num_rows if task.hi is None else task.hi
     table = table.slice(task.lo, max(0, hi - task.lo))
     if task.lo != 0:
         quarantine = quarantine.schema.empty_table()
-    scores, too_long = score_table(table, ctx.scoring, quarantine=True, fmt=task.unit.format)
+    return table, quarantine
+
+
+def score_task(spec, task: Task, ctx: UnitContext, split_positions=None) -> dict:
+    """Read, score, write one task; returns (and stores in its marker) counts and statistics."""
+    _test_sleep()
+    table, quarantine = read_task(spec, task)
+    scores, too_long = score_table(table, ctx.scoring, quarantine=True, fmt=task.unit.format,
+                                   split_positions=split_positions if table.num_rows == 1 else None)
     if too_long.num_rows:
         quarantine = pa.concat_tables([quarantine, too_long])
     so = ctx.storage_options
@@ -392,6 +407,54 @@ def score_task(spec, task: Task, ctx: UnitContext) -> dict:
     writers.write_json_atomic(result, marker_url(run, task.index), so)
     result["skipped"] = 0
     return result
+
+
+# --------------------------------------------------------------------------- long documents
+MAX_SPLIT_BLOCKS = 64
+
+
+def split_blocks_for(task: Task, settings: ScoringSettings, target_cost: float) -> int:
+    """How many blocks of reference sentences an oversized task's rougeLsum is cut into (1: no split)."""
+    if (not task.oversized or "rougeLsum" not in settings.rouge_types
+            or settings.profile not in ("rouge-score-0.1.2", "unicode")):
+        return 1
+    return int(min(MAX_SPLIT_BLOCKS, max(1, -(-task.cost // max(int(target_cost), 1)))))
+
+
+def prepare_split(spec, task: Task, ctx: UnitContext) -> dict | None:
+    """The texts of an oversized task's one example and its references' sentence counts."""
+    table, _ = read_task(spec, task)
+    if table.num_rows != 1:
+        return None
+    refs = table.column("references")[0].as_py()
+    cand = table.column("candidate")[0].as_py()
+    return {"candidate": cand, "references": refs,
+            "n_sentences": split.sentence_counts(scorer_for(ctx.scoring), refs)}
+
+
+def split_block(prep: dict | None, k: int, n_blocks: int, settings: ScoringSettings):
+    """Block ``k``: union positions of every reference's ``k``-th sentence block (lists; None: too long)."""
+    if prep is None:
+        return None
+    scorer = scorer_for(settings)
+    out = []
+    for ref, n in zip(prep["references"], prep["n_sentences"]):
+        pos = split.union_block(scorer, prep["candidate"], ref, *split.block_bounds(n, n_blocks, k))
+        out.append(None if pos is None else pos.tolist())
+    return out
+
+
+def finish_split(spec, task: Task, ctx: UnitContext, prep: dict | None, *blocks) -> dict:
+    """Score and write an oversized task from its blocks (resume-aware, like :func:`run_task`)."""
+    done = load_done(task, ctx)
+    if done is not None:
+        done["skipped"] = 1
+        return done
+    if prep is None:
+        return score_task(spec, task, ctx)
+    positions = [[None if b[r] is None else np.asarray(b[r], dtype=np.int64) for b in blocks]
+                 for r in range(len(prep["references"]))]
+    return score_task(spec, task, ctx, split_positions=positions)
 
 
 def load_done(task: Task, ctx: UnitContext) -> dict | None:
