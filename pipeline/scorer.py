@@ -62,7 +62,9 @@ class RougeScorer:
     def encode(self, texts: Sequence[str]) -> EncodedDocs:
         if self._tokenizer is not None:
             split = self._splitter if self._needs_sentences else None
-            return encode_with_tokenizer(texts, self._tokenizer.tokenize, split, self._token_index)
+            compose = (self.sentence_splitter == "newline"
+                       and getattr(self._tokenizer, "tokens_never_span_newlines", False))
+            return encode_with_tokenizer(texts, self._tokenizer.tokenize, split, self._token_index, compose)
         enc = default_encoder(self.use_stemmer)
         whole = enc.encode(texts)
         if not self._needs_sentences or self.sentence_splitter == "newline":

@@ -373,21 +373,46 @@ def encode_with_tokenizer(
     tokenize: Callable[[str], list],
     split_sentences: Callable[[str], list[str]] | None,
     index: dict | None = None,
+    compose_lines: bool = False,
 ) -> EncodedDocs:
     """Any tokenizer: whole-text tokens, and (when ``split_sentences`` is given) the
-    tokens of each sentence tokenized on its own, as rouge-score does for rougeLsum."""
+    tokens of each sentence tokenized on its own, as rouge-score does for rougeLsum.
+
+    ``compose_lines``: the sentences are the text's lines and the tokenizer's tokens
+    never span a newline (it declares ``tokens_never_span_newlines``), so the whole
+    text's tokens are the lines' tokens in order and each text is tokenized once.
+    """
     index = {} if index is None else index
-    flat: list[int] = []
-    doc_tok = np.zeros(len(texts) + 1, dtype=np.int64)
+    n = len(texts)
+    doc_tok = np.zeros(n + 1, dtype=np.int64)
+    if split_sentences is not None and compose_lines:
+        flat: list[int] = []
+        sent_tok = [0]
+        doc_sent = np.zeros(n + 1, dtype=np.int64)
+        get = index.get
+        for d, text in enumerate(texts):
+            for sent in split_sentences(text):
+                toks = tokenize(sent)
+                if toks:
+                    ids = [get(t) for t in toks]
+                    if None in ids:
+                        ids = [index.setdefault(t, len(index)) for t in toks]
+                    flat.extend(ids)
+                    sent_tok.append(len(flat))
+            doc_tok[d + 1] = len(flat)
+            doc_sent[d + 1] = len(sent_tok) - 1
+        tokens = np.asarray(flat, dtype=np.int32)
+        return EncodedDocs(tokens, doc_tok, tokens, np.asarray(sent_tok, dtype=np.int64), doc_sent)
+    flat = []
     for d, text in enumerate(texts):
         flat.extend(index.setdefault(t, len(index)) for t in tokenize(text))
         doc_tok[d + 1] = len(flat)
     tokens = np.asarray(flat, dtype=np.int32)
     if split_sentences is None:
-        return EncodedDocs(tokens, doc_tok, tokens, np.zeros(1, np.int64), np.zeros(len(texts) + 1, np.int64))
+        return EncodedDocs(tokens, doc_tok, tokens, np.zeros(1, np.int64), np.zeros(n + 1, np.int64))
     sflat: list[int] = []
     sent_tok = [0]
-    doc_sent = np.zeros(len(texts) + 1, dtype=np.int64)
+    doc_sent = np.zeros(n + 1, dtype=np.int64)
     for d, text in enumerate(texts):
         for sent in split_sentences(text):
             toks = tokenize(sent)

@@ -44,6 +44,7 @@ class WhitespaceTokenizer:
     """Lowercase, split on whitespace, nothing removed (the seed chapter's protocol)."""
 
     name = "whitespace"
+    tokens_never_span_newlines = True  # whitespace-separated: a token never contains "\n"
 
     def tokenize(self, text: str) -> list[str]:
         return text.lower().split()

@@ -113,6 +113,10 @@ def tokenizer_name(language: str = "en", cjk: str = "chars") -> str:
 class UnicodeTokenizer:
     """NFKC + casefold + Unicode words / CJK characters (+ Snowball stems); see the module doc."""
 
+    # tokens are runs of letters/marks/numbers, CJK characters or Thai-script graphemes:
+    # never a newline, and NFKC/casefold act within a line, so lines can be tokenized alone
+    tokens_never_span_newlines = True
+
     def __init__(self, language: str = "en", stem: bool = False, cjk: str = "chars"):
         if not isinstance(language, str) or not language:
             raise ValueError(f"language must be a language code such as 'de', got {language!r}")
