@@ -38,6 +38,11 @@ Layouts (``InputSpec.layout``):
     (a trailing ``"\\r"`` is removed, as Python's text mode does); a final newline
     does not start a record.
 
+``folders``
+    ROUGE-1.5.5 / pyrouge folders: ``candidates`` (system summary folders) and one
+    ``references`` folder, files matched by ``system_filename_pattern`` and
+    ``model_filename_pattern`` (``#ID#``), one sentence per line: :mod:`pipeline.io.folders`.
+
 Rows: ``row`` is the 0-based row index in its file (for JSONL and text the line
 number is ``row + 1``; messages say ``line N``).  Blank JSONL lines are skipped (they
 are not records).  Bad records (malformed JSON, wrong types, null/missing candidate or
@@ -74,7 +79,7 @@ import pyarrow.parquet as pq
 from pipeline.io import paths as _paths
 from pipeline.io.paths import check_keys, check_scheme, compression_of, expand, file_stem, infer_format, parent_name
 
-LAYOUTS = ("records", "paired", "lines")
+LAYOUTS = ("records", "paired", "lines", "folders")
 SYSTEM_FROM = (None, "stem", "folder")
 COLUMN_KEYS = ("id", "candidate", "references", "system", "source", "reference_id")
 
@@ -97,7 +102,7 @@ QUARANTINE_SCHEMA = pa.schema([
 ])
 
 _SPEC_KEYS = ("layout", "paths", "candidates", "references", "format", "reference_format",
-              "columns", "storage_options", "system_from")
+              "columns", "storage_options", "system_from", "system_filename_pattern", "model_filename_pattern")
 
 
 def _as_tuple(v, field_name: str) -> tuple[str, ...]:
@@ -121,6 +126,8 @@ class InputSpec:
     columns: dict = field(default_factory=dict)
     storage_options: dict = field(default_factory=dict)
     system_from: str | None = None
+    system_filename_pattern: str | None = None  # layout folders (pipeline.io.folders)
+    model_filename_pattern: str | None = None
 
     @classmethod
     def from_config(cls, d: dict | "InputSpec") -> "InputSpec":
@@ -150,7 +157,7 @@ class InputSpec:
         for name, urls in (("paths", paths), ("candidates", cands), ("references", refs)):
             for u in urls:
                 check_scheme(u, f"input.{name}")
-        allowed_formats = ("auto", "text") if layout == "lines" else ("auto", "jsonl", "parquet")
+        allowed_formats = ("auto", "text") if layout in ("lines", "folders") else ("auto", "jsonl", "parquet")
         fmt = d.get("format", "auto")
         ref_fmt = d.get("reference_format", "auto")
         for name, v in (("format", fmt), ("reference_format", ref_fmt)):
@@ -162,8 +169,17 @@ class InputSpec:
         for k, v in columns.items():
             if not isinstance(v, str) or not v:
                 raise ValueError(f"input.columns.{k}: expected a column name, got {v!r}")
-        if columns and layout == "lines":
-            raise ValueError("input.columns: not used by layout 'lines' (plain text has no columns)")
+        if columns and layout in ("lines", "folders"):
+            raise ValueError(f"input.columns: not used by layout {layout!r} (plain text has no columns)")
+        patterns = {k: d.get(k) for k in ("system_filename_pattern", "model_filename_pattern")}
+        if layout == "folders":
+            from pipeline.io import folders
+
+            patterns["system_filename_pattern"] = patterns["system_filename_pattern"] or folders.DEFAULT_SYSTEM_PATTERN
+            patterns["model_filename_pattern"] = patterns["model_filename_pattern"] or folders.DEFAULT_MODEL_PATTERN
+            folders.check_patterns(*patterns.values())
+        elif any(v is not None for v in patterns.values()):
+            raise ValueError("input.system_filename_pattern/model_filename_pattern: only for layout 'folders'")
         so = d.get("storage_options") or {}
         if not isinstance(so, dict):
             raise ValueError(f"input.storage_options: expected a mapping, got {type(so).__name__}")
@@ -172,12 +188,12 @@ class InputSpec:
             system_from = None
         if system_from not in SYSTEM_FROM:
             raise ValueError(f"input.system_from: expected null, 'stem' or 'folder', got {system_from!r}")
-        if system_from is not None and layout != "lines":
-            raise ValueError("input.system_from: only for layout 'lines' "
+        if system_from is not None and layout not in ("lines", "folders"):
+            raise ValueError("input.system_from: only for layouts 'lines' and 'folders' "
                              "(other layouts take the system from a column)")
         return cls(layout=layout, paths=paths, candidates=cands, references=refs, format=fmt,
                    reference_format=ref_fmt, columns=dict(columns), storage_options=dict(so),
-                   system_from=system_from)
+                   system_from=system_from, **patterns)
 
     def col(self, key: str) -> str:
         if key == "reference_id":
@@ -198,6 +214,9 @@ class InputSpec:
             out["columns"] = dict(self.columns)
         if self.system_from is not None:
             out["system_from"] = self.system_from
+        if self.layout == "folders":
+            out["system_filename_pattern"] = self.system_filename_pattern
+            out["model_filename_pattern"] = self.model_filename_pattern
         out["storage_options"] = dict(self.storage_options)
         return out
 
@@ -589,6 +608,10 @@ def plan_units(spec: InputSpec | dict, target_rows: int | None = None) -> list["
         return _plan_records(spec, target_rows)
     if spec.layout == "paired":
         return _plan_paired(spec, target_rows)
+    if spec.layout == "folders":
+        from pipeline.io.folders import plan_folders
+
+        return plan_folders(spec, target_rows)
     return _plan_lines(spec, target_rows)
 
 
@@ -833,6 +856,10 @@ def read_unit(spec: InputSpec | dict, unit: WorkUnit) -> tuple[pa.Table, pa.Tabl
         _read_paired(spec, unit, out)
     elif unit.layout == "lines":
         _read_lines(spec, unit, out)
+    elif unit.layout == "folders":
+        from pipeline.io.folders import read_folders
+
+        read_folders(spec, unit, out)
     else:
         raise ValueError(f"unknown unit layout {unit.layout!r}")
     return out.tables()
