@@ -57,6 +57,21 @@ def _lookup(keys, vals, used, n_used, key, next_id):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _pair_ids(keys, vals, used, a, a0, m, b, b0, n, lid):
+    """Dense local ids of ``a[a0:a0+m]`` then ``b[b0:b0+n]`` into ``lid[0:m+n]``; returns
+    (number of distinct tokens, slots used).  The caller clears the table with :func:`_clear`."""
+    n_used = 0
+    next_id = 0
+    for i in range(m):
+        got, n_used, next_id = _lookup(keys, vals, used, n_used, np.int64(a[a0 + i]), next_id)
+        lid[i] = got
+    for j in range(n):
+        got, n_used, next_id = _lookup(keys, vals, used, n_used, np.int64(b[b0 + j]), next_id)
+        lid[m + j] = got
+    return next_id, n_used
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _clear(keys, used, n_used):
     for u in range(n_used):
         keys[used[u]] = -1
@@ -311,14 +326,7 @@ def union_positions_kernel(sent_tokens, sent_tok, doc_sent, cdoc, rdoc, rs_first
     vals = np.empty(cap, dtype=np.int32)
     used = np.empty(cap, dtype=np.int64)
     lid = np.empty(ms + nsl, dtype=np.int32)
-    n_used = 0
-    next_id = 0
-    for i in range(ms):
-        got, n_used, next_id = _lookup(keys, vals, used, n_used, np.int64(sent_tokens[r_base + i]), next_id)
-        lid[i] = got
-    for j in range(nsl):
-        got, n_used, next_id = _lookup(keys, vals, used, n_used, np.int64(sent_tokens[c_base + j]), next_id)
-        lid[ms + j] = got
+    next_id, _ = _pair_ids(keys, vals, used, sent_tokens, r_base, ms, sent_tokens, c_base, nsl, lid)
     row = np.full(next_id + 1, -1, dtype=np.int64)
     peq = np.zeros(1024, dtype=np.uint64)
     Vs = np.empty(1024, dtype=np.uint64)
@@ -402,14 +410,7 @@ def score_batch_kernel(tokens, doc_tok, sent_tokens, sent_tok, doc_sent, same_st
             r0 = doc_tok[rdoc]
             m = doc_tok[rdoc + 1] - r0
             # level-1 local ids: reference at [0, m), candidate at [m, m+n)
-            n_used = 0
-            next_id = 0
-            for i in range(m):
-                got, n_used, next_id = _lookup(keys, vals, used, n_used, np.int64(tokens[r0 + i]), next_id)
-                lid1[i] = got
-            for j in range(n):
-                got, n_used, next_id = _lookup(keys, vals, used, n_used, np.int64(tokens[c0 + j]), next_id)
-                lid1[m + j] = got
+            next_id, n_used = _pair_ids(keys, vals, used, tokens, r0, m, tokens, c0, n, lid1)
             # --- rouge-N, all requested n in one pass over levels
             if max_n > 0:
                 for i in range(m + n):
@@ -495,14 +496,7 @@ def score_batch_kernel(tokens, doc_tok, sent_tokens, sent_tok, doc_sent, same_st
                     ms = sent_tok[rs1] - sr0
                     sc0 = sent_tok[cs0]
                     nsl = sent_tok[cs1] - sc0
-                    n_used = 0
-                    next_id = 0
-                    for i in range(ms):
-                        got, n_used, next_id = _lookup(keys, vals, used, n_used, np.int64(sent_tokens[sr0 + i]), next_id)
-                        slid[i] = got
-                    for j in range(nsl):
-                        got, n_used, next_id = _lookup(keys, vals, used, n_used, np.int64(sent_tokens[sc0 + j]), next_id)
-                        slid[ms + j] = got
+                    _, n_used = _pair_ids(keys, vals, used, sent_tokens, sr0, ms, sent_tokens, sc0, nsl, slid)
                     _clear(keys, used, n_used)
                     lid = slid
                     r_off = sr0
