@@ -19,8 +19,6 @@ stems it when longer than 3 characters), and each distinct text is tokenised onc
 """
 from __future__ import annotations
 
-import re
-from itertools import chain
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -31,8 +29,21 @@ from pipeline.rouge155.porter import morph_stem
 from pipeline.rouge155.resources import stopwords as smart_stopwords
 from pipeline.rouge155.text import limit_bytes, limit_words, read_sentences
 
-_TOKEN_OR_NL = re.compile(r"[A-Za-z0-9]+|\n")
-_NL, _DROP = -3, -1
+_NL, _DROP, _DOC = -3, -1, -4
+
+
+def _byte_table() -> bytes:
+    table = bytearray(b" " * 256)
+    for c in b"abcdefghijklmnopqrstuvwxyz0123456789":
+        table[c] = c
+    for c in b"ABCDEFGHIJKLMNOPQRSTUVWXYZ":
+        table[c] = c + 32
+    table[ord("\n")] = 1
+    table[0] = 2
+    return bytes(table)
+
+
+_BYTE_TABLE = _byte_table()
 # Past this many cells one LCS table is not built; the example gets status "too_long".
 MAX_LCS_CELLS = 1 << 26
 
@@ -88,11 +99,10 @@ class Rouge155Encoder:
         self.length_limit_bytes = length_limit_bytes
         self._stop = smart_stopwords() if remove_stopwords else frozenset()
         self.vocab: dict[str, int] = {}
-        self._raw: dict[str, int] = {"\n": _NL}
-        self._cache: dict[str, tuple] = {}
+        self._raw: dict[bytes, int] = {b"\x01": _NL, b"\x02": _DOC}
 
-    def _new_raw(self, raw: str) -> int:
-        token = raw.lower()
+    def _new_raw(self, raw: bytes) -> int:
+        token = raw.decode("ascii")  # already lowercase [a-z0-9]+
         if token in self._stop:
             tid = _DROP
         else:
@@ -102,55 +112,55 @@ class Rouge155Encoder:
         self._raw[raw] = tid
         return tid
 
-    def _ids(self, text: str) -> list[int]:
-        """Ids of one (already read and limited) text, ``-3`` between lines, stopwords dropped."""
-        toks = _TOKEN_OR_NL.findall(text)
+    def _batch_ids(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """All texts tokenised in one pass: (ids with line/document markers, document offsets).
+
+        The texts are joined with NUL, UTF-8 encoded and translated byte by byte: ``A-Z`` are
+        lowercased, ``a-z0-9`` kept, newline and NUL become markers, every other byte a space
+        (the bytes of a non-ASCII character included) -- ROUGE-1.5.5's tokens exactly.  A NUL
+        inside a text is a separator for ROUGE-1.5.5 too, so it becomes a space first.
+        """
+        texts = [t.replace("\x00", " ") if "\x00" in t else t for t in texts]
+        big = ("\x00".join(texts) + "\x00").encode("utf-8", "surrogatepass").translate(_BYTE_TABLE)
+        toks = big.replace(b"\x01", b" \x01 ").replace(b"\x02", b" \x02 ").split()
         raw = self._raw
         ids = list(map(raw.get, toks))
         if None in ids:
-            new = self._new_raw
-            ids = [raw[t] if t in raw else new(t) for t in toks]
-        if self.remove_stopwords:
-            ids = [i for i in ids if i != _DROP]
-        return ids
+            for t in set(toks).difference(raw):
+                self._new_raw(t)
+            ids = list(map(raw.get, toks))
+        arr = np.array(ids, dtype=np.int32) if ids else np.empty(0, dtype=np.int32)
+        ends = np.flatnonzero(arr == _DOC)
+        offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+        offsets[1:] = ends + 1
+        return arr, offsets
 
-    def _limited(self, text: str) -> tuple[list[int], list[int] | None]:
-        sentences = read_sentences(text)
-        if self.length_limit_words:
-            return self._ids("\n".join(limit_words(sentences, self.length_limit_words))), None
-        tok = self._ids("\n".join(limit_bytes(sentences, self.length_limit_bytes)))
-        sent = self._ids("\n".join(limit_bytes(sentences, self.length_limit_bytes, lcs_quirk=True)))
-        return tok, sent
+    def _transformed(self, texts: list[str], lcs_quirk: bool = False) -> list[str]:
+        """``-l``/``-b``: the limited texts (the specification's readers), one sentence a line."""
+        out = []
+        for text in texts:
+            sentences = read_sentences(text)
+            if self.length_limit_words:
+                sentences = limit_words(sentences, self.length_limit_words)
+            else:
+                sentences = limit_bytes(sentences, self.length_limit_bytes, lcs_quirk=lcs_quirk)
+            out.append("\n".join(sentences))
+        return out
 
     def encode(self, texts) -> Encoded:
-        if len(self._cache) > 500_000:
-            self._cache.clear()
-        cache = self._cache
+        """Each distinct text of the batch is tokenised once."""
+        texts = list(texts)
+        index: dict[str, int] = {}
+        order = np.fromiter((index.setdefault(t, len(index)) for t in texts), dtype=np.int64, count=len(texts))
+        uniq = list(index)
         limited = bool(self.length_limit_words or self.length_limit_bytes)
-        quirk = bool(self.length_limit_bytes)
-        parts: list[list[int]] = []
-        sparts: list[list[int]] = []
-        for text in texts:
-            got = cache.get(text)
-            if got is None:
-                got = self._limited(text) if limited else (self._ids(text), None)
-                cache[text] = got
-            parts.append(got[0])
-            if quirk:
-                sparts.append(got[1])
-        tokens, doc_tok, sent_tok, doc_sent = _encode_parts(parts)
-        if quirk:
-            stokens, _, s_sent_tok, s_doc_sent = _encode_parts(sparts)
+        arr, offs = self._batch_ids(self._transformed(uniq) if limited else uniq)
+        tokens, doc_tok, sent_tok, doc_sent = K.split_marked(*K.gather_docs(arr, offs, order))
+        if self.length_limit_bytes:
+            sarr, soffs = self._batch_ids(self._transformed(uniq, lcs_quirk=True))
+            stokens, _, s_sent_tok, s_doc_sent = K.split_marked(*K.gather_docs(sarr, soffs, order))
             return Encoded(tokens, doc_tok, stokens, s_sent_tok, s_doc_sent, len(self.vocab))
         return Encoded(tokens, doc_tok, tokens, sent_tok, doc_sent, len(self.vocab))
-
-
-def _encode_parts(parts: list[list[int]]):
-    lens = np.fromiter((len(p) for p in parts), dtype=np.int64, count=len(parts))
-    doc_raw = np.zeros(len(parts) + 1, dtype=np.int64)
-    np.cumsum(lens, out=doc_raw[1:])
-    flat = np.fromiter(chain.from_iterable(parts), dtype=np.int32, count=int(doc_raw[-1]))
-    return K.split_marked(flat, doc_raw)
 
 
 @dataclass

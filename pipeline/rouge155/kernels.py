@@ -603,7 +603,8 @@ def combine_batch(counts, ex_doc, kinds, weights, rule, alpha, rounded, rs_f, ou
 def split_marked(flat, doc_raw):
     """Flat ids with ``-3`` at line ends -> (tokens, doc_tok, sent_tok, doc_sent).
 
-    Sentences are the lines with at least one token (empty sentences change no count).
+    Sentences are the lines with at least one token (empty sentences change no count);
+    other negative ids (``-1``: a removed stopword, ``-4``: end of document) are skipped.
     """
     n_docs = doc_raw.shape[0] - 1
     n_tok = 0
@@ -614,7 +615,7 @@ def split_marked(flat, doc_raw):
             if flat[i] >= 0:
                 n_tok += 1
                 run += 1
-            elif run > 0:
+            elif v_is_break(flat[i]) and run > 0:
                 n_sent += 1
                 run = 0
         if run > 0:
@@ -636,7 +637,7 @@ def split_marked(flat, doc_raw):
                 tokens[k] = v
                 k += 1
                 run += 1
-            elif run > 0:
+            elif v_is_break(v) and run > 0:
                 s += 1
                 sent_tok[s] = k
                 run = 0
@@ -646,3 +647,28 @@ def split_marked(flat, doc_raw):
     doc_tok[n_docs] = k
     doc_sent[n_docs] = s
     return tokens, doc_tok, sent_tok, doc_sent
+
+
+@njit(cache=True, nogil=True, inline="always")
+def v_is_break(v):
+    return v == -3
+
+
+@njit(cache=True, nogil=True)
+def gather_docs(arr, offs, order):
+    """Concatenate the id segments ``arr[offs[u]:offs[u+1]]`` for ``u`` in ``order`` -> (flat, doc_raw)."""
+    n = order.shape[0]
+    doc_raw = np.empty(n + 1, dtype=np.int64)
+    doc_raw[0] = 0
+    for d in range(n):
+        u = order[d]
+        doc_raw[d + 1] = doc_raw[d] + offs[u + 1] - offs[u]
+    flat = np.empty(doc_raw[n], dtype=np.int32)
+    for d in range(n):
+        u = order[d]
+        a = offs[u]
+        L = offs[u + 1] - a
+        b = doc_raw[d]
+        for i in range(L):
+            flat[b + i] = arr[a + i]
+    return flat, doc_raw
