@@ -1,0 +1,117 @@
+"""End-to-end scaling of the job (issue #3): read, score, write, reduce, in local mode.
+
+    python benchmarks/bench_pipeline.py                         # 200,000 short pairs; 1 and 2 workers
+    python benchmarks/bench_pipeline.py --pairs 2000000 --workers 2   # client memory at 2M pairs
+
+For each worker count it runs the whole job on the same sharded JSONL corpus
+(``make_corpus("short")``, written once) in a fresh run folder and prints end-to-end pairs/s
+(from the start of the run to ``_SUCCESS``), the peak RSS of the client process (which also
+hosts the scheduler and nannies) and of the largest worker. The reference for the efficiency
+is the single-process throughput of the same work in this process (read every shard, score
+with ``job.score_table``, diagnostics included, as a task does). Targets: end-to-end >= 70% of
+single-process x workers; 2 workers >= 1.7x one; client memory flat from 200k to 2M pairs.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+    os.environ.setdefault(var, "1")
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+
+from soak import RssSampler, write_corpus  # noqa: E402
+
+
+def single_process_rate(glob: str, diagnostics: bool) -> float:
+    """Pairs/s of one process doing a task's work (read + score) over the whole corpus."""
+    from pipeline import job
+    from pipeline.io import readers
+
+    spec = readers.InputSpec.from_config({"layout": "records", "paths": glob})
+    settings = job.ScoringSettings(diagnostics=diagnostics)
+    units = readers.plan_units(spec)
+    table, _ = readers.read_unit(spec, units[0])
+    job.score_table(table.slice(0, 100), settings)  # compile / load kernels
+    t0 = time.perf_counter()
+    n = 0
+    for u in units:
+        table, _ = readers.read_unit(spec, u)
+        n += job.score_table(table, settings).num_rows
+    return n / (time.perf_counter() - t0)
+
+
+def run_job(glob: str, out: Path, n_workers: int, diagnostics: bool) -> dict:
+    import distributed
+
+    from pipeline.config import RunConfig
+    from pipeline.execution.cluster import local_cluster
+    from pipeline.execution.driver import run
+
+    cfg = RunConfig.from_dict({
+        "input": {"layout": "records", "paths": glob},
+        "output": {"url": str(out)},
+        "scoring": {"diagnostics": diagnostics},
+        "execution": {"mode": "local", "n_workers": n_workers},
+    })
+    sampler = RssSampler()
+    sampler.start()
+    cluster = local_cluster(n_workers, dashboard_address=None)
+    try:
+        with distributed.Client(cluster) as client:
+            client.run(lambda: __import__("pipeline.warmup").warmup.warmup())
+            t0 = time.perf_counter()
+            res = run(cfg, client=client, progress=False, log=lambda _: None)
+            seconds = time.perf_counter() - t0
+    finally:
+        cluster.close()
+        sampler.stop.set()
+        sampler.join()
+    return {"rows": res.summary["rows"], "seconds": seconds, "rate": res.summary["rows"] / seconds,
+            "client_rss_mib": sampler.client_peak / 2**20,
+            "worker_rss_mib": max(sampler.peaks.values(), default=0) / 2**20}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--pairs", type=int, default=200_000)
+    ap.add_argument("--shards", type=int, default=16)
+    ap.add_argument("--workers", default="1,2", help="comma-separated worker counts")
+    ap.add_argument("--no-diagnostics", action="store_true")
+    ap.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    args = ap.parse_args(argv)
+    diagnostics = not args.no_diagnostics
+    work = Path(tempfile.mkdtemp(prefix="bench-pipeline-"))
+    try:
+        t0 = time.perf_counter()
+        glob = write_corpus(work / "corpus", args.pairs, args.shards)
+        print(f"corpus: {args.pairs:,} short pairs in {args.shards} shards ({time.perf_counter() - t0:.0f}s to write)")
+        single = single_process_rate(glob, diagnostics)
+        print(f"single process (read + score{' + diagnostics' if diagnostics else ''}): {single:,.0f} pairs/s")
+        results = {}
+        for w in [int(x) for x in args.workers.split(",")]:
+            r = results[w] = run_job(glob, work / f"run-{w}", w, diagnostics)
+            eff = r["rate"] / (single * w)
+            print(f"{w} worker(s): {r['rows']:,} rows in {r['seconds']:.1f}s = {r['rate']:,.0f} pairs/s end to end "
+                  f"({eff:.0%} of single-process x {w}; target >= 70%: {'PASS' if eff >= 0.7 else 'MISS'}); "
+                  f"peak RSS client {r['client_rss_mib']:.0f} MiB, largest worker {r['worker_rss_mib']:.0f} MiB")
+        if 1 in results and 2 in results:
+            sp = results[2]["rate"] / results[1]["rate"]
+            print(f"2 workers / 1 worker: x{sp:.2f} (target >= 1.7: {'PASS' if sp >= 1.7 else 'MISS'})")
+        print(f"load average during the run: {os.getloadavg()[0]:.2f} (other processes share the cores)")
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
