@@ -415,8 +415,9 @@ MAX_SPLIT_BLOCKS = 64
 
 def split_blocks_for(task: Task, settings: ScoringSettings, target_cost: float) -> int:
     """How many blocks of reference sentences an oversized task's rougeLsum is cut into (1: no split)."""
+    # only rouge-score's own scorer (default or unicode tokens, max-F) has the block kernels
     if (not task.oversized or "rougeLsum" not in settings.rouge_types
-            or settings.profile not in ("rouge-score-0.1.2", "unicode")):
+            or type(scorer_for(settings)) is not RougeScorer):
         return 1
     return int(min(MAX_SPLIT_BLOCKS, max(1, -(-task.cost // max(int(target_cost), 1)))))
 
