@@ -66,13 +66,23 @@ def gcs_endpoint():
     emulator = pytest.importorskip("gcp_storage_emulator.server")
     pytest.importorskip("gcsfs")
     logging.getLogger("gcp_storage_emulator").setLevel(logging.WARNING)
+    # The emulator's own server is a single-threaded http.server: one client's keep-alive
+    # connection blocks every other client (our worker processes).  Serve its handler threaded.
+    import threading
+    from functools import partial
+    from http.server import ThreadingHTTPServer
+
     server = emulator.create_server("127.0.0.1", 0, in_memory=True)
-    server.start()
-    port = server._api._httpd.server_address[1]
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), partial(emulator.RequestHandler, server._storage))
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, name="gcs-emulator", daemon=True)
+    thread.start()
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
     finally:
-        server.stop()
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(5)
 
 
 def gcs_env(endpoint: str) -> dict:
@@ -101,7 +111,7 @@ def download_tree(fs, remote_root: str) -> dict[str, bytes]:
     return {p[len(root) + 1:]: fs.cat_file(p) for p in sorted(fs.find(root))}
 
 
-def cli(*args, env: dict | None = None, drop_env=(), cwd=None, timeout=300):
+def cli(*args, env: dict | None = None, drop_env=(), cwd=None, timeout=240):
     """Run ``python -m pipeline`` with the given environment additions (and removals)."""
     e = {k: v for k, v in os.environ.items() if k not in drop_env}
     e.update(PYTHONUNBUFFERED="1")
