@@ -31,6 +31,9 @@ def _parser() -> argparse.ArgumentParser:
     sh.add_argument("run", help="run folder URL")
     sh.add_argument("--json", action="store_true", help="print the statistics rows as JSON")
     _add_compare_parsers(sub)
+    from pipeline import nightly
+
+    nightly.add_parser(sub)
     return p
 
 
@@ -216,6 +219,10 @@ def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "score":
         return _score(args)
+    if args.command == "nightly":
+        from pipeline import nightly
+
+        return nightly.run(args, main)
     if args.command in ("compare", "report"):
         return _compare(args) if args.command == "compare" else _report(args)
     return _show(args)

@@ -183,3 +183,23 @@ def test_every_job_definition_calls_the_one_cli():
     assert "flock -n" in (REPO / "jobs/cron/rouge-nightly.cron").read_text()
     r = _run("bash", "-n", str(REPO / "jobs/slurm/score.sbatch"))
     assert r.returncode == 0, r.stderr
+
+
+def test_nightly_command_writes_dated_folders_and_keeps_the_previous(tmp_path, capsys):
+    from pipeline.cli import main
+
+    assert main(["nightly", str(REPO / "jobs/nightly.yaml"), "--date", "2026-08-15", "--dry-run"]) == 0
+    assert capsys.readouterr().out.strip() == ("rouge-pipeline score --config jobs/score.yaml "
+                                               "--output s3://rouge-runs/nightly/2026-08-15 --no-progress")
+    job = {"name": "sample-nightly", "config": str(REPO / "configs/sample.yaml"), "schedule": "30 2 * * *",
+           "output_root": str(tmp_path / "nightly")}
+    check_nightly(job)
+    path = tmp_path / "nightly.yaml"
+    path.write_text(yaml.safe_dump(job))
+    for date in ("2026-08-14", "2026-08-15"):
+        assert main(["nightly", str(path), "--date", date, "--sync"]) == 0
+    assert sorted(p.name for p in (tmp_path / "nightly").iterdir()) == ["2026-08-14", "2026-08-15"]
+    assert all((tmp_path / "nightly" / d / "_SUCCESS").exists() for d in ("2026-08-14", "2026-08-15"))
+    path.write_text(yaml.safe_dump({**job, "outptu_root": "x"}))
+    assert main(["nightly", str(path), "--sync"]) == 2
+    assert "outptu_root" in capsys.readouterr().err
