@@ -189,8 +189,9 @@ def test_nightly_command_writes_dated_folders_and_keeps_the_previous(tmp_path, c
     from pipeline.cli import main
 
     assert main(["nightly", str(REPO / "jobs/nightly.yaml"), "--date", "2026-08-15", "--dry-run"]) == 0
-    assert capsys.readouterr().out.strip() == ("rouge-pipeline score --config jobs/score.yaml "
-                                               "--output s3://rouge-runs/nightly/2026-08-15 --no-progress")
+    assert capsys.readouterr().out.strip().splitlines() == [
+        "rouge-pipeline score --config jobs/score.yaml --output s3://rouge-runs/nightly/2026-08-15 --no-progress",
+        "rouge-pipeline compare '{previous}' s3://rouge-runs/nightly/2026-08-15 --min-effect 0.002"]
     job = {"name": "sample-nightly", "config": str(REPO / "configs/sample.yaml"), "schedule": "30 2 * * *",
            "output_root": str(tmp_path / "nightly")}
     check_nightly(job)
@@ -203,3 +204,38 @@ def test_nightly_command_writes_dated_folders_and_keeps_the_previous(tmp_path, c
     path.write_text(yaml.safe_dump({**job, "outptu_root": "x"}))
     assert main(["nightly", str(path), "--sync"]) == 2
     assert "outptu_root" in capsys.readouterr().err
+
+
+def test_nightly_compares_with_the_previous_run_and_fails_loudly_when_it_moved(tmp_path, capsys):
+    """Issue #7: the nightly job gates on `compare` against the latest earlier finished run."""
+    import json
+
+    from pipeline.cli import main
+
+    rows = [json.loads(line) for line in (REPO.parent / "shared" / "data" / "newsroom" / "newsroom.jsonl").open()][:80]
+    data = tmp_path / "data.jsonl"
+
+    def write(truncate: bool):
+        with data.open("w") as f:
+            for r in rows:
+                cand = " ".join(r["candidate"].split()[:5]) if truncate else r["candidate"]
+                f.write(json.dumps({"id": r["id"], "system": r["system"], "candidate": cand,
+                                    "references": r["references"]}) + "\n")
+
+    config = tmp_path / "score.yaml"
+    config.write_text(yaml.safe_dump({"input": {"layout": "records", "paths": str(data)},
+                                      "output": {"url": str(tmp_path / "unused")},
+                                      "stats": {"n_boot": 200}, "execution": {"mode": "sync"}}))
+    job = tmp_path / "nightly.yaml"
+    job.write_text(yaml.safe_dump({"name": "gate", "config": str(config), "schedule": "30 2 * * *",
+                                   "output_root": str(tmp_path / "nightly")}))
+    write(truncate=False)
+    assert main(["nightly", str(job), "--date", "2026-08-14", "--sync"]) == 0     # first night: nothing to compare
+    assert "nothing to compare" in capsys.readouterr().err
+    assert main(["nightly", str(job), "--date", "2026-08-15", "--sync"]) == 0     # same outputs: inside the band
+    assert (tmp_path / "nightly" / "2026-08-15" / "compare.html").exists()
+    capsys.readouterr()
+    write(truncate=True)                                                         # a truncating prompt change
+    assert main(["nightly", str(job), "--date", "2026-08-16", "--sync"]) == 1
+    err = capsys.readouterr().err
+    assert "::error::" in err and "2026-08-15" in err
