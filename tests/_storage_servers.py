@@ -67,14 +67,19 @@ def gcs_endpoint():
     pytest.importorskip("gcsfs")
     logging.getLogger("gcp_storage_emulator").setLevel(logging.WARNING)
     # The emulator's own server is a single-threaded http.server: one client's keep-alive
-    # connection blocks every other client (our worker processes).  Serve its handler threaded.
+    # connection blocks every other client (our worker processes).  Served threaded, its
+    # in-memory storage is not thread-safe (a full-suite run hung in a read).  So: one request
+    # at a time, and HTTP/1.0, so that every response closes its connection and no client
+    # can hold the server.
     import threading
     from functools import partial
-    from http.server import ThreadingHTTPServer
+    from http.server import HTTPServer
+
+    class Handler(emulator.RequestHandler):
+        protocol_version = "HTTP/1.0"
 
     server = emulator.create_server("127.0.0.1", 0, in_memory=True)
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), partial(emulator.RequestHandler, server._storage))
-    httpd.daemon_threads = True
+    httpd = HTTPServer(("127.0.0.1", 0), partial(Handler, server._storage))
     thread = threading.Thread(target=httpd.serve_forever, name="gcs-emulator", daemon=True)
     thread.start()
     try:
