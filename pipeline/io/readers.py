@@ -419,7 +419,7 @@ def _iter_lines(url: str, so: dict, row_start: int = 0, row_stop: int | None = N
                     break
                 yield row, line[:-1] if line.endswith(b"\r") else line
             return
-        for row, line in enumerate(f):
+        for row, line in enumerate(f if comp is None else _chunked_lines(f)):
             if row < row_start:
                 continue
             if row_stop is not None and row >= row_stop:
@@ -429,6 +429,22 @@ def _iter_lines(url: str, so: dict, row_start: int = 0, row_stop: int | None = N
             if line.endswith(b"\r"):
                 line = line[:-1]
             yield row, line
+
+
+def _chunked_lines(f, size: int = 1 << 20):
+    """Lines (with their ``\n``) of a binary stream that only supports ``read`` (zstd's
+    ``stream_reader`` cannot be iterated)."""
+    rest = b""
+    while True:
+        chunk = f.read(size)
+        if not chunk:
+            break
+        parts = (rest + chunk).split(b"\n")
+        rest = parts.pop()
+        for p in parts:
+            yield p + b"\n"
+    if rest:
+        yield rest
 
 
 def _parse_json_line(raw: bytes, row: int):
@@ -840,8 +856,11 @@ class _Out:
         for k, v in zip(CANONICAL_SCHEMA.names, (id_, system, candidate, refs, source, row, file)):
             self.cols[k].append(v)
 
+    fast: pa.Table | None = None  # a whole unit read by the fast JSONL path
+
     def tables(self) -> tuple[pa.Table, pa.Table]:
-        return (pa.table(self.cols, schema=CANONICAL_SCHEMA), pa.table(self.q, schema=QUARANTINE_SCHEMA))
+        rows = self.fast if self.fast is not None else pa.table(self.cols, schema=CANONICAL_SCHEMA)
+        return rows, pa.table(self.q, schema=QUARANTINE_SCHEMA)
 
 
 def read_unit(spec: InputSpec | dict, unit: WorkUnit) -> tuple[pa.Table, pa.Table]:
@@ -865,7 +884,103 @@ def read_unit(spec: InputSpec | dict, unit: WorkUnit) -> tuple[pa.Table, pa.Tabl
     return out.tables()
 
 
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _records_fast(spec: InputSpec, unit: WorkUnit, out: _Out) -> bool:
+    """A clean JSONL unit parsed by Arrow's C++ reader and checked column by column.
+
+    Returns False (nothing added) whenever anything is unusual (a blank or CRLF line, a BOM,
+    invalid UTF-8, a surrogate escape, a parse error, an unexpected type, a null, an empty id
+    or reference list, a duplicate, a plan-time duplicate): the line-by-line reader then
+    handles the unit and words every problem as a quarantine row.  Both give the same table.
+    """
+    import pyarrow.compute as pc
+    import pyarrow.json as pj
+
+    if unit.format != "jsonl" or unit.drop_rows or (unit.byte_start is None and (unit.row_start or unit.row_stop)):
+        return False
+    url, so = unit.file, spec.storage_options
+    comp = compression_of(url)
+    with _reading(url), _open(url, so, comp) as f:
+        if unit.byte_start is not None and comp is None:
+            f.seek(unit.byte_start)
+            data = f.read(unit.byte_stop - unit.byte_start) if unit.byte_stop is not None else f.read()
+        elif unit.byte_start is None:
+            data = f.read()
+        else:
+            return False
+    if not data:
+        return False
+    n_lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+    if (b"\r" in data or b"\n\n" in data or not data.startswith(b"{")
+            or data.count(b"\n{") != n_lines - 1 or _SURROGATE_ESCAPE.search(data)):
+        return False  # (every line must open an object: Arrow's reader crashes on a bare `null` line)
+    if unit.row_stop is not None and unit.row_stop - unit.row_start < n_lines:
+        return False
+    try:
+        data.decode("utf-8")
+        table = pj.read_json(pa.BufferReader(data), read_options=pj.ReadOptions(block_size=max(1 << 20, len(data) + 1)))
+    except (UnicodeDecodeError, pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return False
+    if table.num_rows != n_lines:
+        return False
+    c = {k: spec.col(k) for k in ("id", "candidate", "references", "system", "source")}
+    names = set(table.column_names)
+    if not {c["id"], c["candidate"], c["references"]} <= names:
+        return False
+
+    def text(col, nullable=False):
+        a = table.column(col)
+        if pa.types.is_integer(a.type) and col in (c["id"], c["system"]):
+            a = pc.cast(a, pa.string())
+        if not (pa.types.is_string(a.type) or pa.types.is_large_string(a.type)):
+            return None
+        if not nullable and a.null_count:
+            return None
+        return pc.cast(a, pa.string())
+
+    ids = text(c["id"])
+    cands = text(c["candidate"])
+    if ids is None or cands is None or pc.any(pc.equal(pc.utf8_length(ids), 0)).as_py():
+        return False
+    if c["system"] in names:
+        systems = text(c["system"], nullable=True)
+        if systems is None:
+            return False
+        systems = pc.fill_null(systems, "")
+    else:
+        systems = pa.chunked_array([pa.array([""] * table.num_rows, pa.string())])
+    sources = pa.chunked_array([pa.nulls(table.num_rows, pa.string())])
+    if c["source"] in names:
+        sources = text(c["source"], nullable=True)
+        if sources is None:
+            return False
+    refs = table.column(c["references"])
+    if refs.null_count:
+        return False
+    if pa.types.is_string(refs.type):
+        refs = pa.chunked_array([pa.ListArray.from_arrays(pa.array(range(len(ch) + 1), pa.int32()), ch)
+                                 for ch in refs.chunks], pa.list_(pa.string()))
+    elif pa.types.is_list(refs.type) and pa.types.is_string(refs.type.value_type):
+        flat = pc.list_flatten(refs)
+        if flat.null_count or pc.any(pc.equal(pc.list_value_length(refs), 0)).as_py():
+            return False
+    else:
+        return False
+    keys = pc.binary_join_element_wise(systems, ids, "\x1f")
+    if pc.count_distinct(keys).as_py() != table.num_rows:
+        return False
+    rows = pa.array(range(unit.row_start, unit.row_start + table.num_rows), pa.int64())
+    canonical = pa.table([ids, systems, cands, refs.cast(pa.list_(pa.string())), sources, rows,
+                          pa.array([url] * table.num_rows, pa.string())], schema=CANONICAL_SCHEMA)
+    out.fast = canonical
+    return True
+
+
 def _read_records(spec: InputSpec, unit: WorkUnit, out: _Out) -> None:
+    if _records_fast(spec, unit, out):
+        return
     c = {k: spec.col(k) for k in ("id", "candidate", "references", "system", "source")}
     required = [(k, c[k]) for k in ("id", "candidate", "references")]
     url, fmt = unit.file, unit.format
