@@ -1,0 +1,87 @@
+"""The fast JSONL path (Arrow's reader, column checks) gives exactly the line-by-line reader's tables."""
+import json
+
+import pyarrow as pa
+import pytest
+
+from pipeline.io import readers
+
+
+def _both(spec, monkeypatch):
+    fast = [readers.read_unit(spec, u) for u in readers.plan_units(spec)]
+    with monkeypatch.context() as m:
+        m.setattr(readers, "_records_fast", lambda *a: False)
+        slow = [readers.read_unit(spec, u) for u in readers.plan_units(spec)]
+    return fast, slow
+
+
+def _same(fast, slow):
+    assert len(fast) == len(slow)
+    for (ft, fq), (st, sq) in zip(fast, slow):
+        assert ft.to_pylist() == st.to_pylist()
+        assert ft.schema == st.schema
+        assert fq.to_pylist() == sq.to_pylist()
+
+
+@pytest.mark.parametrize("dataset", ["newsroom", "duc2004_pyrouge_tests", "multi_summeval", "sacrerouge_fixtures"])
+def test_real_data(shared_data, dataset, monkeypatch):
+    spec = {"layout": "records", "paths": str(shared_data / dataset / f"{dataset}.jsonl"),
+            "columns": {"system": "system"}}
+    _same(*_both(spec, monkeypatch))
+
+
+def _write(path, records, raw_lines=()):
+    with open(path, "w", encoding="utf-8") as f:
+        for r in records:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+        for line in raw_lines:
+            f.write(line + "\n")
+
+
+@pytest.mark.parametrize("case", [
+    [],                                                     # clean
+    ['{"id": "x1", "candidate": "a", "references": []}'],   # empty reference list
+    ['{"id": "x2", "candidate": null, "references": "a"}'],  # null candidate
+    ['{"id": 7, "candidate": "a", "references": "b"}'],      # integer id among strings
+    ['{"id": "dup", "candidate": "a", "references": "b"}'] * 2,  # duplicate ids
+    ['not json'],
+    [''],                                                   # a blank line
+    ['{"id": "s", "candidate": "\\ud800", "references": "b"}'],  # lone surrogate escape
+    ['{"id": "", "candidate": "a", "references": "b"}'],     # empty id
+    ['{"id": "r", "candidate": "a", "references": ["b", null]}'],
+])
+def test_every_kind_of_line(tmp_path, case, monkeypatch):
+    recs = [{"id": f"e{i}", "system": "s" if i % 2 else "t", "candidate": f"cand {i} café",
+             "references": [f"ref {i}", "other"] if i % 3 else f"only {i}", "source": None if i % 4 else "src"}
+            for i in range(30)]
+    _write(tmp_path / "a.jsonl", recs, case)
+    spec = {"layout": "records", "paths": str(tmp_path / "a.jsonl")}
+    fast, slow = _both(spec, monkeypatch)
+    _same(fast, slow)
+
+
+def test_row_slices_and_gzip(tmp_path, monkeypatch):
+    import gzip
+
+    recs = [{"id": i, "candidate": f"c {i}", "references": [f"r {i}"]} for i in range(100)]
+    _write(tmp_path / "a.jsonl", recs)
+    with gzip.open(tmp_path / "b.jsonl.gz", "wt") as f:
+        for r in recs:
+            f.write(json.dumps({**r, "id": f"g{r['id']}"}) + "\n")
+    for paths in (str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl.gz")):
+        spec = readers.InputSpec.from_config({"layout": "records", "paths": paths})
+        units = readers.plan_units(spec, target_rows=30)
+        fast = [readers.read_unit(spec, u) for u in units]
+        with monkeypatch.context() as m:
+            m.setattr(readers, "_records_fast", lambda *a: False)
+            slow = [readers.read_unit(spec, u) for u in units]
+        _same(fast, slow)
+        assert sum(t.num_rows for t, _ in fast) == 100
+
+
+def test_fast_path_is_taken_on_clean_data(tmp_path):
+    _write(tmp_path / "a.jsonl", [{"id": "a", "candidate": "x", "references": "y"}])
+    spec = readers.InputSpec.from_config({"layout": "records", "paths": str(tmp_path / "a.jsonl")})
+    out = readers._Out()
+    assert readers._records_fast(spec, readers.plan_units(spec)[0], out)
+    assert isinstance(out.fast, pa.Table) and out.fast.num_rows == 1
