@@ -158,7 +158,7 @@ def _score(args) -> int:
         print(f"rouge-pipeline: configuration error: {e}", file=sys.stderr)
         return EXIT_CONFIG
 
-    from pipeline.execution.driver import RunFolderError, StrictModeError, run_config
+    from pipeline.execution.driver import RunFailedError, RunFolderError, StrictModeError, run_config
 
     try:
         result = run_config(cfg, progress=not args.no_progress)
@@ -172,6 +172,10 @@ def _score(args) -> int:
     except (ValueError, FileNotFoundError) as e:
         print(f"rouge-pipeline: error: {e}", file=sys.stderr)
         return EXIT_CONFIG
+    except RunFailedError as e:
+        # after its retries: the message names the task's file and rows; rerunning resumes
+        print(f"rouge-pipeline: run failed: {e}", file=sys.stderr)
+        return EXIT_FAILED
     if args.json:
         print(json.dumps(result.summary, indent=2, sort_keys=True))
         return EXIT_OK
