@@ -14,7 +14,8 @@ from typing import Sequence
 
 import numpy as np
 
-from pipeline.scoring.batch import MAX_BACKTRACK_WORDS, BatchScores, example_offsets, score_encoded
+from pipeline.scoring.batch import (MAX_BACKTRACK_WORDS, BatchScores, example_offsets, flatten_examples,
+                                    score_encoded)
 from pipeline.scoring.types import parse_rouge_types
 from pipeline.text.encoder import DefaultEncoder, EncodedDocs, encode_with_tokenizer
 from pipeline.text.sentences import get_splitter, resolve_splitter_name
@@ -78,21 +79,7 @@ class RougeScorer:
     # -- batch API --------------------------------------------------------------
     def score_arrays(self, references, candidates: Sequence[str]) -> BatchScores:
         """Columnar scoring.  ``references[i]`` is one text or a list of texts."""
-        if len(references) != len(candidates):
-            raise ValueError(f"{len(references)} references for {len(candidates)} candidates")
-        docs: list[str] = []
-        n_refs = np.empty(len(candidates), dtype=np.int64)
-        for i, (refs, cand) in enumerate(zip(references, candidates)):
-            docs.append(cand)
-            if isinstance(refs, str):
-                docs.append(refs)
-                n_refs[i] = 1
-            else:
-                refs = list(refs)
-                if not refs:
-                    raise ValueError(f"example {i} has no reference")
-                docs.extend(refs)
-                n_refs[i] = len(refs)
+        docs, n_refs = flatten_examples(references, candidates)
         return score_encoded(self.encode(docs), example_offsets(n_refs), self.types)
 
     def score_batch(self, targets, predictions) -> list[dict[str, Score]]:

@@ -28,6 +28,7 @@ from pipeline.rouge155.options import Rouge155Options, s_metric_name, w_metric_n
 from pipeline.rouge155.porter import morph_stem
 from pipeline.rouge155.resources import stopwords as smart_stopwords
 from pipeline.rouge155.text import limit_bytes, limit_words, read_sentences
+from pipeline.scoring.batch import example_offsets, flatten_examples
 
 _NL, _DROP, _DOC = -3, -1, -4
 
@@ -206,24 +207,8 @@ class Rouge155Scores:
 
 
 def _flatten(references, candidates):
-    if len(references) != len(candidates):
-        raise ValueError(f"{len(references)} references for {len(candidates)} candidates")
-    docs: list[str] = []
-    n_refs = np.empty(len(candidates), dtype=np.int64)
-    for i, (refs, cand) in enumerate(zip(references, candidates)):
-        docs.append(cand)
-        if isinstance(refs, str):
-            docs.append(refs)
-            n_refs[i] = 1
-        else:
-            refs = list(refs)
-            if not refs:
-                raise ValueError(f"example {i} has no reference")
-            docs.extend(refs)
-            n_refs[i] = len(refs)
-    ex_doc = np.zeros(len(candidates) + 1, dtype=np.int64)
-    np.cumsum(n_refs + 1, out=ex_doc[1:])
-    return docs, n_refs, ex_doc
+    docs, n_refs = flatten_examples(references, candidates)
+    return docs, n_refs, example_offsets(n_refs)
 
 
 def score_encoded(enc, ex_doc: np.ndarray, n_refs: np.ndarray, metrics: list[MetricSpec], rule: int,

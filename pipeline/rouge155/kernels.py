@@ -38,33 +38,17 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from pipeline.scoring.kernels import _lookup  # noqa: F401  (the same exact local-id table)
+
 KIND_N, KIND_L, KIND_LWHOLE, KIND_W, KIND_S = 0, 1, 2, 3, 4
 C_MODEL, C_PEER, C_HIT, C_BASE = 0, 1, 2, 3
 RULE_POOLED, RULE_BEST_RECALL, RULE_MAX_F, RULE_MEAN = 0, 1, 2, 3
 STATUS_OK, STATUS_TOO_LONG, STATUS_W_EMPTY_REF = 0, 1, 2
 
-_GOLD = np.uint64(0x9E3779B97F4A7C15)
 _UNIGRAM_TAG = np.int64(1) << np.int64(62)
 
 
 # --------------------------------------------------------------------------- helpers
-
-@njit(cache=True, nogil=True, inline="always")
-def _lookup(keys, vals, used, n_used, key, next_id):
-    """Dense local id of ``key`` (inserted if new); returns (id, n_used, next_id)."""
-    mask = keys.shape[0] - 1
-    slot = np.int64((np.uint64(key) * _GOLD) >> np.uint64(32)) & mask
-    while True:
-        k = keys[slot]
-        if k == key:
-            return vals[slot], n_used, next_id
-        if k < 0:
-            keys[slot] = key
-            vals[slot] = next_id
-            used[n_used] = slot
-            return next_id, n_used + 1, next_id + 1
-        slot = (slot + 1) & mask
-
 
 @njit(cache=True, nogil=True)
 def _table(need):

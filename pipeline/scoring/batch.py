@@ -40,6 +40,29 @@ class BatchScores:
         return self.scores[:, t, "prf".index(stat[0])]
 
 
+def flatten_examples(references, candidates: Sequence[str]) -> tuple[list[str], np.ndarray]:
+    """Documents laid out as cand, refs..., cand, refs... and each example's reference count.
+
+    ``references[i]`` is one text or a list of texts (at least one).
+    """
+    if len(references) != len(candidates):
+        raise ValueError(f"{len(references)} references for {len(candidates)} candidates")
+    docs: list[str] = []
+    n_refs = np.empty(len(candidates), dtype=np.int64)
+    for i, (refs, cand) in enumerate(zip(references, candidates)):
+        docs.append(cand)
+        if isinstance(refs, str):
+            docs.append(refs)
+            n_refs[i] = 1
+        else:
+            refs = list(refs)
+            if not refs:
+                raise ValueError(f"example {i} has no reference")
+            docs.extend(refs)
+            n_refs[i] = len(refs)
+    return docs, n_refs
+
+
 def example_offsets(n_refs: Sequence[int] | np.ndarray) -> np.ndarray:
     """``ex_doc`` for documents laid out as cand, refs..., cand, refs..."""
     per = np.asarray(n_refs, dtype=np.int64) + 1
