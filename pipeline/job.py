@@ -43,7 +43,7 @@ STATS = ("precision", "recall", "fmeasure")
 # Estimated cost units per task (~ candidate tokens x reference tokens summed over examples).
 # A constant, not a function of the cluster size, so the plan (and every output file) is the
 # same on 1 or 100 workers.
-DEFAULT_TARGET_COST = 20_000_000
+DEFAULT_TARGET_COST = 60_000_000
 CHARS_PER_TOKEN = 6
 
 

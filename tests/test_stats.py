@@ -125,6 +125,18 @@ def test_merge_rejects_different_settings():
         a.merge(c)
 
 
+def _ints(packed: str) -> list[int]:
+    import base64
+    import zlib
+
+    return np.frombuffer(zlib.decompress(base64.b64decode(packed)), dtype="<i8").tolist()
+
+
+def _wx(system: dict) -> list[int]:
+    """The exact bootstrap sums of a ``to_dict`` system: hi * 2**32 + lo."""
+    return [(h << 32) + lo for h, lo in zip(_ints(system["boot_sum_wx_hi"]), _ints(system["boot_sum_wx_lo"]))]
+
+
 def test_big_counts_do_not_overflow():
     """Doubling 31 times = 2**31 copies of each of 25 examples per system (~2**35.6 examples):
     every sum must stay exact; far beyond the design range an OverflowError is raised."""
@@ -139,9 +151,9 @@ def test_big_counts_do_not_overflow():
         assert sb["count"] == s["count"] << 31
         assert [int(v) for v in sb["sum_x"]] == [int(v) << 31 for v in s["sum_x"]]
         assert [int(v) for v in sb["sum_x2"]] == [int(v) << 31 for v in s["sum_x2"]]
-        assert [int(v) for v in sb["boot_sum_wx"]] == [int(v) << 31 for v in s["boot_sum_wx"]]
-        assert sb["boot_sum_w"] == [v << 31 for v in s["boot_sum_w"]]
-        assert sb["hist_count"] == [v << 31 for v in s["hist_count"]]
+        assert _wx(sb) == [v << 31 for v in _wx(s)]
+        assert _ints(sb["boot_sum_w"]) == [v << 31 for v in _ints(s["boot_sum_w"])]
+        assert _ints(sb["hist"]) == [v << 31 for v in _ints(s["hist"])]
     # the statistics of 2**40 copies: same mean, min, max, quantiles and CI
     ra, rb = a.finalize(), big.finalize()
     for x, y in zip(ra, rb):
@@ -302,8 +314,9 @@ def test_to_dict_from_dict_round_trip():
     assert back.to_dict() == d
     assert json.dumps(back.to_dict(), sort_keys=True) == json.dumps(d, sort_keys=True)
     assert back.finalize() == acc.finalize()
-    # big sums are strings, so the JSON is safe for any parser
-    assert all(isinstance(v, str) for v in d["systems"][0]["boot_sum_wx"])
+    # big sums are strings or packed int64 arrays, never JSON numbers past 2**53
+    assert all(isinstance(v, str) for v in d["systems"][0]["sum_x"])
+    assert all(isinstance(d["systems"][0][k], str) for k in ("boot_sum_wx_hi", "boot_sum_wx_lo", "hist"))
     # merging after a round trip is the same as merging before
     other = StatsAccumulator.from_scores([k + "x" for k in keys], systems, scores[::-1], TYPES, seed=99, n_boot=300)
     assert canon(StatsAccumulator.from_dict(json.loads(text)).merge(other)) == canon(acc.merge(other))

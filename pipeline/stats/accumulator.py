@@ -19,8 +19,10 @@ Only NumPy is needed (pyarrow is imported lazily by :meth:`StatsAccumulator.to_a
 """
 from __future__ import annotations
 
+import base64
 import json
 import math
+import zlib
 import operator
 from dataclasses import dataclass
 from typing import Iterable, Sequence
@@ -33,7 +35,7 @@ from pipeline.stats import poisson
 STATS = ("precision", "recall", "fmeasure")
 CI_METHOD = "poisson-bootstrap"
 FORMAT = "rouge-pipeline.stats"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 QUANTILES = (("q05", 0.05), ("q25", 0.25), ("median", 0.5), ("q75", 0.75), ("q95", 0.95))
 ROW_KEYS = (
     "system", "type", "stat", "count", "mean", "std", "min", "max",
@@ -48,6 +50,18 @@ _BOOT_CHUNK = 1024
 _L26 = 26
 _M26 = (1 << _L26) - 1
 
+
+
+def pack_ints(a: np.ndarray) -> str:
+    """int64 array -> base64(zlib(little-endian bytes)): canonical, and fast to (de)serialise."""
+    return base64.b64encode(zlib.compress(np.ascontiguousarray(a, dtype="<i8").tobytes(), 1)).decode("ascii")
+
+
+def unpack_ints(text: str, size: int) -> np.ndarray:
+    a = np.frombuffer(zlib.decompress(base64.b64decode(text)), dtype="<i8").astype(np.int64)
+    if a.size != size:
+        raise ValueError(f"packed array has {a.size} values, expected {size}")
+    return a
 
 @dataclass(frozen=True)
 class _System:
@@ -259,14 +273,14 @@ class StatsAccumulator:
     def to_dict(self) -> dict:
         """JSON-serialisable, canonical (equal accumulators give equal dicts).
 
-        Integers that can exceed 2**53 (the fixed-point sums) are decimal strings; the
-        histogram is sparse: the non-zero counts of the flattened ``(n_types, 3, hist_bins)``
-        array, with their flat indices delta-encoded (first index, then the gaps).
+        The per-type sums, which can exceed 2**53, are decimal strings.  The large integer
+        arrays (bootstrap sums as int64 hi/lo pairs, replicate weights, the histogram) are
+        packed: little-endian int64, zlib-compressed, base64 (:func:`pack_ints`); a task's
+        completion marker would otherwise spend longer in JSON than its scoring.
         """
         systems = []
         for name, st in self._systems.items():
             flat = st.hist.ravel()
-            nz = np.flatnonzero(flat)
             systems.append({
                 "system": name,
                 "count": st.count,
@@ -274,10 +288,10 @@ class StatsAccumulator:
                 "sum_x2": [str(v) for v in st.sum_x2],
                 "min": st.min.ravel().tolist(),
                 "max": st.max.ravel().tolist(),
-                "hist_index_delta": np.diff(nz, prepend=0).tolist(),
-                "hist_count": flat[nz].tolist(),
-                "boot_sum_w": st.boot_w.tolist(),
-                "boot_sum_wx": [str(v) for v in fp.pair_to_ints(st.boot_hi, st.boot_lo)],
+                "hist": pack_ints(flat),
+                "boot_sum_w": pack_ints(st.boot_w),
+                "boot_sum_wx_hi": pack_ints(st.boot_hi),
+                "boot_sum_wx_lo": pack_ints(st.boot_lo),
             })
         return {
             "format": FORMAT,
@@ -305,10 +319,9 @@ class StatsAccumulator:
         m = T * 3
         systems = {}
         for s in d["systems"]:
-            hist = np.zeros(m * H, dtype=np.int64)
-            hist[np.cumsum(np.asarray(s["hist_index_delta"], dtype=np.int64))] = np.asarray(
-                s["hist_count"], dtype=np.int64)
-            hi, lo = fp.ints_to_pair(s["boot_sum_wx"], (B, T, 3))
+            hist = unpack_ints(s["hist"], m * H)
+            hi = unpack_ints(s["boot_sum_wx_hi"], B * T * 3).reshape(B, T, 3)
+            lo = unpack_ints(s["boot_sum_wx_lo"], B * T * 3).reshape(B, T, 3)
             st = _System(
                 count=int(s["count"]),
                 sum_x=tuple(int(v) for v in s["sum_x"]),
@@ -316,7 +329,7 @@ class StatsAccumulator:
                 min=np.asarray(s["min"], dtype=np.float64).reshape(T, 3),
                 max=np.asarray(s["max"], dtype=np.float64).reshape(T, 3),
                 hist=hist.reshape(T, 3, H),
-                boot_w=np.asarray(s["boot_sum_w"], dtype=np.int64).reshape(B),
+                boot_w=unpack_ints(s["boot_sum_w"], B),
                 boot_hi=hi,
                 boot_lo=lo,
             )
