@@ -346,6 +346,16 @@ def union_positions_kernel(sent_tokens, sent_tok, doc_sent, cdoc, rdoc, rs_first
     return True, out[:n_out]
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _put(scores, kinds, ns, kind, n, p, r, f):
+    """(p, r, f) into every requested type of ``kind`` (and n-gram order ``n`` for KIND_N)."""
+    for t in range(kinds.shape[0]):
+        if kinds[t] == kind and (kind != KIND_N or ns[t] == n):
+            scores[t, 0] = p
+            scores[t, 1] = r
+            scores[t, 2] = f
+
+
 @njit(cache=True, nogil=True)
 def score_batch_kernel(tokens, doc_tok, sent_tokens, sent_tok, doc_sent, same_stream,
                        ex_doc, kinds, ns, max_cells, out, best_ref, status):
@@ -449,11 +459,7 @@ def score_batch_kernel(tokens, doc_tok, sent_tokens, sent_tok, doc_sent, same_st
                     p = hits / max(cand_cnt, 1)
                     r = hits / max(ref_cnt, 1)
                     f = _fmeasure(p, r)
-                    for t in range(n_types):
-                        if kinds[t] == KIND_N and ns[t] == k:
-                            scores[t, 0] = p
-                            scores[t, 1] = r
-                            scores[t, 2] = f
+                    _put(scores, kinds, ns, KIND_N, k, p, r, f)
             _clear(keys, used, n_used)
             # --- rougeL
             if want_l:
@@ -474,11 +480,7 @@ def score_batch_kernel(tokens, doc_tok, sent_tokens, sent_tok, doc_sent, same_st
                     p = lcs / n
                     r = lcs / m
                     f = _fmeasure(p, r)
-                for t in range(n_types):
-                    if kinds[t] == KIND_L:
-                        scores[t, 0] = p
-                        scores[t, 1] = r
-                        scores[t, 2] = f
+                _put(scores, kinds, ns, KIND_L, 0, p, r, f)
             # --- rougeLsum
             if want_lsum:
                 rs0 = doc_sent[rdoc]
@@ -523,11 +525,7 @@ def score_batch_kernel(tokens, doc_tok, sent_tokens, sent_tok, doc_sent, same_st
                         p = hits / nsl
                         r = hits / ms
                         f = _fmeasure(p, r)
-                for t in range(n_types):
-                    if kinds[t] == KIND_LSUM:
-                        scores[t, 0] = p
-                        scores[t, 1] = r
-                        scores[t, 2] = f
+                _put(scores, kinds, ns, KIND_LSUM, 0, p, r, f)
             for t in range(n_types):
                 if scores[t, 2] > out[e, t, 2]:
                     out[e, t, 0] = scores[t, 0]
