@@ -592,7 +592,3 @@ EXACT_SCHEMA = pa.schema([
 def exact_rows_to_arrow(rows: list[dict]) -> pa.Table:
     return pa.table({f.name: pa.array([r[f.name] for r in rows], f.type) for f in EXACT_SCHEMA},
                     schema=EXACT_SCHEMA)
-
-
-def settings_dict(s: ScoringSettings) -> dict:
-    return asdict(s)

@@ -257,10 +257,6 @@ class EncodedDocs:
     def same_stream(self) -> bool:
         return self.sent_tokens is self.tokens
 
-    @property
-    def n_docs(self) -> int:
-        return self.doc_tok.shape[0] - 1
-
     def doc_lengths(self) -> np.ndarray:
         return np.diff(self.doc_tok)
 
