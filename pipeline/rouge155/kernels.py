@@ -118,6 +118,23 @@ def _f_rs(p, r):
 
 # --------------------------------------------------------------------------- LCS tracing
 
+@njit(cache=True, nogil=True, inline="always")
+def _backtrack_mark(st, a0, a, b0, b, c, mask):
+    """Read one LCS out of the filled table ``c`` ((a+1) x (b+1), int or float) into ``mask``."""
+    w = b + 1
+    i = a
+    j = b
+    while i > 0 and j > 0:
+        if st[a0 + i - 1] == st[b0 + j - 1]:
+            mask[i - 1] = True
+            i -= 1
+            j -= 1
+        elif c[(i - 1) * w + j] >= c[i * w + j - 1]:
+            i -= 1
+        else:
+            j -= 1
+
+
 @njit(cache=True, nogil=True)
 def _lcs_mark(st, a0, a, b0, b, c, mask):
     """Mark (``mask[i] = True``) the model positions of one traced LCS of
@@ -137,17 +154,7 @@ def _lcs_mark(st, a0, a, b0, b, c, mask):
                 up = c[prev + j]
                 left = c[base + j - 1]
                 c[base + j] = up if up >= left else left
-    i = a
-    j = b
-    while i > 0 and j > 0:
-        if st[a0 + i - 1] == st[b0 + j - 1]:
-            mask[i - 1] = True
-            i -= 1
-            j -= 1
-        elif c[(i - 1) * w + j] >= c[i * w + j - 1]:
-            i -= 1
-        else:
-            j -= 1
+    _backtrack_mark(st, a0, a, b0, b, c, mask)
 
 
 @njit(cache=True, nogil=True)
@@ -173,17 +180,7 @@ def _wlcs_mark(st, a0, a, b0, b, c, run, f, mask):
                 up = c[prev + j]
                 left = c[base + j - 1]
                 c[base + j] = up if up >= left else left
-    i = a
-    j = b
-    while i > 0 and j > 0:
-        if st[a0 + i - 1] == st[b0 + j - 1]:
-            mask[i - 1] = True
-            i -= 1
-            j -= 1
-        elif c[(i - 1) * w + j] >= c[i * w + j - 1]:
-            i -= 1
-        else:
-            j -= 1
+    _backtrack_mark(st, a0, a, b0, b, c, mask)
 
 
 @njit(cache=True, nogil=True)
