@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from pathlib import Path
 
 import pytest
 
@@ -21,7 +20,8 @@ from pipeline.rouge155 import (
 from pipeline.rouge155.resources import exception_db, stopwords
 from pipeline.rouge155.text import limit_bytes, limit_words, perl_split_words, read_sentences
 
-DATA = Path(__file__).parents[1].parent / "shared" / "data"
+from _rouge155_goldens import CONFIGS, DATA, DATASETS, GOLDEN_FILES, goldens, records  # noqa: E402
+
 TOL = 1e-5 + 1e-12  # goldens are printed with 5 decimals
 
 needs_data = pytest.mark.skipif(not DATA.is_dir(), reason=f"{DATA} not available")
@@ -215,33 +215,6 @@ def test_drand48_matches_glibc_sequence():
 
 # ----------------------------------------------------------------------------- goldens
 
-CONFIGS = {
-    # name: options (the golden's key inside the jsonl line is "stem" or "nostem")
-    "stem": Rouge155Options(stem=True),
-    "nostem": Rouge155Options(),
-    "fB-stem": Rouge155Options(stem=True, multi_ref="B"),
-    "fB-nostem": Rouge155Options(multi_ref="B"),
-    "s": Rouge155Options(stem=True, stopwords=True, w_weight=None, skip_gap=None),
-    "l100": Rouge155Options(stem=True, length_limit_words=100, w_weight=None, skip_gap=None),
-}
-# (golden file suffix, key in the golden line, config)
-GOLDEN_FILES = [("", "stem", "stem"), ("", "nostem", "nostem"), ("_fB", "stem", "fB-stem"),
-                ("_fB", "nostem", "fB-nostem"), ("_s", "stem", "s"), ("_l100", "stem", "l100")]
-DATASETS = ["rouge155_sample_sl2003", "duc2004_pyrouge_tests", "sacrerouge_fixtures",
-            "newsroom", "dialsummeval", "multi_summeval"]
-
-
-@lru_cache(maxsize=None)
-def records(dataset: str) -> dict[str, dict]:
-    with open(DATA / dataset / f"{dataset}.jsonl", encoding="utf-8") as f:
-        rows = [json.loads(line) for line in f]
-    return {r["id"]: r for r in rows}
-
-
-@lru_cache(maxsize=None)
-def goldens(dataset: str, suffix: str) -> list[dict]:
-    with open(DATA / dataset / f"rouge155_goldens{suffix}.jsonl", encoding="utf-8") as f:
-        return [json.loads(line) for line in f]
 
 
 @lru_cache(maxsize=None)

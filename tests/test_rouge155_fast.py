@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import random
 from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,35 +22,12 @@ from pipeline.rouge155 import Rouge155Options, corpus_average, default_eval_ids,
 from pipeline.rouge155.fast import Rouge155Scorer
 from pipeline.rouge155.kernels import round5
 
-DATA = Path(__file__).parents[1].parent / "shared" / "data"
+from _rouge155_goldens import CONFIGS, DATA, DATASETS, GOLDEN_FILES, goldens, records  # noqa: E402
+
 TOL = 1e-5 + 1e-12
 needs_data = pytest.mark.skipif(not DATA.is_dir(), reason=f"{DATA} not available")
 
-CONFIGS = {
-    "stem": Rouge155Options(stem=True),
-    "nostem": Rouge155Options(),
-    "fB-stem": Rouge155Options(stem=True, multi_ref="B"),
-    "fB-nostem": Rouge155Options(multi_ref="B"),
-    "s": Rouge155Options(stem=True, stopwords=True, w_weight=None, skip_gap=None),
-    "l100": Rouge155Options(stem=True, length_limit_words=100, w_weight=None, skip_gap=None),
-}
-GOLDEN_FILES = [("", "stem", "stem"), ("", "nostem", "nostem"), ("_fB", "stem", "fB-stem"),
-                ("_fB", "nostem", "fB-nostem"), ("_s", "stem", "s"), ("_l100", "stem", "l100")]
-DATASETS = ["rouge155_sample_sl2003", "duc2004_pyrouge_tests", "sacrerouge_fixtures",
-            "newsroom", "dialsummeval", "multi_summeval"]
 KEYS = ("r", "p", "f", "model_count", "peer_count", "hit")
-
-
-@lru_cache(maxsize=None)
-def records(dataset: str) -> dict[str, dict]:
-    with open(DATA / dataset / f"{dataset}.jsonl", encoding="utf-8") as f:
-        return {r["id"]: r for r in map(json.loads, f)}
-
-
-@lru_cache(maxsize=None)
-def goldens(dataset: str, suffix: str) -> list[dict]:
-    with open(DATA / dataset / f"rouge155_goldens{suffix}.jsonl", encoding="utf-8") as f:
-        return [json.loads(line) for line in f]
 
 
 def _pairs(dataset, suffix):
