@@ -8,6 +8,7 @@ go through :meth:`RougeScorer.score_batch` (rouge-score-rs's name),
 """
 from __future__ import annotations
 
+import functools
 import gc
 from collections import namedtuple
 from typing import Sequence
@@ -26,6 +27,19 @@ class Score(namedtuple("Score", ["precision", "recall", "fmeasure"])):
     """Equal (as a tuple) to ``rouge_score.scoring.Score``."""
 
     __slots__ = ()
+
+
+# Score from a (p, r, f) tuple without a Python frame (namedtuple's __new__ is Python code)
+_NEW_SCORE = functools.partial(tuple.__new__, Score)
+
+
+@functools.lru_cache(maxsize=64)
+def _dict_builder(names: tuple[str, ...]):
+    """A function of len(names) Scores returning {name: score}, compiled as a dict
+    display: the fastest way CPython builds a small dict with fixed keys."""
+    args = [f"s{i}" for i in range(len(names))]
+    src = f"lambda {', '.join(args)}: {{{', '.join(f'{n!r}: {a}' for n, a in zip(names, args))}}}"
+    return eval(src, {})  # names are validated rouge type names; repr() quotes them
 
 
 _ENCODERS: dict[bool, DefaultEncoder] = {}
@@ -90,15 +104,20 @@ class RougeScorer:
                 f"example {int(too_long[0])}: a rougeLsum sentence pair is too long to backtrack "
                 f"within {MAX_BACKTRACK_WORDS} words of memory; split the text into sentences "
                 "(newlines) or leave out rougeLsum")
-        names = self.rouge_types
-        make = Score._make
+        k = len(self.rouge_types)
+        if k == 0:
+            return [{} for _ in range(res.scores.shape[0])]
         # Millions of small acyclic objects: the cyclic GC would only rescan the
         # caller's heap again and again while they are built.
         gc_was_enabled = gc.isenabled()
         gc.disable()
         try:
-            # tolist() converts in C; one Score per (example, type) is the only Python-level work
-            return [dict(zip(names, map(make, row))) for row in res.scores.tolist()]
+            # One flat float list converted in C, Scores made by tuple.__new__ (no Python
+            # frame) and each dict by a dict display: about 5x less than dict(zip(...)) of
+            # Score._make over nested lists, and this is half the cost of a short pair.
+            flat = iter(res.scores.ravel().tolist())
+            scores = map(_NEW_SCORE, zip(flat, flat, flat))
+            return list(map(_dict_builder(tuple(self.rouge_types)), *([scores] * k)))
         finally:
             if gc_was_enabled:
                 gc.enable()

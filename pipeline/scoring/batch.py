@@ -47,8 +47,15 @@ def flatten_examples(references, candidates: Sequence[str]) -> tuple[list[str], 
     """
     if len(references) != len(candidates):
         raise ValueError(f"{len(references)} references for {len(candidates)} candidates")
-    docs: list[str] = []
-    n_refs = np.empty(len(candidates), dtype=np.int64)
+    n = len(candidates)
+    if all(type(r) is str for r in references):
+        # the common single-reference case, interleaved by slice assignment (C speed)
+        docs: list[str] = [""] * (2 * n)
+        docs[0::2] = candidates
+        docs[1::2] = references
+        return docs, np.ones(n, dtype=np.int64)
+    docs = []
+    n_refs = np.empty(n, dtype=np.int64)
     for i, (refs, cand) in enumerate(zip(references, candidates)):
         docs.append(cand)
         if isinstance(refs, str):

@@ -271,7 +271,62 @@ def _sentence_union(lid, r0, mr, sent_tok, cs0, cs1, c_off, row, peq, Vs, um, ma
 
 
 @njit(cache=True, nogil=True)
-def _union_lcs_hits(lid, sent_tok, rs0, rs1, r_off, cs0, cs1, c_off, cand_cnt, ucnt, row, peq, Vs, um, max_cells):
+def _sentence_union_1(lid, r0, mr, sent_tok, cs0, cs1, c_off, pm, Vs, max_cells):
+    """:func:`_sentence_union` for a reference sentence of at most 64 tokens (the
+    common case): one word per column, match masks indexed by local id (``pm``,
+    zeros, restored on return), no row indirection.  Returns (ok, Vs, union mask).
+    """
+    one = np.uint64(1)
+    for i in range(mr):
+        pm[lid[r0 + i]] |= one << np.uint64(i)
+    full = _ALL >> np.uint64(64 - mr)
+    um = np.uint64(0)
+    ok = True
+    for cs in range(cs0, cs1):
+        if um == full:  # every position is in the union already
+            break
+        c0 = sent_tok[cs] - c_off
+        nc = sent_tok[cs + 1] - c_off - c0
+        if nc + 1 > max_cells:
+            ok = False
+            break
+        if Vs.shape[0] < nc + 1:
+            Vs = np.empty(2 * (nc + 1), dtype=np.uint64)
+        v = _ALL
+        Vs[0] = v
+        seen = np.uint64(0)
+        for j in range(nc):
+            mj = pm[lid[c0 + j]]
+            seen |= mj
+            u = v & mj
+            v = (v + u) | (v & ~u)
+            Vs[j + 1] = v
+        # the LCS only picks positions whose token this sentence has; none new: nothing to add
+        if (seen & ~um) == 0:
+            continue
+        # rouge-score's backtracking from (mr, nc), one jump per step
+        i = mr
+        j = nc
+        while i > 0 and j > 0:
+            mj = pm[lid[c0 + j - 1]]
+            x = (mj | ~Vs[j]) & (_ALL >> np.uint64(64 - i))
+            if x == 0:
+                break
+            b = _highest_bit(x)
+            if (mj >> np.uint64(b)) & one:
+                um |= one << np.uint64(b)
+                i = b
+            else:
+                i = b + 1
+            j -= 1
+    for i in range(mr):
+        pm[lid[r0 + i]] = np.uint64(0)
+    return ok, Vs, um
+
+
+@njit(cache=True, nogil=True)
+def _union_lcs_hits(lid, sent_tok, rs0, rs1, r_off, cs0, cs1, c_off, cand_cnt, ucnt, row, peq, pm, Vs, um,
+                    max_cells):
     """rougeLsum hits for one pair (see module docstring); returns (hits, peq, Vs, um).
 
     ``lid``: local ids of the sentence stream; reference sentences are
@@ -283,6 +338,15 @@ def _union_lcs_hits(lid, sent_tok, rs0, rs1, r_off, cs0, cs1, c_off, cand_cnt, u
     for rs in range(rs0, rs1):
         r0 = sent_tok[rs] - r_off
         mr = sent_tok[rs + 1] - r_off - r0
+        if mr <= 64:
+            ok, Vs, u1 = _sentence_union_1(lid, r0, mr, sent_tok, cs0, cs1, c_off, pm, Vs, max_cells)
+            if not ok:
+                return -1, peq, Vs, um
+            while u1:
+                b = _highest_bit(u1)
+                ucnt[lid[r0 + b]] += 1
+                u1 ^= np.uint64(1) << np.uint64(b)
+            continue
         ok, peq, Vs, um = _sentence_union(lid, r0, mr, sent_tok, cs0, cs1, c_off, row, peq, Vs, um, max_cells)
         if not ok:
             return -1, peq, Vs, um
@@ -328,6 +392,7 @@ def union_positions_kernel(sent_tokens, sent_tok, doc_sent, cdoc, rdoc, rs_first
     lid = np.empty(ms + nsl, dtype=np.int32)
     next_id, _ = _pair_ids(keys, vals, used, sent_tokens, r_base, ms, sent_tokens, c_base, nsl, lid)
     row = np.full(next_id + 1, -1, dtype=np.int64)
+    pm = np.zeros(next_id + 1, dtype=np.uint64)
     peq = np.zeros(1024, dtype=np.uint64)
     Vs = np.empty(1024, dtype=np.uint64)
     um = np.empty(16, dtype=np.uint64)
@@ -336,6 +401,15 @@ def union_positions_kernel(sent_tokens, sent_tok, doc_sent, cdoc, rdoc, rs_first
     for rs in range(rs0 + rs_first, rs0 + rs_last):
         r0 = sent_tok[rs] - r_base
         mr = sent_tok[rs + 1] - r_base - r0
+        if mr <= 64:
+            ok, Vs, u1 = _sentence_union_1(lid, r0, mr, sent_tok, cs0, cs1, c_base - ms, pm, Vs, max_cells)
+            if not ok:
+                return False, out[:0]
+            for i in range(mr):
+                if (u1 >> np.uint64(i)) & np.uint64(1):
+                    out[n_out] = r0 + i
+                    n_out += 1
+            continue
         ok, peq, Vs, um = _sentence_union(lid, r0, mr, sent_tok, cs0, cs1, c_base - ms, row, peq, Vs, um, max_cells)
         if not ok:
             return False, out[:0]
@@ -400,6 +474,7 @@ def score_batch_kernel(tokens, doc_tok, sent_tokens, sent_tok, doc_sent, same_st
     cnt_c = np.zeros(pair_cap + 1, dtype=np.int64)
     ucnt = np.zeros(pair_cap + 1, dtype=np.int64)
     row = np.full(pair_cap + 1, -1, dtype=np.int64)
+    pm = np.zeros(pair_cap + 1, dtype=np.uint64)
     peq = np.zeros(1024, dtype=np.uint64)
     V = np.empty((max_doc + 63) >> 6, dtype=np.uint64)
     Vs = np.empty(1024, dtype=np.uint64)
@@ -511,7 +586,7 @@ def score_batch_kernel(tokens, doc_tok, sent_tokens, sent_tok, doc_sent, same_st
                     for j in range(nsl):
                         cnt_c[lid[ms + j]] += 1
                     hits, peq, Vs, um = _union_lcs_hits(lid, sent_tok, rs0, rs1, r_off, cs0, cs1, c_off, cnt_c, ucnt,
-                                                         row, peq, Vs, um, max_cells)
+                                                         row, peq, pm, Vs, um, max_cells)
                     for j in range(nsl):
                         cnt_c[lid[ms + j]] = 0
                     if hits < 0:

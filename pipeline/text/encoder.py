@@ -1,17 +1,18 @@
 """Batch encoder: many texts in, flat token-id arrays (CSR) out.
 
-The default rouge-score tokenizer runs here as a compiled byte scan, so a batch
-of texts costs one ``str.join``, one ``str.encode`` and one numba call:
+The default rouge-score tokenizer runs here as a compiled scan, so a batch of
+texts costs one ``str.join`` and two numba calls:
 
-1. Texts are joined with ``"\\x00"`` (a separator for rouge-score too) and
-   encoded to UTF-8 (a memcpy for ASCII text).
-2. The compiled scan lowercases ASCII, treats every other code point as a
-   separator except the two whose lowercase is ASCII alphanumeric (U+0130 ->
-   ``i`` + a break, U+212A -> ``k``), which is exactly ``str.lower`` followed by
-   rouge-score's ``[^a-z0-9]+`` substitution; it splits tokens, records newline
-   sentence boundaries and document boundaries, and maps each token's bytes to a dense id
-   through an open-addressing hash table whose keys are verified byte for byte
-   (no collision can merge two tokens).
+1. Texts are joined with ``"\x00"`` (a separator for rouge-score too).
+2. Pass 1, a branch-free scan of the joined str's own buffer (no UTF-8 copy),
+   lowercases ASCII, maps the two code points whose lowercase is ASCII
+   alphanumeric (U+0130 -> ``i`` + a break, U+212A -> ``k``) and treats every
+   other code point as a separator, which is exactly ``str.lower`` followed by
+   rouge-score's ``[^a-z0-9]+`` substitution;
+   it records token starts and lengths, newline sentence boundaries and
+   document boundaries.  Pass 2 maps each token to a dense id through
+   open-addressing tables keyed by the token's own bytes (read as whole words),
+   verified byte for byte above 16 bytes, so no collision can merge two tokens.
 3. Python only sees tokens it has never seen before: it stems them once (nltk
    Porter, as rouge-score) and extends the raw-id -> stem-id map.
 
@@ -28,17 +29,22 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
+
+try:  # numba's own code-point read: the scan reads Python's str buffer in place
+    from numba.cpython.unicode import _get_code_point
+except ImportError:  # pragma: no cover - numba moved it: scan UTF-8 bytes instead
+    _get_code_point = None
 
 from pipeline.text.stemming import porter_stem
 
 _VALID_TOKEN = re.compile(r"^[a-z0-9]+$")
 _DOC_SEP = "\x00"
 
-# byte -> lowercase token byte, or 0 (separator), 1 (newline: sentence end), 2 (document end).
-# Bytes >= 0x80 (UTF-8 lead and continuation bytes) separate, except the two code points
-# whose lowercase is ASCII alphanumeric, handled in the scan: U+0130 (C4 B0) lowercases to
-# "i" + U+0307 (so: "i", then a break) and U+212A KELVIN SIGN (E2 84 AA) to "k".
+# code point < 256 -> lowercase token byte, or 0 (separator), 1 (newline: sentence end),
+# 2 (document end).  Every code point >= 0x80 separates except the two whose lowercase is
+# ASCII alphanumeric, which the scan maps itself.
 _BYTE_CLASS = np.zeros(256, dtype=np.uint8)
 for _b in b"abcdefghijklmnopqrstuvwxyz0123456789":
     _BYTE_CLASS[_b] = _b
@@ -50,151 +56,215 @@ _BYTE_CLASS[0] = 2
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 _FNV_PRIME = np.uint64(0x100000001B3)
 _GOLD = np.uint64(0x9E3779B97F4A7C15)
+_GOLD2 = np.uint64(0xC2B2AE3D27D4EB4F)
 _LONG = np.uint64(1) << np.uint64(63)
+_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+def _lower_to_ascii(text: str) -> str:
+    """For the UTF-8 byte scan (which sees every byte >= 0x80 as a separator): the two
+    code points whose ``str.lower()`` is ASCII alphanumeric, replaced by it (U+0130 ->
+    "i" + U+0307, a separator; U+212A KELVIN SIGN -> "k").  The str scan handles them itself."""
+    for special, lower in (("\u0130", "i "), ("\u212a", "k")):
+        if special in text:
+            text = text.replace(special, lower)
+    return text
+
+
+def _code_at(buf, i):
+    """Code unit ``i`` of a str (its code point) or of a uint8 array (a UTF-8 byte)."""
+    raise NotImplementedError  # compiled only, see the overload below
+
+
+@overload(_code_at, inline="always")
+def _code_at_impl(buf, i):
+    if isinstance(buf, types.UnicodeType):
+        return lambda buf, i: np.int64(_get_code_point(buf, i))
+    return lambda buf, i: np.int64(buf[i])
 
 
 @njit(cache=True, nogil=True)
-def _tokenize_bytes(buf, classes, tb, keys, tstart, tlen, doc_tok, doc_sent, sent_tok):
-    """Pass 1: split the UTF-8 bytes into tokens; returns (n_tokens, n_sentences).
+def _scan(buf, classes, low, tstart, tlen, doc_tok, doc_sent, sent_tok):
+    """Pass 1: classify every code unit into ``low`` (token byte lowercased, or 0/1/2) and
+    record each token's start and length, sentence starts and document ends.
 
-    Each token's lowercased bytes go to ``tb`` (at ``tstart``, ``tlen`` long) and
-    its key to ``keys``: a token of at most 8 bytes is its own key (bytes packed,
-    top bit 0) and needs no verification; a longer token's key is its FNV-1a hash
-    with the top bit set, verified byte for byte at lookup.
+    Branch-free per byte (token starts and ends are counted, not branched on), since
+    a branch per token end mispredicts once a word.  Returns (n_tokens, n_sentences),
+    or (-1, -1) when the buffer holds more document separators than ``doc_tok`` has room for.
     """
-    n = buf.shape[0]
+    n = len(buf)
+    max_doc = doc_tok.shape[0] - 1
     ntok = 0
+    nend = 0
     nsent = 0
     doc = 0
-    tpos = 0
-    in_sent = False
-    i = 0
-    while i <= n:
-        if i == n:
-            c = np.uint8(2)
-            b = np.uint8(0)
-        else:
-            b = buf[i]
-            c = classes[b]
-        if c > 2 or b == 0xC4 or b == 0xE2:
-            start = tpos
-            while True:
-                while i < n:  # the common case: a run of ASCII token bytes
-                    ch = classes[buf[i]]
-                    if ch <= 2:
-                        break
-                    tb[tpos] = ch
-                    tpos += 1
-                    i += 1
-                if i < n and buf[i] == 0xE2 and i + 2 < n and buf[i + 1] == 0x84 and buf[i + 2] == 0xAA:
-                    tb[tpos] = 107  # KELVIN SIGN -> k, the token goes on
-                    tpos += 1
-                    i += 3
-                    continue
-                if i < n and buf[i] == 0xC4 and i + 1 < n and buf[i + 1] == 0xB0:
-                    tb[tpos] = 105  # U+0130 -> i, then U+0307 separates
-                    tpos += 1
-                    i += 2
-                break
-            length = tpos - start
-            if length == 0:  # a lone C4/E2 lead byte: a separator
-                i += 1
-                continue
-            if length > 8:
-                h = _FNV_OFFSET
-                for q in range(start, tpos):
-                    h = (h ^ np.uint64(tb[q])) * _FNV_PRIME
-                key = h | _LONG
-            else:
-                key = np.uint64(0)
-                for q in range(length):
-                    key |= np.uint64(tb[start + q]) << np.uint64(8 * q)
-            if not in_sent:
-                sent_tok[nsent] = ntok
-                nsent += 1
-                in_sent = True
-            keys[ntok] = key
-            tstart[ntok] = start
-            tlen[ntok] = length
-            ntok += 1
-            continue
-        if c == 1:
-            in_sent = False
-        elif c == 2:
-            in_sent = False
-            doc += 1
-            doc_tok[doc] = ntok
-            doc_sent[doc] = nsent
-        i += 1
+    prev = 0
+    in_sent = 0
+    for i in range(n):
+        cp = _code_at(buf, i)
+        brk = False
+        if cp < 128:
+            c = classes[cp]
+        elif cp == 0x212A:  # KELVIN SIGN lowercases to "k"
+            c = np.uint8(107)
+        elif cp == 0x130:  # lowercases to "i" + U+0307: "i", then the token ends
+            c = np.uint8(105)
+            brk = True
+        else:  # every other code point >= 0x80 (or UTF-8 byte) separates
+            c = np.uint8(0)
+        low[i] = c
+        t = np.int64(c > 2)
+        st = t & (1 - prev)
+        # unconditional stores; the counters advance only at a start/end
+        tstart[ntok] = i
+        sent_tok[nsent] = ntok
+        nsent += st & (1 - in_sent)
+        in_sent |= st
+        ntok += st
+        tlen[nend] = i - tstart[nend]
+        nend += prev & (1 - t)
+        prev = t
+        if brk:
+            tlen[nend] = i + 1 - tstart[nend]
+            nend += 1
+            prev = 0
+        if c == 1 or c == 2:
+            in_sent = 0
+            if c == 2:
+                doc += 1
+                if doc >= max_doc:
+                    return -1, -1
+                doc_tok[doc] = ntok
+                doc_sent[doc] = nsent
+    if prev:
+        tlen[nend] = n - tstart[nend]
+    doc += 1
+    doc_tok[doc] = ntok
+    doc_sent[doc] = nsent
     sent_tok[nsent] = ntok
     return ntok, nsent
 
 
-@njit(cache=True, nogil=True)
-def _lookup_ids(keys, tstart, tlen, tb, first, table, offs, arena, n_ids, out):
-    """Pass 2: token keys -> dense ids, inserting new tokens; returns (status, next, n_ids).
+@njit(cache=True, nogil=True, inline="always")
+def _load(low64, s, length):
+    """Bytes ``s .. s+length-1`` (1 <= length <= 8) of the classified buffer as a
+    little-endian word: two aligned loads, no byte loop."""
+    w = s >> 3
+    sh = np.uint64((s & 7) * 8)
+    # (x << 1) << (63 - sh) is x << (64 - sh) without the undefined shift by 64 when sh == 0
+    x = (low64[w] >> sh) | ((low64[w + 1] << np.uint64(1)) << (np.uint64(63) - sh))
+    return x & (_ALL >> np.uint64(64 - 8 * length))
 
-    Kept apart from the byte scan so that the loop is short and the CPU overlaps the
-    cache misses of consecutive lookups.  status 1: the vocabulary is full; the
-    caller grows it and calls again from ``next``.
+
+@njit(cache=True, nogil=True, inline="always")
+def _insert(low, s, length, offs, arena, n_ids):
+    o = offs[n_ids]
+    for q in range(length):
+        arena[o + q] = low[s + q]
+    offs[n_ids + 1] = o + length
+
+
+@njit(cache=True, nogil=True)
+def _lookup_ids(low, low64, tstart, tlen, first, short_tab, long_tab, offs, arena, counts, out):
+    """Pass 2: tokens -> dense ids, inserting new tokens; returns (status, next token).
+
+    A token of at most 8 bytes is its own key (table ``short_tab``: key, id); one of
+    9-16 bytes is its own pair of keys (``long_tab``: key1, key2, id, -); a longer one
+    is keyed by its first 8 bytes and its FNV-1a hash (top bit set) and verified byte
+    for byte against the arena, so no collision can merge two tokens.
+    ``counts``: [ids, entries in short_tab, entries in long_tab], updated in place.
+    status 1: a table, ``offs`` or the arena is full at token ``next``; the caller
+    grows them and calls again from there.
     """
-    mask = (table.shape[0] >> 1) - 1
-    for t in range(first, keys.shape[0]):
-        key = keys[t]
-        k = np.int64(key)
-        slot = np.int64((key * _GOLD) >> np.uint64(32)) & mask
-        tid = -1
-        while True:
-            kk = table[2 * slot]
-            if kk == 0:
-                break
-            if kk == k:
-                cand = table[2 * slot + 1]
-                if k > 0:
-                    tid = cand
+    mask_a = (short_tab.shape[0] >> 1) - 1
+    mask_b = (long_tab.shape[0] >> 2) - 1
+    n_ids = counts[0]
+    for t in range(first, tstart.shape[0]):
+        s = tstart[t]
+        length = tlen[t]
+        full = (n_ids + 2 >= offs.shape[0] or offs[n_ids] + length > arena.shape[0])
+        if length <= 8:
+            k = np.int64(_load(low64, s, length))
+            slot = np.int64((np.uint64(k) * _GOLD) >> np.uint64(32)) & mask_a
+            while True:
+                kk = short_tab[2 * slot]
+                if kk == k:
+                    out[t] = short_tab[2 * slot + 1]
                     break
-                o = offs[cand]
-                length = tlen[t]
-                if offs[cand + 1] - o == length:
-                    s0 = tstart[t]
-                    same = True
-                    for q in range(length):
-                        if arena[o + q] != tb[s0 + q]:
-                            same = False
-                            break
-                    if same:
-                        tid = cand
+                if kk == 0:
+                    if full or 2 * (counts[1] + 1) > mask_a + 1:
+                        counts[0] = n_ids
+                        return 1, t
+                    _insert(low, s, length, offs, arena, n_ids)
+                    short_tab[2 * slot] = k
+                    short_tab[2 * slot + 1] = n_ids
+                    out[t] = n_ids
+                    n_ids += 1
+                    counts[1] += 1
+                    break
+                slot = (slot + 1) & mask_a
+        else:
+            k1 = _load(low64, s, 8)
+            if length <= 16:
+                k2 = _load(low64, s + 8, length - 8)
+            else:
+                h = _FNV_OFFSET
+                for q in range(s, s + length):
+                    h = (h ^ np.uint64(low[q])) * _FNV_PRIME
+                k2 = h | _LONG
+            a = np.int64(k1)
+            b = np.int64(k2)
+            slot = np.int64(((k1 * _GOLD) ^ (k2 * _GOLD2)) >> np.uint64(32)) & mask_b
+            while True:
+                kk = long_tab[4 * slot]
+                if kk == a and long_tab[4 * slot + 1] == b:
+                    cand = long_tab[4 * slot + 2]
+                    if b >= 0:  # 9-16 bytes: the keys are the bytes
+                        out[t] = cand
                         break
-            slot = (slot + 1) & mask
-        if tid < 0:
-            length = tlen[t]
-            o = offs[n_ids]
-            if (n_ids + 1 >= offs.shape[0] - 1 or o + length > arena.shape[0]
-                    or 2 * (n_ids + 1) > (mask + 1)):
-                return 1, t, n_ids
-            s0 = tstart[t]
-            for q in range(length):
-                arena[o + q] = tb[s0 + q]
-            offs[n_ids + 1] = o + length
-            table[2 * slot] = k
-            table[2 * slot + 1] = n_ids
-            tid = n_ids
-            n_ids += 1
-        out[t] = tid
-    return 0, keys.shape[0], n_ids
+                    o = offs[cand]
+                    if offs[cand + 1] - o == length:
+                        same = True
+                        for q in range(length):
+                            if arena[o + q] != low[s + q]:
+                                same = False
+                                break
+                        if same:
+                            out[t] = cand
+                            break
+                elif kk == 0:
+                    if full or 2 * (counts[2] + 1) > mask_b + 1:
+                        counts[0] = n_ids
+                        return 1, t
+                    _insert(low, s, length, offs, arena, n_ids)
+                    long_tab[4 * slot] = a
+                    long_tab[4 * slot + 1] = b
+                    long_tab[4 * slot + 2] = n_ids
+                    out[t] = n_ids
+                    n_ids += 1
+                    counts[2] += 1
+                    break
+                slot = (slot + 1) & mask_b
+    counts[0] = n_ids
+    return 0, tstart.shape[0]
 
 
 @njit(cache=True, nogil=True)
-def _rehash(old, new):
-    mask = (new.shape[0] >> 1) - 1
-    for s in range(old.shape[0] >> 1):
-        k = old[2 * s]
+def _rehash(old, new, stride):
+    """Move every entry of an open-addressing table (``stride`` int64 per slot) to ``new``."""
+    mask = (new.shape[0] // stride) - 1
+    for s in range(old.shape[0] // stride):
+        k = old[stride * s]
         if k != 0:
-            slot = np.int64((np.uint64(k) * _GOLD) >> np.uint64(32)) & mask
-            while new[2 * slot] != 0:
+            if stride == 2:
+                slot = np.int64((np.uint64(k) * _GOLD) >> np.uint64(32)) & mask
+            else:
+                slot = np.int64(((np.uint64(k) * _GOLD) ^ (np.uint64(old[stride * s + 1]) * _GOLD2))
+                                >> np.uint64(32)) & mask
+            while new[stride * slot] != 0:
                 slot = (slot + 1) & mask
-            new[2 * slot] = k
-            new[2 * slot + 1] = old[2 * s + 1]
+            for q in range(stride):
+                new[stride * slot + q] = old[stride * s + q]
 
 
 @njit(cache=True, nogil=True)
@@ -269,29 +339,41 @@ class Vocabulary:
     MAX_IDS = 4_000_000
 
     def __init__(self, capacity: int = 1 << 16):
-        self._alloc(capacity, capacity * 8)
+        self.counts = np.zeros(3, dtype=np.int64)  # ids, short_tab entries, long_tab entries
+        # tables start small (cache-resident) and double at half load
+        self.short_tab = np.zeros(2 * 4096, dtype=np.int64)
+        self.long_tab = np.zeros(4 * 4096, dtype=np.int64)
+        self.offs = np.zeros(capacity + 1, dtype=np.int64)
+        self.arena = np.zeros(capacity * 8, dtype=np.uint8)
         self._stem_map = np.full(0, -1, dtype=np.int32)
         self._stem_index: dict[str, int] = {}
         self._stem_done = 0
 
-    def _alloc(self, id_cap: int, arena_cap: int) -> None:
-        self.n_ids = 0
-        self.table = np.zeros(2 * _pow2(2 * id_cap), dtype=np.int64)
-        self.offs = np.zeros(id_cap + 1, dtype=np.int64)
-        self.arena = np.zeros(arena_cap, dtype=np.uint8)
+    @property
+    def n_ids(self) -> int:
+        return int(self.counts[0])
 
     def reset(self) -> None:
-        self.__init__(capacity=1 << 16)
+        self.__init__()
 
-    def grow(self) -> None:
-        id_cap = 2 * (self.offs.shape[0] - 1)
-        offs = np.zeros(id_cap + 1, dtype=np.int64)
-        offs[: self.offs.shape[0]] = self.offs
-        self.offs = offs
-        self.arena = np.concatenate([self.arena, np.zeros(self.arena.shape[0], np.uint8)])
-        table = np.zeros(2 * _pow2(2 * id_cap), dtype=np.int64)
-        _rehash(self.table, table)
-        self.table = table
+    def grow(self, token_bytes: int) -> None:
+        """Make room for one more token of ``token_bytes`` bytes (whatever is short of it)."""
+        n_ids, n_short, n_long = (int(x) for x in self.counts)
+        if n_ids + 2 >= self.offs.shape[0]:
+            offs = np.zeros(2 * self.offs.shape[0], dtype=np.int64)
+            offs[: self.offs.shape[0]] = self.offs
+            self.offs = offs
+        used = int(self.offs[n_ids])
+        if used + token_bytes > self.arena.shape[0]:
+            arena = np.zeros(max(2 * self.arena.shape[0], used + token_bytes), dtype=np.uint8)
+            arena[:used] = self.arena[:used]
+            self.arena = arena
+        for name, stride, n in (("short_tab", 2, n_short), ("long_tab", 4, n_long)):
+            old = getattr(self, name)
+            if 2 * (n + 1) > old.shape[0] // stride:
+                new = np.zeros(2 * old.shape[0], dtype=np.int64)
+                _rehash(old, new, stride)
+                setattr(self, name, new)
 
     def token(self, tid: int) -> str:
         return self.arena[self.offs[tid]:self.offs[tid + 1]].tobytes().decode("ascii")
@@ -312,48 +394,44 @@ class Vocabulary:
         return self._stem_map
 
 
-def _pow2(n: int) -> int:
-    return 1 << max(4, int(n - 1).bit_length())
-
-
 class DefaultEncoder:
     """rouge-score's default tokenizer over whole batches (see module docstring)."""
 
     def __init__(self, use_stemmer: bool = False):
         self.use_stemmer = use_stemmer
         self.vocab = Vocabulary()
+        self._scratch = _Scratch()
         self._lock = threading.Lock()
 
+    # Texts are scanned in groups of about this many code units, so that the scan's
+    # working arrays stay in cache and are reused and no multi-megabyte str is built
+    # (fresh large allocations cost a page fault per 4 KiB on first touch).
+    GROUP_UNITS = 1 << 20
+
     def encode(self, texts: Sequence[str]) -> EncodedDocs:
-        joined = _DOC_SEP.join(texts)
-        if joined.count(_DOC_SEP) != max(len(texts) - 1, 0):
-            # a NUL inside a text is a plain separator for rouge-score
-            joined = _DOC_SEP.join(t.replace(_DOC_SEP, " ") for t in texts)
-        buf = np.frombuffer(joined.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+        texts = texts if isinstance(texts, list) else list(texts)
         n_docs = len(texts)
-        cap = buf.shape[0] // 2 + 2
-        keys = np.empty(cap, dtype=np.uint64)
-        tstart = np.empty(cap, dtype=np.int64)
-        tlen = np.empty(cap, dtype=np.int32)
-        tb = np.empty(max(buf.shape[0], 1), dtype=np.uint8)
-        sent_tok = np.empty(cap + 1, dtype=np.int64)
-        doc_tok = np.zeros(n_docs + 1, dtype=np.int64)
-        doc_sent = np.zeros(n_docs + 1, dtype=np.int64)
-        ntok, nsent = _tokenize_bytes(buf, _BYTE_CLASS, tb, keys, tstart, tlen, doc_tok, doc_sent, sent_tok)
-        keys, tstart, tlen = keys[:ntok], tstart[:ntok], tlen[:ntok]
-        tokens = np.empty(ntok, dtype=np.int32)
+        if n_docs == 0:
+            empty = np.zeros(0, dtype=np.int32)
+            zero = np.zeros(1, dtype=np.int64)
+            return EncodedDocs(empty, zero, empty, zero.copy(), zero.copy())
+        ends = np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=n_docs) + 1)
+        parts = []
         with self._lock:
             v = self.vocab
             if v.n_ids > Vocabulary.MAX_IDS:
                 v.reset()
-            first = 0
-            while True:
-                status, first, v.n_ids = _lookup_ids(keys, tstart, tlen, tb, first, v.table, v.offs,
-                                                     v.arena, v.n_ids, tokens)
-                if status == 0:
-                    break
-                v.grow()
-            sent_tok = sent_tok[: nsent + 1]
+            a = 0
+            while a < n_docs:
+                start = int(ends[a - 1]) if a else 0
+                b = max(int(np.searchsorted(ends, start + self.GROUP_UNITS, side="right")), a + 1)
+                parts.append(self._encode_group(texts[a:b]))
+                a = b
+            self._scratch.release()
+            if len(parts) == 1:
+                tokens, doc_tok, doc_sent, sent_tok = parts[0]
+            else:
+                tokens, doc_tok, doc_sent, sent_tok = _concat_parts(parts)
             if self.use_stemmer:
                 stemmed = np.empty_like(tokens)
                 if _map_ids(tokens, v.stem_map(), stemmed):
@@ -362,6 +440,78 @@ class DefaultEncoder:
                     sent_tok = sent_tok[: nsent + 1]
                 tokens = stemmed
         return EncodedDocs(tokens, doc_tok, tokens, sent_tok, doc_sent)
+
+    def _encode_group(self, texts: list[str]):
+        """Raw token ids and local (doc_tok, doc_sent, sent_tok) of a few texts; under the lock."""
+        n_docs = len(texts)
+        joined = _DOC_SEP.join(texts)
+        while True:
+            if _get_code_point is not None:
+                buf = joined
+            else:  # pragma: no cover
+                buf = np.frombuffer(_lower_to_ascii(joined).encode("utf-8", "surrogatepass"), dtype=np.uint8)
+            low, tstart, tlen, sent_tok = self._scratch.get(len(buf))
+            doc_tok = np.zeros(n_docs + 1, dtype=np.int64)
+            doc_sent = np.zeros(n_docs + 1, dtype=np.int64)
+            ntok, nsent = _scan(buf, _BYTE_CLASS, low, tstart, tlen, doc_tok, doc_sent, sent_tok)
+            if ntok >= 0:
+                break
+            # a NUL inside a text: a plain separator for rouge-score
+            joined = _DOC_SEP.join(t.replace(_DOC_SEP, " ") for t in texts)
+        tstart, tlen = tstart[:ntok], tlen[:ntok]
+        tokens = np.empty(ntok, dtype=np.int32)
+        low64 = low.view(np.uint64)
+        v = self.vocab
+        first = 0
+        while True:
+            status, first = _lookup_ids(low, low64, tstart, tlen, first, v.short_tab, v.long_tab,
+                                        v.offs, v.arena, v.counts, tokens)
+            if status == 0:
+                break
+            v.grow(int(tlen[first]))
+        return tokens, doc_tok, doc_sent, sent_tok[: nsent + 1].copy()
+
+
+def _concat_parts(parts):
+    """Join groups' (tokens, doc_tok, doc_sent, sent_tok), shifting their offsets."""
+    n_tok = np.cumsum([0] + [p[0].shape[0] for p in parts])
+    n_sent = np.cumsum([0] + [p[3].shape[0] - 1 for p in parts])
+    tokens = np.concatenate([p[0] for p in parts])
+    zero = np.zeros(1, dtype=np.int64)
+    doc_tok = np.concatenate([zero] + [p[1][1:] + n_tok[i] for i, p in enumerate(parts)])
+    doc_sent = np.concatenate([zero] + [p[2][1:] + n_sent[i] for i, p in enumerate(parts)])
+    sent_tok = np.concatenate([p[3][:-1] + n_tok[i] for i, p in enumerate(parts)]
+                              + [np.array([n_tok[-1]], dtype=np.int64)])
+    return tokens, doc_tok, doc_sent, sent_tok
+
+
+class _Scratch:
+    """Working arrays of the two passes, kept between batches: fresh multi-megabyte
+    arrays cost a page fault per 4 KiB on first touch, which measured as much as the
+    scan itself.  Arrays for batches over ``KEEP_UNITS`` code units are dropped after
+    the batch (only the pages a batch touches are resident: about 3-4 bytes per unit)."""
+
+    KEEP_UNITS = 16 << 20
+
+    def __init__(self):
+        self._n = -1
+        self._arrays = None
+
+    def get(self, n: int):
+        """(low, tstart, tlen, sent_tok) for ``n`` code units (at most n//2+1 tokens)."""
+        if n > self._n:
+            n_alloc = max(n, min(int(1.25 * self._n), self.KEEP_UNITS))
+            cap = n_alloc // 2 + 2
+            # low is padded to whole words (plus one) for _load's two aligned reads
+            low = np.zeros(((n_alloc + 7) >> 3) + 2, dtype=np.uint64).view(np.uint8)
+            self._arrays = (low, np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64),
+                            np.empty(cap + 1, dtype=np.int64))
+            self._n = n_alloc
+        return self._arrays
+
+    def release(self) -> None:
+        if self._n > self.KEEP_UNITS:
+            self.__init__()
 
 
 def encode_with_tokenizer(
