@@ -116,23 +116,76 @@ def longest_common_span(a, b):
     return best
 
 
+@njit(cache=True, inline="always")
+def _local_id(tk, tv, used, n_used, key, nxt):
+    mask = tk.shape[0] - 1
+    slot = np.int64((np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(32)) & mask
+    while True:
+        if tk[slot] == key:
+            return tv[slot], n_used, nxt
+        if tk[slot] < 0:
+            tk[slot] = key
+            tv[slot] = nxt
+            used[n_used] = slot
+            return nxt, n_used + 1, nxt + 1
+        slot = (slot + 1) & mask
+
+
 @njit(cache=True)
-def _per_example(cand_tok, cand_off, src_tok, src_off, has_src,
-                 ck1, ck2, ck3, sk1, sk2, sk3, out_f, out_i):
+def _gram_keys(lid, start, length, order, L):
+    """Exact keys of the ``order``-grams of ``lid[start:start+length]`` (local ids < L)."""
+    cnt = max(length - order + 1, 0)
+    out = np.empty(cnt, dtype=np.int64)
+    for i in range(cnt):
+        k = np.int64(0)
+        for q in range(order):
+            k = k * L + lid[start + i + q]
+        out[i] = k
+    return out
+
+
+@njit(cache=True)
+def _per_example(tok, cand_off, src_off, has_src, out_f, out_i):
     """Fill ``out_f`` (n, 7): repeat3, coverage, density, compression, novel1..3 and
     ``out_i`` (n, 2): source tokens, longest copy.  NaN / -1 mark undefined values.
-    ``ck<n>`` / ``sk<n>``: n-gram keys of every token position (valid where the n-gram
-    fits in its document)."""
+
+    n-grams are compared through per-example dense ids (at most candidate + source
+    tokens of them, so a 3-gram packs exactly into 64 bits below 2M distinct tokens)."""
     n = cand_off.shape[0] - 1
+    biggest = 1
+    for d in range(n):
+        size = cand_off[d + 1] - cand_off[d]
+        if has_src[d]:
+            size += src_off[d + 1] - src_off[d]
+        biggest = max(biggest, size)
+    cap = 16
+    while cap < 2 * biggest:
+        cap *= 2
+    tk = np.full(cap, -1, dtype=np.int64)
+    tv = np.empty(cap, dtype=np.int64)
+    used = np.empty(cap, dtype=np.int64)
+    lid = np.empty(biggest, dtype=np.int64)
     for d in range(n):
         c0, c1 = cand_off[d], cand_off[d + 1]
         m = c1 - c0
+        s0, s1 = src_off[d], src_off[d + 1]
+        ns = s1 - s0 if has_src[d] else 0
         for k in range(out_f.shape[1]):
             out_f[d, k] = np.nan
         out_i[d, 0] = -1
         out_i[d, 1] = -1
+        # local ids: candidate at [0, m), source at [m, m + ns)
+        n_used = 0
+        nxt = 0
+        for i in range(m):
+            lid[i], n_used, nxt = _local_id(tk, tv, used, n_used, np.int64(tok[c0 + i]), nxt)
+        for i in range(ns):
+            lid[m + i], n_used, nxt = _local_id(tk, tv, used, n_used, np.int64(tok[s0 + i]), nxt)
+        for u in range(n_used):
+            tk[used[u]] = -1
+        L = max(nxt, 1)
         if m >= 3:
-            g = np.sort(ck3[c0:c1 - 2])
+            g = np.sort(_gram_keys(lid, 0, m, 3, L))
             distinct = 1
             for t in range(1, g.shape[0]):
                 if g[t] != g[t - 1]:
@@ -140,13 +193,11 @@ def _per_example(cand_tok, cand_off, src_tok, src_off, has_src,
             out_f[d, 0] = 1.0 - distinct / g.shape[0]
         if not has_src[d]:
             continue
-        s0, s1 = src_off[d], src_off[d + 1]
-        ns = s1 - s0
         out_i[d, 0] = ns
         if m == 0:
             continue
-        S = cand_tok[c0:c1]
-        A = src_tok[s0:s1]
+        S = tok[c0:c1]
+        A = tok[s0:s1]
         tot, sq, _ = fragments(S, A)
         out_f[d, 1] = tot / m
         out_f[d, 2] = sq / m
@@ -155,16 +206,10 @@ def _per_example(cand_tok, cand_off, src_tok, src_off, has_src,
         for order in range(1, 4):
             if m < order:
                 continue
-            if order == 1:
-                ck, sk = ck1, sk1
-            elif order == 2:
-                ck, sk = ck2, sk2
-            else:
-                ck, sk = ck3, sk3
-            cg = ck[c0:c1 - order + 1]
+            cg = _gram_keys(lid, 0, m, order, L)
             novel = cg.shape[0]
             if ns >= order:
-                sg = np.sort(sk[s0:s1 - order + 1])
+                sg = np.sort(_gram_keys(lid, m, ns, order, L))
                 pos = np.searchsorted(sg, cg)
                 for t in range(cg.shape[0]):
                     if pos[t] < sg.shape[0] and sg[pos[t]] == cg[t]:
@@ -173,27 +218,6 @@ def _per_example(cand_tok, cand_off, src_tok, src_off, has_src,
 
 
 # --------------------------------------------------------------------------- helpers
-def ngram_keys(tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Exact int64 keys of the 1-, 2- and 3-grams starting at every position of a token
-    stream (equal keys <=> equal n-grams; positions whose n-gram runs past the end get an
-    arbitrary key and must not be read).  2- and 3-gram keys are dense ranks, so they never
-    overflow whatever the vocabulary size."""
-    t = np.asarray(tokens, dtype=np.int64)
-    n = t.shape[0]
-    k1 = t.copy()
-    if n < 2:
-        return k1, np.zeros(n, np.int64), np.zeros(n, np.int64)
-    v = int(t.max()) + 1
-    _, r2 = np.unique(t[:-1] * v + t[1:], return_inverse=True)
-    k2 = np.zeros(n, np.int64)
-    k2[:-1] = r2.reshape(-1)
-    k3 = np.zeros(n, np.int64)
-    if n >= 3:
-        _, r3 = np.unique(k2[:-2] * v + t[2:], return_inverse=True)
-        k3[:-2] = r3.reshape(-1)
-    return k1, k2, k3
-
-
 def _nullable(values: np.ndarray, typ: pa.DataType, missing: np.ndarray) -> pa.Array:
     return pa.array(values, typ, mask=missing)
 
@@ -212,13 +236,12 @@ def compute(candidates: Sequence[str], references: Sequence[Sequence[str]], sour
     enc = scorer.encode(list(candidates) + [s or "" for s in sources])
     off = np.asarray(enc.doc_tok, dtype=np.int64)
     tok = np.asarray(enc.tokens)
-    k1, k2, k3 = ngram_keys(tok)
     cand_off = off[: n + 1]
     src_off = off[n:]
     out_f = np.empty((n, 7), dtype=np.float64)
     out_i = np.empty((n, 2), dtype=np.int64)
-    # candidate and source streams are the same arrays, addressed by their own offsets
-    _per_example(tok, cand_off, tok, src_off, has_src, k1, k2, k3, k1, k2, k3, out_f, out_i)
+    # candidates and sources are one token stream, addressed by their own offsets
+    _per_example(tok, cand_off, src_off, has_src, out_f, out_i)
 
     cand_tokens = np.asarray(cand_tokens, dtype=np.float64)
     mean_ref = np.asarray(ref_tokens, dtype=np.float64) / np.maximum(np.asarray(n_refs, dtype=np.float64), 1)

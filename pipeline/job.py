@@ -157,6 +157,7 @@ def scorer_for(settings: ScoringSettings) -> RougeScorer:
 
 
 TOO_LONG_STATUS = "too_long"
+_STATUS_LABELS = pa.array(["ok", "empty_candidate", "empty_reference", TOO_LONG_STATUS], pa.string())
 
 
 def score_table(table: pa.Table, settings: ScoringSettings, quarantine: bool = False, fmt: str = "jsonl",
@@ -182,9 +183,8 @@ def score_table(table: pa.Table, settings: ScoringSettings, quarantine: bool = F
         res = split.merge_blocks(scorer, table.column("candidate")[0].as_py(),
                                  table.column("references")[0].as_py(), split_positions)
     too_long = res.status != STATUS_OK
-    status = np.where(too_long, TOO_LONG_STATUS,
-                      np.where(res.cand_len == 0, "empty_candidate",
-                               np.where(res.ref_len == 0, "empty_reference", "ok")))
+    # codes into _STATUS_LABELS, taken in Arrow (a str per row through Python was ~2 us/pair)
+    status_code = np.where(too_long, 3, np.where(res.cand_len == 0, 1, np.where(res.ref_len == 0, 2, 0)))
     cols = {
         "id": table.column("id"),
         "system": table.column("system"),
@@ -195,7 +195,7 @@ def score_table(table: pa.Table, settings: ScoringSettings, quarantine: bool = F
     for t, name in enumerate(settings.rouge_types):
         for k, stat in enumerate(STATS):
             cols[f"{name}_{stat}"] = pa.array(res.scores[:, t, k], pa.float64())
-    cols["status"] = pa.array(status.tolist(), pa.string())
+    cols["status"] = _STATUS_LABELS.take(pa.array(status_code, pa.int8()))
     if settings.diagnostics:
         cols.update(diag.for_table(table, res, settings, scorer_for))
     scores = pa.table(cols, schema=schema)

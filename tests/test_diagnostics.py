@@ -120,3 +120,37 @@ def test_real_newsroom_systems_are_told_apart():
     assert mean.loc["lede3", "diag_density"] > mean.loc["pointer_c", "diag_density"]
     assert df["diag_src_tokens"].notna().all()
     assert all(math.isfinite(v) for v in df["diag_len_ratio"])
+
+
+def test_repeat_and_novel_ngrams_match_a_set_computation_on_random_texts():
+    """The compiled per-example n-gram ids against plain Python sets, on texts over a small
+    vocabulary (many repeats) with and without a source."""
+    import random
+
+    rng = random.Random(7)
+    words = ["a", "b", "c", "d", "e"]
+    cands, sources = [], []
+    for i in range(300):
+        cands.append(" ".join(rng.choice(words) for _ in range(rng.randint(0, 12))))
+        sources.append(None if i % 5 == 0 else " ".join(rng.choice(words) for _ in range(rng.randint(0, 15))))
+    table = pa.table({"id": [str(i) for i in range(300)], "system": ["s"] * 300, "candidate": cands,
+                      "references": [["a b"]] * 300, "source": sources})
+    out = job.score_table(table, _settings())
+
+    def grams(toks, n):
+        return [tuple(toks[i:i + n]) for i in range(len(toks) - n + 1)]
+
+    for i in range(300):
+        row = _row(out, i)
+        c = cands[i].split()
+        g3 = grams(c, 3)
+        want = 1.0 - len(set(g3)) / len(g3) if g3 else None
+        assert row["diag_repeat_3gram"] == (pytest.approx(want) if want is not None else None)
+        if sources[i] is None or not c:
+            assert row["diag_novel_1gram"] is None
+            continue
+        s = sources[i].split()
+        for n in (1, 2, 3):
+            cg = grams(c, n)
+            want = sum(g not in set(grams(s, n)) for g in cg) / len(cg) if cg else None
+            assert row[f"diag_novel_{n}gram"] == (pytest.approx(want) if want is not None else None), (i, n)

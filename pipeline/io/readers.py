@@ -919,8 +919,10 @@ def _records_fast(spec: InputSpec, unit: WorkUnit, out: _Out) -> bool:
     if unit.row_stop is not None and unit.row_stop - unit.row_start < n_lines:
         return False
     try:
-        data.decode("utf-8")
         table = pj.read_json(pa.BufferReader(data), read_options=pj.ReadOptions(block_size=max(1 << 20, len(data) + 1)))
+        # Arrow copies invalid UTF-8 into strings as it is; a full validation finds it
+        # (ten times faster than decoding the whole unit in Python first)
+        table.validate(full=True)
     except (UnicodeDecodeError, pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return False
     if table.num_rows != n_lines:

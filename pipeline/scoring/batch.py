@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import chain
 from typing import Sequence
 
 import numpy as np
@@ -54,6 +55,12 @@ def flatten_examples(references, candidates: Sequence[str]) -> tuple[list[str], 
         docs[0::2] = candidates
         docs[1::2] = references
         return docs, np.ones(n, dtype=np.int64)
+    if all(type(r) is list for r in references):
+        # lists of references (Arrow's to_pylist gives these): flattened in C
+        n_refs = np.fromiter(map(len, references), dtype=np.int64, count=n)
+        if n and n_refs.min() == 0:
+            raise ValueError(f"example {int(np.argmin(n_refs))} has no reference")
+        return list(chain.from_iterable(chain.from_iterable(zip(zip(candidates), references)))), n_refs
     docs = []
     n_refs = np.empty(n, dtype=np.int64)
     for i, (refs, cand) in enumerate(zip(references, candidates)):

@@ -157,6 +157,11 @@ def _load(low64, s, length):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _full(offs, arena, n_ids, length):
+    return n_ids + 2 >= offs.shape[0] or offs[n_ids] + length > arena.shape[0]
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _insert(low, s, length, offs, arena, n_ids):
     o = offs[n_ids]
     for q in range(length):
@@ -182,7 +187,6 @@ def _lookup_ids(low, low64, tstart, tlen, first, short_tab, long_tab, offs, aren
     for t in range(first, tstart.shape[0]):
         s = tstart[t]
         length = tlen[t]
-        full = (n_ids + 2 >= offs.shape[0] or offs[n_ids] + length > arena.shape[0])
         if length <= 8:
             k = np.int64(_load(low64, s, length))
             slot = np.int64((np.uint64(k) * _GOLD) >> np.uint64(32)) & mask_a
@@ -192,7 +196,7 @@ def _lookup_ids(low, low64, tstart, tlen, first, short_tab, long_tab, offs, aren
                     out[t] = short_tab[2 * slot + 1]
                     break
                 if kk == 0:
-                    if full or 2 * (counts[1] + 1) > mask_a + 1:
+                    if _full(offs, arena, n_ids, length) or 2 * (counts[1] + 1) > mask_a + 1:
                         counts[0] = n_ids
                         return 1, t
                     _insert(low, s, length, offs, arena, n_ids)
@@ -233,7 +237,7 @@ def _lookup_ids(low, low64, tstart, tlen, first, short_tab, long_tab, offs, aren
                             out[t] = cand
                             break
                 elif kk == 0:
-                    if full or 2 * (counts[2] + 1) > mask_b + 1:
+                    if _full(offs, arena, n_ids, length) or 2 * (counts[2] + 1) > mask_b + 1:
                         counts[0] = n_ids
                         return 1, t
                     _insert(low, s, length, offs, arena, n_ids)
