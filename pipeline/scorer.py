@@ -19,7 +19,6 @@ from pipeline.scoring.batch import (MAX_BACKTRACK_WORDS, BatchScores, example_of
                                     score_encoded)
 from pipeline.scoring.types import parse_rouge_types
 from pipeline.text.encoder import DefaultEncoder, EncodedDocs, encode_with_tokenizer
-from pipeline.text.stemming import prefetch_porter
 from pipeline.text.sentences import get_splitter, resolve_splitter_name
 from pipeline.text.tokenizers import as_tokenizer
 
@@ -66,8 +65,6 @@ class RougeScorer:
         self._needs_sentences = any(t.kind == "Lsum" for t in self.types)
         # As in rouge-score, a custom tokenizer makes use_stemmer a no-op.
         self._tokenizer = None if tokenizer is None else as_tokenizer(tokenizer)
-        if use_stemmer and tokenizer is None:
-            prefetch_porter()
         self._token_index: dict = {}
 
     @property

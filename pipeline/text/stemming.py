@@ -7,7 +7,6 @@ its output defines the numbers) once per unique token.
 """
 from __future__ import annotations
 
-import threading
 from functools import lru_cache
 
 
@@ -17,14 +16,6 @@ def _porter():
     from nltk.stem.porter import PorterStemmer
 
     return PorterStemmer()  # NLTK_EXTENSIONS, as rouge_score.tokenizers.DefaultTokenizer
-
-def prefetch_porter() -> None:
-    """Import nltk's stemmer on a background thread.  Importing nltk is pure Python
-    (about a third of a fresh process's first call), while loading our cached kernels
-    spends much of its time in LLVM with the GIL released, so the two overlap."""
-    if _porter.cache_info().currsize == 0:
-        threading.Thread(target=_porter, name="rouge-pipeline-nltk-import", daemon=True).start()
-
 
 # Bounded so a long-lived worker scoring an open vocabulary cannot grow without limit.
 STEM_CACHE_SIZE = 1 << 20
