@@ -110,7 +110,8 @@ class Vocabulary:
             if len(stem) < 3:
                 continue
             # each stem appears in 1-4 inflected forms, like real English lemmas
-            for suf in set(rng.choices(suffixes, weights, k=rng.choice((1, 1, 2, 2, 3, 4)))):
+            # sorted: set order depends on the per-process string hash seed
+            for suf in sorted(set(rng.choices(suffixes, weights, k=rng.choice((1, 1, 2, 2, 3, 4))))):
                 w = _join(stem, suf)
                 if w not in seen:
                     seen.add(w)

@@ -145,18 +145,18 @@ def _gram_keys(lid, start, length, order, L):
 
 
 @njit(cache=True)
-def _per_example(tok, cand_off, src_off, has_src, out_f, out_i):
+def _per_example(tok, c_start, c_end, s_start, s_end, has_src, out_f, out_i):
     """Fill ``out_f`` (n, 7): repeat3, coverage, density, compression, novel1..3 and
     ``out_i`` (n, 2): source tokens, longest copy.  NaN / -1 mark undefined values.
 
     n-grams are compared through per-example dense ids (at most candidate + source
     tokens of them, so a 3-gram packs exactly into 64 bits below 2M distinct tokens)."""
-    n = cand_off.shape[0] - 1
+    n = c_start.shape[0]
     biggest = 1
     for d in range(n):
-        size = cand_off[d + 1] - cand_off[d]
+        size = c_end[d] - c_start[d]
         if has_src[d]:
-            size += src_off[d + 1] - src_off[d]
+            size += s_end[d] - s_start[d]
         biggest = max(biggest, size)
     cap = 16
     while cap < 2 * biggest:
@@ -166,9 +166,9 @@ def _per_example(tok, cand_off, src_off, has_src, out_f, out_i):
     used = np.empty(cap, dtype=np.int64)
     lid = np.empty(biggest, dtype=np.int64)
     for d in range(n):
-        c0, c1 = cand_off[d], cand_off[d + 1]
+        c0, c1 = c_start[d], c_end[d]
         m = c1 - c0
-        s0, s1 = src_off[d], src_off[d + 1]
+        s0, s1 = s_start[d], s_end[d]
         ns = s1 - s0 if has_src[d] else 0
         for k in range(out_f.shape[1]):
             out_f[d, k] = np.nan
@@ -222,26 +222,37 @@ def _nullable(values: np.ndarray, typ: pa.DataType, missing: np.ndarray) -> pa.A
     return pa.array(values, typ, mask=missing)
 
 
-def compute(candidates: Sequence[str], references: Sequence[Sequence[str]], sources: Sequence[str | None],
+def compute(candidates: Sequence[str] | None, references: Sequence[Sequence[str]], sources: Sequence[str | None],
             cand_tokens: np.ndarray, ref_tokens: np.ndarray, n_refs: np.ndarray, scorer,
-            agreement_scorer=None) -> dict[str, pa.Array]:
+            agreement_scorer=None, encoded=None, reference_rows=None) -> dict[str, pa.Array]:
     """The diagnostic columns (``DIAG_NAMES``, in order) for a batch of examples.
 
     ``cand_tokens``, ``ref_tokens``, ``n_refs``: the scorer's counts (``BatchScores``).
     ``scorer`` encodes the texts (its tokenizer and stemmer); ``agreement_scorer`` (a
     ``RougeScorer`` for ``AGREEMENT_TYPES``) scores references against each other, and the
-    agreement columns are null without it."""
-    n = len(candidates)
+    agreement columns are null without it.  ``encoded``: the candidates as ``scorer`` already
+    encoded them (``BatchScores.candidate_tokens()``); ``candidates`` is then not read.
+    ``reference_rows``: the examples ``references`` belong to, when it holds only some."""
+    n = len(sources)
     has_src = np.array([s is not None for s in sources], dtype=np.bool_)
-    enc = scorer.encode(list(candidates) + [s or "" for s in sources])
-    off = np.asarray(enc.doc_tok, dtype=np.int64)
-    tok = np.asarray(enc.tokens)
-    cand_off = off[: n + 1]
-    src_off = off[n:]
+    if encoded is None:
+        enc = scorer.encode(list(candidates) + [s or "" for s in sources])
+        tok = np.asarray(enc.tokens)
+        off = np.asarray(enc.doc_tok, dtype=np.int64)
+        c_start, c_end, s_start, s_end = off[:n], off[1:n + 1], off[n:-1], off[n + 1:]
+    else:
+        tok, c_start, c_end = encoded
+        s_start = s_end = np.zeros(n, dtype=np.int64)
+        if has_src.any():
+            src = scorer.encode([s or "" for s in sources])
+            s_start = src.doc_tok[:-1] + tok.shape[0]
+            s_end = src.doc_tok[1:] + tok.shape[0]
+            tok = np.concatenate([tok, src.tokens])
     out_f = np.empty((n, 7), dtype=np.float64)
     out_i = np.empty((n, 2), dtype=np.int64)
-    # candidates and sources are one token stream, addressed by their own offsets
-    _per_example(tok, cand_off, src_off, has_src, out_f, out_i)
+    # candidates and sources are one token stream, addressed by their own spans
+    _per_example(np.asarray(tok), np.asarray(c_start, dtype=np.int64), np.asarray(c_end, dtype=np.int64),
+                 np.asarray(s_start, dtype=np.int64), np.asarray(s_end, dtype=np.int64), has_src, out_f, out_i)
 
     cand_tokens = np.asarray(cand_tokens, dtype=np.float64)
     mean_ref = np.asarray(ref_tokens, dtype=np.float64) / np.maximum(np.asarray(n_refs, dtype=np.float64), 1)
@@ -258,17 +269,21 @@ def compute(candidates: Sequence[str], references: Sequence[Sequence[str]], sour
     for order in NOVEL_ORDERS:
         name = f"diag_novel_{order}gram"
         cols[name] = _nullable(f[name], pa.float64(), np.isnan(f[name]))
-    cols.update(reference_agreement(references, agreement_scorer))
+    cols.update(reference_agreement(references, agreement_scorer, reference_rows, n))
     return {name: cols[name] for name in DIAG_NAMES}
 
 
-def reference_agreement(references: Sequence[Sequence[str]], agreement_scorer) -> dict[str, pa.Array]:
+def reference_agreement(references: Sequence[Sequence[str]], agreement_scorer, rows=None,
+                        n: int | None = None) -> dict[str, pa.Array]:
     """``diag_ref_agree_<type>_{mean,min,max}``: each reference ``i`` scored against the
-    references ``!= i`` (max-F rule), F-measure; null with fewer than two references."""
-    n = len(references)
+    references ``!= i`` (max-F rule), F-measure; null with fewer than two references.
+    ``rows``: the example each entry of ``references`` belongs to (of ``n``), when only
+    some examples are given."""
+    n = len(references) if n is None else n
+    rows = range(len(references)) if rows is None else rows
     out = {t: np.full((n, 3), np.nan) for t in AGREEMENT_TYPES}
     pairs_ex, pairs_c, pairs_r = [], [], []
-    for e, refs in enumerate(references):
+    for e, refs in zip(rows, references):
         refs = [refs] if isinstance(refs, str) else list(refs)
         if len(refs) < 2:
             continue
@@ -307,8 +322,16 @@ def for_table(table: pa.Table, res, settings, scorer_for: Callable) -> dict[str,
     # encoded with the agreement scorer: same tokenizer and stemmer, no sentence pass
     agree = scorer_for(dataclasses.replace(settings, rouge_types=AGREEMENT_TYPES))
     sources = table.column("source").to_pylist() if "source" in table.column_names else [None] * table.num_rows
-    return compute(table.column("candidate").to_pylist(), table.column("references").to_pylist(), sources,
-                   res.cand_len, res.ref_len, res.n_refs, agree, agree)
+    # only examples with several references have an agreement: only theirs become Python strs
+    multi = np.flatnonzero(np.asarray(res.n_refs) >= 2)
+    refs = table.column("references").take(pa.array(multi, pa.int64())).to_pylist() if multi.size else []
+    encoded = res.candidate_tokens()
+    if encoded is not None:
+        # the scorer that made these ids encodes the sources (same tokenizer, vocabulary)
+        return compute(None, refs, sources, res.cand_len, res.ref_len, res.n_refs, scorer_for(settings), agree,
+                       encoded=encoded, reference_rows=multi.tolist())
+    return compute(table.column("candidate").to_pylist(), refs, sources,
+                   res.cand_len, res.ref_len, res.n_refs, agree, agree, reference_rows=multi.tolist())
 
 
 def summarize(table, systems_col: str = "system") -> list[dict]:

@@ -178,7 +178,11 @@ def score_table(table: pa.Table, settings: ScoringSettings, quarantine: bool = F
         return (schema.empty_table(), empty_q) if quarantine else schema.empty_table()
     scorer = scorer_for(settings)
     if split_positions is None:
-        res = scorer.score_arrays(table.column("references").to_pylist(), table.column("candidate").to_pylist())
+        score_arrow = getattr(scorer, "score_arrow", None)
+        if score_arrow is not None:
+            res = score_arrow(table.column("references"), table.column("candidate"))
+        else:
+            res = scorer.score_arrays(table.column("references").to_pylist(), table.column("candidate").to_pylist())
     else:
         res = split.merge_blocks(scorer, table.column("candidate")[0].as_py(),
                                  table.column("references")[0].as_py(), split_positions)

@@ -96,6 +96,14 @@ class RougeScorer:
         docs, n_refs = flatten_examples(references, candidates)
         return score_encoded(self.encode(docs), example_offsets(n_refs), self.types)
 
+    def score_arrow(self, references, candidates) -> BatchScores:
+        """:meth:`score_arrays` on Arrow columns (``references``: strings or lists of strings).
+        With the default tokenizer the UTF-8 buffers are tokenized in place."""
+        if self._tokenizer is None and (not self._needs_sentences or self.sentence_splitter == "newline"):
+            enc, n_refs = default_encoder(self.use_stemmer).encode_arrow(candidates, references)
+            return score_encoded(enc, example_offsets(n_refs), self.types)
+        return self.score_arrays(references.to_pylist(), candidates.to_pylist())
+
     def score_batch(self, targets, predictions) -> list[dict[str, Score]]:
         res = self.score_arrays(targets, predictions)
         too_long = np.flatnonzero(res.status)
@@ -126,9 +134,7 @@ class RougeScorer:
         """Arrow in, Arrow out: the table's columns plus ``<type>_precision/recall/fmeasure``."""
         import pyarrow as pa
 
-        refs = table.column(references).to_pylist()
-        cands = table.column(candidate).to_pylist()
-        res = self.score_arrays(refs, cands)
+        res = self.score_arrow(table.column(references), table.column(candidate))
         for t, name in enumerate(self.rouge_types):
             for k, stat in enumerate(("precision", "recall", "fmeasure")):
                 table = table.append_column(f"{name}_{stat}", pa.array(res.scores[:, t, k], pa.float64()))

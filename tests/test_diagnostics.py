@@ -154,3 +154,26 @@ def test_repeat_and_novel_ngrams_match_a_set_computation_on_random_texts():
             cg = grams(c, n)
             want = sum(g not in set(grams(s, n)) for g in cg) / len(cg) if cg else None
             assert row[f"diag_novel_{n}gram"] == (pytest.approx(want) if want is not None else None), (i, n)
+
+
+@pytest.mark.parametrize("kw", [{}, {"use_stemmer": True}, {"tokenizer": "whitespace"}])
+def test_reusing_the_scored_tokens_gives_the_same_columns_as_encoding_again(kw):
+    """for_table reuses the candidates' token ids from scoring; encoding every text again
+    (the path for scorers that do not keep them) must give identical columns."""
+    import dataclasses
+
+    cands = ["The cats sat on the mat.\nThey ran.", "a b c a b c", "", "Running dogs ran far"]
+    refs = [["the cat sat", "cats ran on mats"], ["a b c"], ["x y"], ["dogs run", "far away", "ran"]]
+    sources = ["The cats sat on the mat and then they ran away.", None, "x", "Dogs were running far, far away."]
+    settings = job.ScoringSettings(("rouge1", "rougeL"), diagnostics=True, **kw)
+    table = pa.table({"id": list("abcd"), "system": ["s"] * 4, "candidate": cands, "references": refs,
+                      "source": sources})
+    scorer = job.scorer_for(settings)
+    res = scorer.score_arrow(table.column("references"), table.column("candidate"))
+    assert res.candidate_tokens() is not None
+    fast = D.for_table(table, res, settings, job.scorer_for)
+    agree = job.scorer_for(dataclasses.replace(settings, rouge_types=D.AGREEMENT_TYPES))
+    slow = D.compute(cands, refs, sources, res.cand_len, res.ref_len, res.n_refs, agree, agree)
+    assert list(fast) == list(slow)
+    for name in fast:
+        assert fast[name].to_pylist() == slow[name].to_pylist(), name

@@ -31,3 +31,35 @@ def test_line_composition_matches_whole_text_tokenization(shared_data):
             plain = RougeScorer(TYPES, tokenizer=_Plain(tok)).score_arrays(refs, cands)
             np.testing.assert_array_equal(fast.scores, plain.scores, err_msg=lang)
             assert fast.cand_len.tolist() == plain.cand_len.tolist()
+
+
+def test_str_and_arrow_utf8_scans_tokenize_as_rouge_score():
+    """Both scans (a str's code points, and Arrow's UTF-8 bytes with U+0130 / U+212A as
+    multi-byte sequences) on random texts over the characters that matter: letters of both
+    cases, the two code points whose lowercase is ASCII, NUL, newlines, other non-ASCII."""
+    import random
+
+    import pyarrow as pa
+    from rouge_score import tokenize
+
+    from pipeline.text.encoder import DefaultEncoder
+
+    alphabet = ["a", "B", "1", "\u0130", "\u212a", " ", "\n", "\0", "\u00e9", "\u4e2d", "\u0307", "x",
+                "\u00df", "\r", "Z9", "\u0130\u0130", "5\u212aK", "\U0001f600"]
+    rng = random.Random(2)
+    enc = DefaultEncoder(False)
+    for _ in range(3000):
+        texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12))) for _ in range(rng.randint(1, 4))]
+        e = enc.encode(texts)
+        for d, t in enumerate(texts):
+            assert [enc.vocab.token(x) for x in e.tokens[e.doc_tok[d]:e.doc_tok[d + 1]]] == tokenize.tokenize(t, None)
+            sents = [s for s in (tokenize.tokenize(line, None) for line in t.split("\n")) if s]
+            got = [[enc.vocab.token(x) for x in e.tokens[e.sent_tok[s]:e.sent_tok[s + 1]]]
+                   for s in range(e.doc_sent[d], e.doc_sent[d + 1])]
+            assert got == sents, repr(t)
+        refs = [texts[1:] or ["x"], texts[::-1]]
+        ea, n_refs = enc.encode_arrow(pa.array([texts[0]] * 2), pa.array(refs))
+        eb = enc.encode([texts[0]] + refs[0] + [texts[0]] + refs[1])
+        assert n_refs.tolist() == [len(refs[0]), len(refs[1])]
+        for name in ("tokens", "doc_tok", "sent_tok", "doc_sent"):
+            assert np.array_equal(getattr(ea, name), getattr(eb, name)), (name, texts)

@@ -952,7 +952,7 @@ def _records_fast(spec: InputSpec, unit: WorkUnit, out: _Out) -> bool:
             return False
         systems = pc.fill_null(systems, "")
     else:
-        systems = pa.chunked_array([pa.array([""] * table.num_rows, pa.string())])
+        systems = pa.chunked_array([pa.repeat(pa.scalar("", pa.string()), table.num_rows)])
     sources = pa.chunked_array([pa.nulls(table.num_rows, pa.string())])
     if c["source"] in names:
         sources = text(c["source"], nullable=True)
@@ -962,7 +962,7 @@ def _records_fast(spec: InputSpec, unit: WorkUnit, out: _Out) -> bool:
     if refs.null_count:
         return False
     if pa.types.is_string(refs.type):
-        refs = pa.chunked_array([pa.ListArray.from_arrays(pa.array(range(len(ch) + 1), pa.int32()), ch)
+        refs = pa.chunked_array([pa.ListArray.from_arrays(pa.array(np.arange(len(ch) + 1, dtype=np.int32)), ch)
                                  for ch in refs.chunks], pa.list_(pa.string()))
     elif pa.types.is_list(refs.type) and pa.types.is_string(refs.type.value_type):
         flat = pc.list_flatten(refs)
@@ -973,9 +973,9 @@ def _records_fast(spec: InputSpec, unit: WorkUnit, out: _Out) -> bool:
     keys = pc.binary_join_element_wise(systems, ids, "\x1f")
     if pc.count_distinct(keys).as_py() != table.num_rows:
         return False
-    rows = pa.array(range(unit.row_start, unit.row_start + table.num_rows), pa.int64())
+    rows = pa.array(np.arange(unit.row_start, unit.row_start + table.num_rows, dtype=np.int64))
     canonical = pa.table([ids, systems, cands, refs.cast(pa.list_(pa.string())), sources, rows,
-                          pa.array([url] * table.num_rows, pa.string())], schema=CANONICAL_SCHEMA)
+                          pa.repeat(pa.scalar(url, pa.string()), table.num_rows)], schema=CANONICAL_SCHEMA)
     out.fast = canonical
     return True
 

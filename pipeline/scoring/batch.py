@@ -32,6 +32,17 @@ class BatchScores:
     ref_len: np.ndarray  # int64 tokens of all references together
     n_refs: np.ndarray  # int64
     status: np.ndarray  # int8: STATUS_OK, or STATUS_TOO_LONG (scores NaN)
+    # the token ids scored (batch layout) and each example's first document, when known:
+    # per-example diagnostics reuse the candidates' tokens instead of encoding them again
+    encoded: EncodedDocs | None = None
+    ex_doc: np.ndarray | None = None
+
+    def candidate_tokens(self):
+        """(tokens, start, end): candidate ``e`` is ``tokens[start[e]:end[e]]``; None if unknown."""
+        if self.encoded is None:
+            return None
+        first = self.ex_doc[:-1]
+        return self.encoded.tokens, self.encoded.doc_tok[first], self.encoded.doc_tok[first + 1]
 
     def __len__(self) -> int:
         return self.scores.shape[0]
@@ -101,4 +112,4 @@ def score_encoded(enc: EncodedDocs, ex_doc: np.ndarray, types: Sequence[RougeTyp
     n_refs = np.diff(ex_doc) - 1
     cum = np.concatenate([[0], np.cumsum(lengths)])
     ref_len = cum[ex_doc[1:]] - cum[cand_docs + 1]
-    return BatchScores(list(types), out, best, lengths[cand_docs], ref_len, n_refs, status)
+    return BatchScores(list(types), out, best, lengths[cand_docs], ref_len, n_refs, status, enc, ex_doc)

@@ -40,18 +40,16 @@ except ImportError:  # pragma: no cover - numba moved it: scan UTF-8 bytes inste
 from pipeline.text.stemming import porter_stem
 
 _VALID_TOKEN = re.compile(r"^[a-z0-9]+$")
-_DOC_SEP = "\x00"
 
-# code point < 256 -> lowercase token byte, or 0 (separator), 1 (newline: sentence end),
-# 2 (document end).  Every code point >= 0x80 separates except the two whose lowercase is
-# ASCII alphanumeric, which the scan maps itself.
+# code point < 128 -> lowercase token byte, or 0 (separator), 1 (newline: sentence end).
+# Every code point >= 0x80 separates except the two whose lowercase is ASCII
+# alphanumeric, which the scan maps itself.
 _BYTE_CLASS = np.zeros(256, dtype=np.uint8)
 for _b in b"abcdefghijklmnopqrstuvwxyz0123456789":
     _BYTE_CLASS[_b] = _b
 for _b in b"ABCDEFGHIJKLMNOPQRSTUVWXYZ":
     _BYTE_CLASS[_b] = _b + 32
 _BYTE_CLASS[ord("\n")] = 1
-_BYTE_CLASS[0] = 2
 
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 _FNV_PRIME = np.uint64(0x100000001B3)
@@ -61,19 +59,13 @@ _LONG = np.uint64(1) << np.uint64(63)
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
-def _lower_to_ascii(text: str) -> str:
-    """For the UTF-8 byte scan (which sees every byte >= 0x80 as a separator): the two
-    code points whose ``str.lower()`` is ASCII alphanumeric, replaced by it (U+0130 ->
-    "i" + U+0307, a separator; U+212A KELVIN SIGN -> "k").  The str scan handles them itself."""
-    for special, lower in (("\u0130", "i "), ("\u212a", "k")):
-        if special in text:
-            text = text.replace(special, lower)
-    return text
-
-
 def _code_at(buf, i):
-    """Code unit ``i`` of a str (its code point) or of a uint8 array (a UTF-8 byte)."""
-    raise NotImplementedError  # compiled only, see the overload below
+    """Code unit ``i``: a str's code point, or a byte of a uint8 array (UTF-8)."""
+    raise NotImplementedError  # compiled only, see the overloads below
+
+
+def _is_utf8(buf):
+    raise NotImplementedError
 
 
 @overload(_code_at, inline="always")
@@ -83,66 +75,115 @@ def _code_at_impl(buf, i):
     return lambda buf, i: np.int64(buf[i])
 
 
-@njit(cache=True, nogil=True)
-def _scan(buf, classes, low, tstart, tlen, doc_tok, doc_sent, sent_tok):
-    """Pass 1: classify every code unit into ``low`` (token byte lowercased, or 0/1/2) and
-    record each token's start and length, sentence starts and document ends.
+@overload(_is_utf8, inline="always")
+def _is_utf8_impl(buf):
+    # a compile-time constant: the other branch is compiled out
+    if isinstance(buf, types.UnicodeType):
+        return lambda buf: False
+    return lambda buf: True
 
-    Branch-free per byte (token starts and ends are counted, not branched on), since
-    a branch per token end mispredicts once a word.  Returns (n_tokens, n_sentences),
-    or (-1, -1) when the buffer holds more document separators than ``doc_tok`` has room for.
+
+@njit(cache=True, nogil=True)
+def _scan(buf, offs, classes, low, tstart, tlen, doc_tok, doc_sent, sent_tok):
+    """Pass 1 over documents ``buf[offs[d]:offs[d+1]]`` (a str, or UTF-8 bytes): every code
+    unit's class goes to ``low`` (token byte lowercased, or 0/1), and each token's start
+    and length in ``low``, sentence starts and document ends are recorded.
+
+    Branch-free per unit (token starts and ends are counted, not branched on), since a
+    branch per token end mispredicts once a word.  Returns (n_tokens, n_sentences).
     """
-    n = len(buf)
-    max_doc = doc_tok.shape[0] - 1
+    w = 0
     ntok = 0
     nend = 0
     nsent = 0
-    doc = 0
-    prev = 0
-    in_sent = 0
-    for i in range(n):
-        cp = _code_at(buf, i)
-        brk = False
-        if cp < 128:
-            c = classes[cp]
-        elif cp == 0x212A:  # KELVIN SIGN lowercases to "k"
-            c = np.uint8(107)
-        elif cp == 0x130:  # lowercases to "i" + U+0307: "i", then the token ends
-            c = np.uint8(105)
-            brk = True
-        else:  # every other code point >= 0x80 (or UTF-8 byte) separates
-            c = np.uint8(0)
-        low[i] = c
-        t = np.int64(c > 2)
-        st = t & (1 - prev)
-        # unconditional stores; the counters advance only at a start/end
-        tstart[ntok] = i
-        sent_tok[nsent] = ntok
-        nsent += st & (1 - in_sent)
-        in_sent |= st
-        ntok += st
-        tlen[nend] = i - tstart[nend]
-        nend += prev & (1 - t)
-        prev = t
-        if brk:
-            tlen[nend] = i + 1 - tstart[nend]
+    for d in range(offs.shape[0] - 1):
+        end = offs[d + 1]
+        prev = 0
+        in_sent = 0
+        skip = 0
+        for i in range(offs[d], end):
+            if skip:  # the rest of a multi-byte code point already classified
+                skip -= 1
+                continue
+            cp = _code_at(buf, i)
+            brk = False
+            if cp < 128:
+                c = classes[cp]
+            elif _is_utf8(buf):  # bytes of other code points separate
+                if cp == 0xE2 and i + 2 < end and _code_at(buf, i + 1) == 0x84 and _code_at(buf, i + 2) == 0xAA:
+                    c = np.uint8(107)  # U+212A KELVIN SIGN lowercases to "k": one unit for three bytes
+                    skip = 2
+                elif cp == 0xC4 and i + 1 < end and _code_at(buf, i + 1) == 0xB0:
+                    c = np.uint8(105)  # U+0130 lowercases to "i" + U+0307: "i", then the token ends
+                    skip = 1
+                    brk = True
+                else:
+                    c = np.uint8(0)
+            elif cp == 0x212A:
+                c = np.uint8(107)
+            elif cp == 0x130:
+                c = np.uint8(105)
+                brk = True
+            else:  # every other code point separates
+                c = np.uint8(0)
+            low[w] = c
+            t = np.int64(c > 1)
+            st = t & (1 - prev)
+            # unconditional stores; the counters advance only at a start/end
+            tstart[ntok] = w
+            sent_tok[nsent] = ntok
+            nsent += st & (1 - in_sent)
+            in_sent |= st
+            ntok += st
+            tlen[nend] = w - tstart[nend]
+            nend += prev & (1 - t)
+            prev = t
+            w += 1
+            if brk:
+                tlen[nend] = w - tstart[nend]
+                nend += 1
+                prev = 0
+            elif c == 1:
+                in_sent = 0
+        if prev:
+            tlen[nend] = w - tstart[nend]
             nend += 1
-            prev = 0
-        if c == 1 or c == 2:
-            in_sent = 0
-            if c == 2:
-                doc += 1
-                if doc >= max_doc:
-                    return -1, -1
-                doc_tok[doc] = ntok
-                doc_sent[doc] = nsent
-    if prev:
-        tlen[nend] = n - tstart[nend]
-    doc += 1
-    doc_tok[doc] = ntok
-    doc_sent[doc] = nsent
+        doc_tok[d + 1] = ntok
+        doc_sent[d + 1] = nsent
     sent_tok[nsent] = ntok
     return ntok, nsent
+
+
+@njit(cache=True, nogil=True)
+def _interleave(c_tok, c_doc_tok, c_doc_sent, c_sent_tok, r_tok, r_doc_tok, r_doc_sent, r_sent_tok, ref_off):
+    """Candidates' and references' streams merged in the batch layout (cand, refs..., cand, ...)."""
+    n = c_doc_tok.shape[0] - 1
+    n_docs = n + r_doc_tok.shape[0] - 1
+    tokens = np.empty(c_tok.shape[0] + r_tok.shape[0], dtype=np.int32)
+    sent_tok = np.empty(c_sent_tok.shape[0] + r_sent_tok.shape[0] - 1, dtype=np.int64)
+    doc_tok = np.zeros(n_docs + 1, dtype=np.int64)
+    doc_sent = np.zeros(n_docs + 1, dtype=np.int64)
+    t = 0
+    ns = 0
+    d = 0
+    for e in range(n):
+        for r in range(-1, ref_off[e + 1] - ref_off[e]):
+            if r < 0:
+                tok, dt, ds, st, k = c_tok, c_doc_tok, c_doc_sent, c_sent_tok, e
+            else:
+                tok, dt, ds, st, k = r_tok, r_doc_tok, r_doc_sent, r_sent_tok, ref_off[e] + r
+            base = t - dt[k]
+            for s in range(ds[k], ds[k + 1]):
+                sent_tok[ns] = st[s] + base
+                ns += 1
+            for q in range(dt[k], dt[k + 1]):
+                tokens[t] = tok[q]
+                t += 1
+            d += 1
+            doc_tok[d] = t
+            doc_sent[d] = ns
+    sent_tok[ns] = t
+    return tokens, doc_tok, doc_sent, sent_tok[: ns + 1]
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -416,52 +457,80 @@ class DefaultEncoder:
         texts = texts if isinstance(texts, list) else list(texts)
         n_docs = len(texts)
         if n_docs == 0:
-            empty = np.zeros(0, dtype=np.int32)
-            zero = np.zeros(1, dtype=np.int64)
-            return EncodedDocs(empty, zero, empty, zero.copy(), zero.copy())
-        ends = np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=n_docs) + 1)
+            return _empty_docs()
+        ends = np.zeros(n_docs + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=n_docs), out=ends[1:])
         parts = []
         with self._lock:
-            v = self.vocab
-            if v.n_ids > Vocabulary.MAX_IDS:
-                v.reset()
+            self._check_size()
             a = 0
             while a < n_docs:
-                start = int(ends[a - 1]) if a else 0
-                b = max(int(np.searchsorted(ends, start + self.GROUP_UNITS, side="right")), a + 1)
-                parts.append(self._encode_group(texts[a:b]))
+                b = max(int(np.searchsorted(ends, ends[a] + self.GROUP_UNITS, side="right")) - 1, a + 1)
+                group = texts[a:b]
+                if _get_code_point is not None:  # the str's own buffer, in place
+                    buf, offs = "".join(group), ends[a:b + 1] - ends[a]
+                else:  # pragma: no cover - UTF-8 bytes
+                    raw = [t.encode("utf-8", "surrogatepass") for t in group]
+                    buf = np.frombuffer(b"".join(raw), dtype=np.uint8)
+                    offs = np.zeros(len(raw) + 1, dtype=np.int64)
+                    np.cumsum(np.fromiter(map(len, raw), dtype=np.int64, count=len(raw)), out=offs[1:])
+                parts.append(self._encode_units(buf, offs))
                 a = b
-            self._scratch.release()
-            if len(parts) == 1:
-                tokens, doc_tok, doc_sent, sent_tok = parts[0]
-            else:
-                tokens, doc_tok, doc_sent, sent_tok = _concat_parts(parts)
-            if self.use_stemmer:
-                stemmed = np.empty_like(tokens)
-                if _map_ids(tokens, v.stem_map(), stemmed):
-                    ntok, nsent, doc_tok, doc_sent, sent_tok = _drop_negative(stemmed, doc_tok, doc_sent, sent_tok)
-                    stemmed = stemmed[:ntok]
-                    sent_tok = sent_tok[: nsent + 1]
-                tokens = stemmed
+            tokens, doc_tok, doc_sent, sent_tok = parts[0] if len(parts) == 1 else _concat_parts(parts)
+            return self._finish(tokens, doc_tok, doc_sent, sent_tok)
+
+    def encode_arrow(self, candidates, references) -> tuple[EncodedDocs, np.ndarray]:
+        """Arrow columns in (``candidates``: strings; ``references``: strings or lists of
+        strings, no nulls), documents in the batch layout (cand, refs..., ...) and the
+        reference counts out.  The UTF-8 buffers are scanned where they are: no Python str
+        is made per text."""
+        import pyarrow as pa
+
+        cands = _string_array(candidates)
+        refs = references.combine_chunks() if isinstance(references, pa.ChunkedArray) else references
+        if pa.types.is_list(refs.type) or pa.types.is_large_list(refs.type):
+            ro = np.asarray(refs.offsets, dtype=np.int64)
+            ro = ro - ro[0]
+            flat = _string_array(refs.flatten())
+        else:
+            ro = np.arange(len(refs) + 1, dtype=np.int64)
+            flat = _string_array(refs)
+        n_refs = np.diff(ro)
+        if len(cands) == 0:
+            return _empty_docs(), n_refs
+        with self._lock:
+            self._check_size()
+            c = self._encode_units(*_utf8_buffers(cands))
+            r = self._encode_units(*_utf8_buffers(flat))
+            tokens, doc_tok, doc_sent, sent_tok = _interleave(*c, *r, ro)
+            return self._finish(tokens, doc_tok, doc_sent, sent_tok), n_refs
+
+    def _check_size(self) -> None:
+        if self.vocab.n_ids > Vocabulary.MAX_IDS:
+            self.vocab.reset()
+
+    def _finish(self, tokens, doc_tok, doc_sent, sent_tok) -> EncodedDocs:
+        """Raw ids -> stemmed ids (tokens whose stem is no valid token dropped); under the lock."""
+        self._scratch.release()
+        if self.use_stemmer:
+            stemmed = np.empty_like(tokens)
+            if _map_ids(tokens, self.vocab.stem_map(), stemmed):
+                ntok, nsent, doc_tok, doc_sent, sent_tok = _drop_negative(stemmed, doc_tok, doc_sent, sent_tok)
+                stemmed = stemmed[:ntok]
+                sent_tok = sent_tok[: nsent + 1]
+            tokens = stemmed
         return EncodedDocs(tokens, doc_tok, tokens, sent_tok, doc_sent)
 
-    def _encode_group(self, texts: list[str]):
-        """Raw token ids and local (doc_tok, doc_sent, sent_tok) of a few texts; under the lock."""
-        n_docs = len(texts)
-        joined = _DOC_SEP.join(texts)
-        while True:
-            if _get_code_point is not None:
-                buf = joined
-            else:  # pragma: no cover
-                buf = np.frombuffer(_lower_to_ascii(joined).encode("utf-8", "surrogatepass"), dtype=np.uint8)
-            low, tstart, tlen, sent_tok = self._scratch.get(len(buf))
-            doc_tok = np.zeros(n_docs + 1, dtype=np.int64)
-            doc_sent = np.zeros(n_docs + 1, dtype=np.int64)
-            ntok, nsent = _scan(buf, _BYTE_CLASS, low, tstart, tlen, doc_tok, doc_sent, sent_tok)
-            if ntok >= 0:
-                break
-            # a NUL inside a text: a plain separator for rouge-score
-            joined = _DOC_SEP.join(t.replace(_DOC_SEP, " ") for t in texts)
+    def _encode_units(self, buf, offs):
+        """Raw token ids and (doc_tok, doc_sent, sent_tok) of documents ``buf[offs[d]:offs[d+1]]``
+        (a str, or UTF-8 bytes); under the lock."""
+        n_docs = offs.shape[0] - 1
+        start, stop = int(offs[0]), int(offs[-1])
+        low, tstart, tlen, sent_tok = self._scratch.get(stop - start)
+        doc_tok = np.zeros(n_docs + 1, dtype=np.int64)
+        doc_sent = np.zeros(n_docs + 1, dtype=np.int64)
+        ntok, nsent = _scan(buf, np.asarray(offs, dtype=np.int64), _BYTE_CLASS, low, tstart, tlen,
+                            doc_tok, doc_sent, sent_tok)
         tstart, tlen = tstart[:ntok], tlen[:ntok]
         tokens = np.empty(ntok, dtype=np.int32)
         low64 = low.view(np.uint64)
@@ -474,6 +543,35 @@ class DefaultEncoder:
                 break
             v.grow(int(tlen[first]))
         return tokens, doc_tok, doc_sent, sent_tok[: nsent + 1].copy()
+
+
+def _empty_docs() -> EncodedDocs:
+    empty = np.zeros(0, dtype=np.int32)
+    zero = np.zeros(1, dtype=np.int64)
+    return EncodedDocs(empty, zero, empty, zero.copy(), zero.copy())
+
+
+def _string_array(arr):
+    import pyarrow as pa
+
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+        raise TypeError(f"expected strings, got {arr.type}")
+    if arr.null_count:
+        raise ValueError("null text in an Arrow column")
+    return arr
+
+
+def _utf8_buffers(arr):
+    """(bytes as uint8, int64 offsets) of an Arrow string array, zero-copy where Arrow allows."""
+    import pyarrow as pa
+
+    _, offsets, data = arr.buffers()
+    width = np.int64 if pa.types.is_large_string(arr.type) else np.int32
+    offs = np.frombuffer(offsets, dtype=width)[arr.offset: arr.offset + len(arr) + 1].astype(np.int64)
+    buf = np.frombuffer(data, dtype=np.uint8) if data is not None and data.size else np.zeros(1, np.uint8)
+    return buf, offs
 
 
 def _concat_parts(parts):
