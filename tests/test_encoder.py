@@ -63,3 +63,39 @@ def test_str_and_arrow_utf8_scans_tokenize_as_rouge_score():
         assert n_refs.tolist() == [len(refs[0]), len(refs[1])]
         for name in ("tokens", "doc_tok", "sent_tok", "doc_sent"):
             assert np.array_equal(getattr(ea, name), getattr(eb, name)), (name, texts)
+
+
+_BOUNDS_PROBE = r"""
+from pipeline.text.encoder import DefaultEncoder
+import pyarrow as pa
+enc = DefaultEncoder(True)
+# the densest token layouts: one-unit documents, one-unit tokens, every unit a sentence
+for texts in (["a"] * 5000, ["a b"] * 3000, ["a\nb"] * 3000, ["\u0130"] * 2000, ["5\u212a"] * 2000,
+              ["a" * 9] * 100, ["x " * 5000], [""] * 10 + ["a"]):
+    e = enc.encode(texts)
+    assert e.doc_tok.shape[0] == len(texts) + 1
+    a, _ = enc.encode_arrow(pa.array(texts), pa.array(texts))
+# and the kernels on the shapes they branch on: 1-word and multi-word sentences, ties, multi-reference
+import random
+from pipeline import RougeScorer
+rng = random.Random(3)
+doc = lambda: "\n".join(" ".join(rng.choice("abcd") for _ in range(rng.choice((1, 5, 63, 64, 65, 130))))
+                        for _ in range(rng.randint(0, 4)))
+scorer = RougeScorer(["rouge1", "rouge2", "rouge3", "rougeL", "rougeLsum"], use_stemmer=True)
+scorer.score_batch([[doc(), doc()] for _ in range(60)], [doc() for _ in range(60)])
+print("ok")
+"""
+
+
+def test_compiled_code_stays_in_bounds_on_dense_inputs(tmp_path):
+    """numba does not check indices: the encoder's and kernels' working arrays are sized from
+    the input.  Compiled here with bounds checking on, the densest layouts must not index past them."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, NUMBA_BOUNDSCHECK="1", NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+    out = subprocess.run([sys.executable, "-c", _BOUNDS_PROBE], env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip() == "ok"

@@ -29,6 +29,7 @@ from pipeline.rouge155.porter import morph_stem
 from pipeline.rouge155.resources import stopwords as smart_stopwords
 from pipeline.rouge155.text import limit_bytes, limit_words, read_sentences
 from pipeline.scoring.batch import example_offsets, flatten_examples
+from pipeline.text.encoder import DefaultEncoder
 
 _NL, _DROP, _DOC = -3, -1, -4
 
@@ -90,7 +91,8 @@ def option_metrics(opts: Rouge155Options) -> list[MetricSpec]:
 
 
 class Rouge155Encoder:
-    """ROUGE-1.5.5's tokeniser as a token -> id mapping; one vocabulary per encoder."""
+    """ROUGE-1.5.5's tokeniser on the compiled scan (:class:`pipeline.text.encoder.DefaultEncoder`
+    with every non-ASCII byte a separator); each distinct raw token is mapped once."""
 
     def __init__(self, stem: bool = False, remove_stopwords: bool = False,
                  length_limit_words: int | None = None, length_limit_bytes: int | None = None):
@@ -99,42 +101,15 @@ class Rouge155Encoder:
         self.length_limit_words = length_limit_words
         self.length_limit_bytes = length_limit_bytes
         self._stop = smart_stopwords() if remove_stopwords else frozenset()
-        self.vocab: dict[str, int] = {}
-        self._raw: dict[bytes, int] = {b"\x01": _NL, b"\x02": _DOC}
+        self._enc = DefaultEncoder(ascii_only=True, token_map=self._process)
 
-    def _new_raw(self, raw: bytes) -> int:
-        token = raw.decode("ascii")  # already lowercase [a-z0-9]+
+    def _process(self, token: str) -> str | None:
+        """A raw token (lowercase ``[a-z0-9]+``) -> its form after ``-s`` and ``-m``, or None."""
         if token in self._stop:
-            tid = _DROP
-        else:
-            if self.stem and len(token) > 3:
-                token = morph_stem(token)
-            tid = self.vocab.setdefault(token, len(self.vocab))
-        self._raw[raw] = tid
-        return tid
-
-    def _batch_ids(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """All texts tokenised in one pass: (ids with line/document markers, document offsets).
-
-        The texts are joined with NUL, UTF-8 encoded and translated byte by byte: ``A-Z`` are
-        lowercased, ``a-z0-9`` kept, newline and NUL become markers, every other byte a space
-        (the bytes of a non-ASCII character included) -- ROUGE-1.5.5's tokens exactly.  A NUL
-        inside a text is a separator for ROUGE-1.5.5 too, so it becomes a space first.
-        """
-        texts = [t.replace("\x00", " ") if "\x00" in t else t for t in texts]
-        big = ("\x00".join(texts) + "\x00").encode("utf-8", "surrogatepass").translate(_BYTE_TABLE)
-        toks = big.replace(b"\x01", b" \x01 ").replace(b"\x02", b" \x02 ").split()
-        raw = self._raw
-        ids = list(map(raw.get, toks))
-        if None in ids:
-            for t in set(toks).difference(raw):
-                self._new_raw(t)
-            ids = list(map(raw.get, toks))
-        arr = np.array(ids, dtype=np.int32) if ids else np.empty(0, dtype=np.int32)
-        ends = np.flatnonzero(arr == _DOC)
-        offsets = np.zeros(len(texts) + 1, dtype=np.int64)
-        offsets[1:] = ends + 1
-        return arr, offsets
+            return None
+        if self.stem and len(token) > 3:
+            return morph_stem(token)
+        return token
 
     def _transformed(self, texts: list[str], lcs_quirk: bool = False) -> list[str]:
         """``-l``/``-b``: the limited texts (the specification's readers), one sentence a line."""
@@ -149,19 +124,15 @@ class Rouge155Encoder:
         return out
 
     def encode(self, texts) -> Encoded:
-        """Each distinct text of the batch is tokenised once."""
         texts = list(texts)
-        index: dict[str, int] = {}
-        order = np.fromiter((index.setdefault(t, len(index)) for t in texts), dtype=np.int64, count=len(texts))
-        uniq = list(index)
         limited = bool(self.length_limit_words or self.length_limit_bytes)
-        arr, offs = self._batch_ids(self._transformed(uniq) if limited else uniq)
-        tokens, doc_tok, sent_tok, doc_sent = K.split_marked(*K.gather_docs(arr, offs, order))
+        enc = self._enc.encode(self._transformed(texts) if limited else texts)
         if self.length_limit_bytes:
-            sarr, soffs = self._batch_ids(self._transformed(uniq, lcs_quirk=True))
-            stokens, _, s_sent_tok, s_doc_sent = K.split_marked(*K.gather_docs(sarr, soffs, order))
-            return Encoded(tokens, doc_tok, stokens, s_sent_tok, s_doc_sent, len(self.vocab))
-        return Encoded(tokens, doc_tok, tokens, sent_tok, doc_sent, len(self.vocab))
+            # ROUGE-L reads the byte-limited text with its own quirk: a second sentence stream
+            s_enc = self._enc.encode(self._transformed(texts, lcs_quirk=True))
+            return Encoded(enc.tokens, enc.doc_tok, s_enc.tokens, s_enc.sent_tok, s_enc.doc_sent,
+                           self._enc.vocab.n_mapped)
+        return Encoded(enc.tokens, enc.doc_tok, enc.tokens, enc.sent_tok, enc.doc_sent, self._enc.vocab.n_mapped)
 
 
 @dataclass

@@ -84,11 +84,13 @@ def _is_utf8_impl(buf):
 
 
 @njit(cache=True, nogil=True)
-def _scan(buf, offs, classes, low, tstart, tlen, doc_tok, doc_sent, sent_tok):
+def _scan(buf, offs, classes, lower_to_ascii, low, tstart, tlen, doc_tok, doc_sent, sent_tok):
     """Pass 1 over documents ``buf[offs[d]:offs[d+1]]`` (a str, or UTF-8 bytes): every code
     unit's class goes to ``low`` (token byte lowercased, or 0/1), and each token's start
     and length in ``low``, sentence starts and document ends are recorded.
 
+    ``lower_to_ascii``: map the two code points whose ``str.lower()`` is ASCII alphanumeric
+    (rouge-score); False: they separate like every other non-ASCII unit (ROUGE-1.5.5).
     Branch-free per unit (token starts and ends are counted, not branched on), since a
     branch per token end mispredicts once a word.  Returns (n_tokens, n_sentences).
     """
@@ -109,6 +111,8 @@ def _scan(buf, offs, classes, low, tstart, tlen, doc_tok, doc_sent, sent_tok):
             brk = False
             if cp < 128:
                 c = classes[cp]
+            elif not lower_to_ascii:
+                c = np.uint8(0)
             elif _is_utf8(buf):  # bytes of other code points separate
                 if cp == 0xE2 and i + 2 < end and _code_at(buf, i + 1) == 0x84 and _code_at(buf, i + 2) == 0xAA:
                     c = np.uint8(107)  # U+212A KELVIN SIGN lowercases to "k": one unit for three bytes
@@ -383,7 +387,8 @@ class Vocabulary:
     # be consistent within a batch), so a long-lived worker's memory stays bounded.
     MAX_IDS = 4_000_000
 
-    def __init__(self, capacity: int = 1 << 16):
+    def __init__(self, capacity: int = 1 << 16, token_map: Callable[[str], str | None] | None = None):
+        self._token_map = token_map or _porter_rule
         self.counts = np.zeros(3, dtype=np.int64)  # ids, short_tab entries, long_tab entries
         # tables start small (cache-resident) and double at half load
         self.short_tab = np.zeros(2 * 4096, dtype=np.int64)
@@ -398,8 +403,13 @@ class Vocabulary:
     def n_ids(self) -> int:
         return int(self.counts[0])
 
+    @property
+    def n_mapped(self) -> int:
+        """How many distinct mapped ids :meth:`stem_map` has given out."""
+        return len(self._stem_index)
+
     def reset(self) -> None:
-        self.__init__()
+        self.__init__(token_map=self._token_map)
 
     def grow(self, token_bytes: int) -> None:
         """Make room for one more token of ``token_bytes`` bytes (whatever is short of it)."""
@@ -424,27 +434,40 @@ class Vocabulary:
         return self.arena[self.offs[tid]:self.offs[tid + 1]].tobytes().decode("ascii")
 
     def stem_map(self) -> np.ndarray:
-        """raw id -> id of its Porter stem (rouge-score's rule), -1 if the stem is not a valid token."""
+        """raw id -> id of its mapped form (by default its Porter stem, rouge-score's rule),
+        -1 if the map drops it or its form is not a valid token."""
         if self._stem_done < self.n_ids:
             if self._stem_map.shape[0] < self.n_ids:
                 grown = np.full(max(self.n_ids, 2 * self._stem_map.shape[0]), -1, dtype=np.int32)
                 grown[: self._stem_map.shape[0]] = self._stem_map
                 self._stem_map = grown
             index = self._stem_index
+            token_map = self._token_map
             for tid in range(self._stem_done, self.n_ids):
-                stem = porter_stem(self.token(tid))
-                if _VALID_TOKEN.match(stem):
+                stem = token_map(self.token(tid))
+                if stem is not None and _VALID_TOKEN.match(stem):
                     self._stem_map[tid] = index.setdefault(stem, len(index))
             self._stem_done = self.n_ids
         return self._stem_map
 
 
-class DefaultEncoder:
-    """rouge-score's default tokenizer over whole batches (see module docstring)."""
+def _porter_rule(token: str) -> str:
+    return porter_stem(token)
 
-    def __init__(self, use_stemmer: bool = False):
-        self.use_stemmer = use_stemmer
-        self.vocab = Vocabulary()
+
+class DefaultEncoder:
+    """rouge-score's default tokenizer over whole batches (see module docstring).
+
+    ``ascii_only``: every non-ASCII code point separates, U+0130 and U+212A included
+    (ROUGE-1.5.5's byte-wise Perl tokenizer).  ``token_map``: each distinct raw token's
+    processed form, or None to drop it; applied when given (instead of rouge-score's
+    Porter rule, which ``use_stemmer`` selects)."""
+
+    def __init__(self, use_stemmer: bool = False, *, ascii_only: bool = False,
+                 token_map: Callable[[str], str | None] | None = None):
+        self.use_stemmer = use_stemmer or token_map is not None
+        self.ascii_only = ascii_only
+        self.vocab = Vocabulary(token_map=token_map)
         self._scratch = _Scratch()
         self._lock = threading.Lock()
 
@@ -526,11 +549,11 @@ class DefaultEncoder:
         (a str, or UTF-8 bytes); under the lock."""
         n_docs = offs.shape[0] - 1
         start, stop = int(offs[0]), int(offs[-1])
-        low, tstart, tlen, sent_tok = self._scratch.get(stop - start)
+        low, tstart, tlen, sent_tok = self._scratch.get(stop - start, n_docs)
         doc_tok = np.zeros(n_docs + 1, dtype=np.int64)
         doc_sent = np.zeros(n_docs + 1, dtype=np.int64)
-        ntok, nsent = _scan(buf, np.asarray(offs, dtype=np.int64), _BYTE_CLASS, low, tstart, tlen,
-                            doc_tok, doc_sent, sent_tok)
+        ntok, nsent = _scan(buf, np.asarray(offs, dtype=np.int64), _BYTE_CLASS, not self.ascii_only, low,
+                            tstart, tlen, doc_tok, doc_sent, sent_tok)
         tstart, tlen = tstart[:ntok], tlen[:ntok]
         tokens = np.empty(ntok, dtype=np.int32)
         low64 = low.view(np.uint64)
@@ -597,18 +620,22 @@ class _Scratch:
 
     def __init__(self):
         self._n = -1
+        self._cap = -1
         self._arrays = None
 
-    def get(self, n: int):
-        """(low, tstart, tlen, sent_tok) for ``n`` code units (at most n//2+1 tokens)."""
-        if n > self._n:
+    def get(self, n: int, n_docs: int):
+        """(low, tstart, tlen, sent_tok) for ``n`` code units in ``n_docs`` documents: a
+        document of k units holds at most (k + 1) // 2 tokens (and sentences)."""
+        cap = n // 2 + n_docs + 2
+        if n > self._n or cap > self._cap:
             n_alloc = max(n, min(int(1.25 * self._n), self.KEEP_UNITS))
-            cap = n_alloc // 2 + 2
+            cap = max(cap, n_alloc // 2 + n_docs + 2)
             # low is padded to whole words (plus one) for _load's two aligned reads
             low = np.zeros(((n_alloc + 7) >> 3) + 2, dtype=np.uint64).view(np.uint8)
             self._arrays = (low, np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64),
                             np.empty(cap + 1, dtype=np.int64))
             self._n = n_alloc
+            self._cap = cap
         return self._arrays
 
     def release(self) -> None:
