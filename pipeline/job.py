@@ -268,6 +268,14 @@ def plan_unit(spec, unit: readers.WorkUnit) -> dict:
     return {"costs": estimate_costs(table), "keys": readers.unit_keys(table)}
 
 
+def plan_tasks(units: list[readers.WorkUnit], target_cost, *planned: dict) -> tuple[list[Task], int]:
+    """The plan from every unit's plan pass (:func:`plan_unit`): cross-unit duplicates dropped,
+    units cut by cost.  Returns (tasks, duplicates dropped).  Runs on a worker in the
+    distributed job, so the ids and costs of the corpus never reach the client."""
+    units, costs = drop_duplicates(units, list(planned))
+    return split_by_cost(units, costs, target_cost), sum(len(u.drop_rows) for u in units)
+
+
 def drop_duplicates(units: list[readers.WorkUnit], planned: list[dict]):
     """``(units, costs)`` with cross-unit duplicates moved to ``WorkUnit.drop_rows`` (so each
     ``(system, id)`` is scored exactly once, by the unit holding its first occurrence) and

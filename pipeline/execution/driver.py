@@ -194,22 +194,31 @@ def make_plan(cfg, spec, run_url: str, so: dict, client=None, log=_log_default) 
     if client is None:
         planned = [with_retries(lambda u=u: job.plan_unit(spec, u), cfg.execution.retries,
                                 f"reading {u.file}", log) for u in units]
+        tasks, n_dup = job.plan_tasks(units, settings["target_cost"], *planned)
+        del planned
     else:
+        from distributed import wait
+
+        nonce = uuid.uuid4().hex[:8]
         futs = client.map(job.plan_unit, [spec] * len(units), units,
-                          key=[f"rouge-estimate-{uuid.uuid4().hex[:8]}-{u.index:05d}" for u in units],
+                          key=[f"rouge-estimate-{nonce}-{u.index:05d}" for u in units],
                           retries=cfg.execution.retries, pure=False)
-        planned = []
+        wait(futs)
         for u, f in zip(units, futs):
-            try:
-                planned.append(f.result())
-            except Exception as e:  # noqa: BLE001 - reported with the unit, then raised
+            if f.status == "error":  # reported with the unit, then raised
+                e = f.exception()
                 client.cancel(futs)
                 raise _task_error(e, f"planning unit {u.key}", cfg.execution.retries) from e
+        # Every example's id and cost stay on the workers: one task there finds the
+        # duplicates across units and cuts the tasks, so the client's memory does not
+        # grow with the corpus.
+        plan = client.submit(job.plan_tasks, units, settings["target_cost"], *futs, key=f"rouge-plan-{nonce}",
+                             retries=cfg.execution.retries, pure=False)
         del futs
-    units, costs = job.drop_duplicates(units, planned)
-    n_dup = sum(len(u.drop_rows) for u in units)
-    del planned
-    tasks = job.split_by_cost(units, costs, settings["target_cost"])
+        try:
+            tasks, n_dup = plan.result()
+        except Exception as e:  # noqa: BLE001
+            raise _task_error(e, "planning the tasks", cfg.execution.retries) from e
     oversized = sum(t.oversized for t in tasks)
     log(f"plan: {len(units)} units -> {len(tasks)} tasks by estimated cost "
         f"(target {settings['target_cost']:,.0f}; {oversized} oversized single examples; "
@@ -379,19 +388,26 @@ def _run_on_client(client, spec, tasks, ctx, retries: int, done: set, bar, n_blo
                  for i in range(0, len(level), FAN_IN)]
         merges += level
         depth += 1
+    # a finished task's result (its statistics) is released once its merge has run:
+    # only the futures still pending are held here
+    pending = set(futures)
+    completed = as_completed(futures)
+    del futures
     try:
-        for f in as_completed(futures):
+        for f in completed:
             t = by_key[f.key]
             if f.status == "error":
                 e = f.exception()
                 raise _task_error(e, f"task {t.key}", retries) from e
+            pending.discard(f)
+            del f
             bar.update(t.n_rows, skipped=t.index in done)
         try:
             return level[0].result()
         except Exception as e:  # noqa: BLE001
             raise _task_error(e, "merging the task statistics", retries) from e
     except BaseException:
-        client.cancel(futures + merges)
+        client.cancel(list(pending) + merges)
         raise
 
 
