@@ -18,7 +18,7 @@ import numpy as np
 from pipeline.scoring.batch import (MAX_BACKTRACK_WORDS, BatchScores, example_offsets, flatten_examples,
                                     score_encoded)
 from pipeline.scoring.types import parse_rouge_types
-from pipeline.text.encoder import DefaultEncoder, EncodedDocs, encode_with_tokenizer
+from pipeline.text.encoder import DefaultEncoder, EncodedDocs, encode_marked, encode_with_tokenizer
 from pipeline.text.sentences import get_splitter, resolve_splitter_name
 from pipeline.text.tokenizers import as_tokenizer
 
@@ -66,6 +66,7 @@ class RougeScorer:
         # As in rouge-score, a custom tokenizer makes use_stemmer a no-op.
         self._tokenizer = None if tokenizer is None else as_tokenizer(tokenizer)
         self._token_index: dict = {}
+        self._raw_index: dict = {}  # raw token -> id of its form (batch tokenizers)
 
     @property
     def tokenizer_name(self) -> str:
@@ -76,6 +77,12 @@ class RougeScorer:
     # -- encoding ---------------------------------------------------------------
     def encode(self, texts: Sequence[str]) -> EncodedDocs:
         if self._tokenizer is not None:
+            batch = getattr(self._tokenizer, "tokenize_batch", None)
+            if batch is not None and self.sentence_splitter == "newline":
+                marked = batch(list(texts))
+                if marked is not None:
+                    return encode_marked(marked, self._raw_index, self._token_index,
+                                         getattr(self._tokenizer, "stem_token", None))
             split = self._splitter if self._needs_sentences else None
             compose = (self.sentence_splitter == "newline"
                        and getattr(self._tokenizer, "tokens_never_span_newlines", False))

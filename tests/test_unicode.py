@@ -240,3 +240,39 @@ def test_config_signature_and_job_wiring():
         with pytest.raises(ConfigError, match=msg):
             _cfg(**bad)
     assert make_tokenizer() is None and make_tokenizer("unicode").name == UnicodeTokenizer().name
+
+
+@pytest.mark.parametrize("language,stem", [("en", False), ("de", True), ("tr", True), ("th", False),
+                                           ("zh", False), ("ru", True), ("es", True)])
+def test_batch_tokenization_equals_text_by_text(by_language, language, stem):
+    """The batch path (one normalization and one findall over the joined batch, marks between
+    lines and texts) against the tokenizer applied line by line, text by text: the data of the
+    language plus texts built to stress the joins (NUL, combining marks and the Turkish dot at
+    text starts, CR/LF, empty lines)."""
+    import random
+
+    from pipeline.text.encoder import encode_with_tokenizer
+    from pipeline.text.sentences import split_newlines
+
+    rng = random.Random(5)
+    data = [t for r in by_language.get(language, by_language["zh"])[:60]
+            for t in (r["candidate"], r["references"][0])]
+    pieces = ["\u0301a", "\u0307", "İ", "i\u0307", "I", "\x00", "\n", "\r\n", "\n\n", " ", "ß", "Ǆ", "ﬁ", "①",
+              "中文", "สวัสดี", "١٢", "e\u0301", "\u200d", "😀", "x"]
+    data += ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 10))) for _ in range(300)]
+    tok = UnicodeTokenizer(language, stem=stem)
+    got = RougeScorer(["rouge1", "rougeLsum"], tokenizer=tok).encode(data)  # batch path, sentences
+    index: dict = {}
+    want = encode_with_tokenizer(data, tok.tokenize, split_newlines, index, compose_lines=True)
+    forms = {v: k for k, v in index.items()}
+    scorer = RougeScorer(["rouge1"], tokenizer=tok)
+    enc = scorer.encode(data)
+    got_forms = {v: k for k, v in scorer._token_index.items()}
+
+    def docs(e, names):
+        return [[[names[t] for t in e.sent_tokens[e.sent_tok[s]:e.sent_tok[s + 1]]]
+                 for s in range(e.doc_sent[d], e.doc_sent[d + 1])] for d in range(len(data))]
+
+    assert docs(enc, got_forms) == docs(want, forms)
+    assert [got.doc_tok[d + 1] - got.doc_tok[d] for d in range(len(data))] == \
+        [want.doc_tok[d + 1] - want.doc_tok[d] for d in range(len(data))]

@@ -31,21 +31,6 @@ from pipeline.rouge155.text import limit_bytes, limit_words, read_sentences
 from pipeline.scoring.batch import example_offsets, flatten_examples
 from pipeline.text.encoder import DefaultEncoder
 
-_NL, _DROP, _DOC = -3, -1, -4
-
-
-def _byte_table() -> bytes:
-    table = bytearray(b" " * 256)
-    for c in b"abcdefghijklmnopqrstuvwxyz0123456789":
-        table[c] = c
-    for c in b"ABCDEFGHIJKLMNOPQRSTUVWXYZ":
-        table[c] = c + 32
-    table[ord("\n")] = 1
-    table[0] = 2
-    return bytes(table)
-
-
-_BYTE_TABLE = _byte_table()
 # Past this many cells one LCS table is not built; the example gets status "too_long".
 MAX_LCS_CELLS = 1 << 26
 

@@ -643,6 +643,80 @@ class _Scratch:
             self.__init__()
 
 
+# a batch tokenizer's (``tokenize_batch``) marks: after every line, after every text
+LINE_MARK, DOC_MARK = "\n", "\x00"
+_BREAK, _END = -3, -4
+
+
+@njit(cache=True, nogil=True)
+def _split_marked(flat, doc_raw):
+    """Flat ids with ``_BREAK`` at line ends -> (tokens, doc_tok, sent_tok, doc_sent); document
+    ``d`` is ``flat[doc_raw[d]:doc_raw[d+1]]``.  Sentences are the lines with at least one
+    token (empty sentences change no count); other negative ids are skipped."""
+    n_docs = doc_raw.shape[0] - 1
+    n_tok = 0
+    n_sent = 0
+    for d in range(n_docs):
+        run = 0
+        for i in range(doc_raw[d], doc_raw[d + 1]):
+            if flat[i] >= 0:
+                n_tok += 1
+                run += 1
+            elif flat[i] == _BREAK and run > 0:
+                n_sent += 1
+                run = 0
+        if run > 0:
+            n_sent += 1
+    tokens = np.empty(n_tok, dtype=np.int32)
+    doc_tok = np.empty(n_docs + 1, dtype=np.int64)
+    sent_tok = np.empty(n_sent + 1, dtype=np.int64)
+    doc_sent = np.empty(n_docs + 1, dtype=np.int64)
+    k = 0
+    s = 0
+    sent_tok[0] = 0
+    for d in range(n_docs):
+        doc_tok[d] = k
+        doc_sent[d] = s
+        run = 0
+        for i in range(doc_raw[d], doc_raw[d + 1]):
+            v = flat[i]
+            if v >= 0:
+                tokens[k] = v
+                k += 1
+                run += 1
+            elif v == _BREAK and run > 0:
+                s += 1
+                sent_tok[s] = k
+                run = 0
+        if run > 0:
+            s += 1
+            sent_tok[s] = k
+    doc_tok[n_docs] = k
+    doc_sent[n_docs] = s
+    return tokens, doc_tok, sent_tok, doc_sent
+
+
+def encode_marked(tokens: list[str], raw_index: dict, index: dict, token_map=None) -> EncodedDocs:
+    """A batch's tokens with :data:`LINE_MARK` after each line and :data:`DOC_MARK` after each
+    text -> EncodedDocs (sentences: the lines with tokens).  ``raw_index`` maps each raw
+    token to the id of its form (``token_map(token)``, e.g. its stem; the token itself by
+    default) in ``index``, so the per-token work is dict lookups in C."""
+    raw_index.setdefault(LINE_MARK, _BREAK)
+    raw_index.setdefault(DOC_MARK, _END)
+    ids = list(map(raw_index.get, tokens))
+    if None in ids:
+        for t in set(tokens).difference(raw_index):
+            form = token_map(t) if token_map is not None else t
+            raw_index[t] = index.setdefault(form, len(index))
+        ids = list(map(raw_index.get, tokens))
+    flat = np.array(ids, dtype=np.int32) if ids else np.zeros(0, dtype=np.int32)
+    ends = np.flatnonzero(flat == _END)
+    doc_raw = np.zeros(ends.shape[0] + 1, dtype=np.int64)
+    doc_raw[1:] = ends + 1
+    tok, doc_tok, sent_tok, doc_sent = _split_marked(flat, doc_raw)
+    return EncodedDocs(tok, doc_tok, tok, sent_tok, doc_sent)
+
+
 def encode_with_tokenizer(
     texts: Sequence[str],
     tokenize: Callable[[str], list],

@@ -75,6 +75,8 @@ _SEG_PATTERN = regex.compile(
     rf"(?V1)(?P<han>[{_HAN}]+)|(?P<thai>(?=[\p{{sc=Thai}}&&\p{{L}}])[\p{{sc=Thai}}&&[\p{{L}}\p{{M}}]]+)"
     rf"|(?P<tok>[{_CJK}]|(?=[{_SEA_LETTER}])\X|{_WORD})")
 _ASCII_WORD = re.compile(r"[a-z0-9]+")  # stdlib re: faster on the ASCII fast path
+# tokenize_batch: the same tokens, plus every newline and NUL (the marks between lines and texts)
+_MARKED_PATTERN = regex.compile(rf"(?V1)[\n\x00]|[{_CJK}]|(?=[{_SEA_LETTER}])\X|{_WORD}")
 
 _TURKIC = ("tr", "az")
 _TURKIC_UPPER = str.maketrans({"\u0130": "i", "I": "\u0131"})
@@ -160,6 +162,23 @@ class UnicodeTokenizer:
                 out.extend(w for w in _thai_words()(m.group(), engine="newmm", keep_whitespace=False)
                            if w and not w.isspace())
         return out
+
+    def tokenize_batch(self, texts: list[str]) -> list[str] | None:
+        """Unstemmed tokens of every text, with ``"\\n"`` after each line and ``"\\x00"`` after
+        each text (:func:`pipeline.text.encoder.encode_marked`), from one normalization and
+        one ``findall`` over the whole batch; None in segmenter mode (per-text segmenters).
+
+        Per text this equals :meth:`words` line by line: NFKC and case folding never act
+        across a newline or a NUL (both are starters that compose with nothing), and no
+        token contains either."""
+        if self.cjk != "chars":
+            return None
+        texts = [t.replace("\x00", " ") if "\x00" in t else t for t in texts]
+        return _MARKED_PATTERN.findall(self.normalize("\x00".join(texts) + "\x00"))
+
+    def stem_token(self, token: str) -> str:
+        """The form :meth:`tokenize` gives a word: its stem with ``stem=True``, else itself."""
+        return self.stemmer.stem(token) if self.stemmer is not None else token
 
     def tokenize(self, text: str) -> list[str]:
         toks = self.words(text)
