@@ -84,24 +84,23 @@ def _is_utf8_impl(buf):
 
 
 @njit(cache=True, nogil=True)
-def _scan(buf, offs, classes, lower_to_ascii, low, tstart, tlen, doc_tok, doc_sent, sent_tok):
+def _scan(buf, offs, classes, lower_to_ascii, low, tstart, tend, doc_tok, doc_sent, sent_tok):
     """Pass 1 over documents ``buf[offs[d]:offs[d+1]]`` (a str, or UTF-8 bytes): every code
-    unit's class goes to ``low`` (token byte lowercased, or 0/1), and each token's start
-    and length in ``low``, sentence starts and document ends are recorded.
+    unit's class goes to ``low`` (token byte lowercased, or 0/1), each token's start and end
+    in ``low`` to ``tstart``/``tend``, then sentence starts and document ends are recorded.
 
     ``lower_to_ascii``: map the two code points whose ``str.lower()`` is ASCII alphanumeric
     (rouge-score); False: they separate like every other non-ASCII unit (ROUGE-1.5.5).
-    Branch-free per unit (token starts and ends are counted, not branched on), since a
-    branch per token end mispredicts once a word.  Returns (n_tokens, n_sentences).
+    Branch-free per unit (token starts and ends are counted and stored unconditionally, not
+    branched on), since a branch per token end mispredicts once a word; sentences are found
+    per token afterwards.  Returns (n_tokens, n_sentences).
     """
     w = 0
     ntok = 0
     nend = 0
-    nsent = 0
     for d in range(offs.shape[0] - 1):
         end = offs[d + 1]
         prev = 0
-        in_sent = 0
         skip = 0
         for i in range(offs[d], end):
             if skip:  # the rest of a multi-byte code point already classified
@@ -132,27 +131,38 @@ def _scan(buf, offs, classes, lower_to_ascii, low, tstart, tlen, doc_tok, doc_se
                 c = np.uint8(0)
             low[w] = c
             t = np.int64(c > 1)
-            st = t & (1 - prev)
-            # unconditional stores; the counters advance only at a start/end
             tstart[ntok] = w
-            sent_tok[nsent] = ntok
-            nsent += st & (1 - in_sent)
-            in_sent |= st
-            ntok += st
-            tlen[nend] = w - tstart[nend]
+            ntok += t & (1 - prev)
+            tend[nend] = w
             nend += prev & (1 - t)
             prev = t
             w += 1
             if brk:
-                tlen[nend] = w - tstart[nend]
+                tend[nend] = w
                 nend += 1
                 prev = 0
-            elif c == 1:
-                in_sent = 0
         if prev:
-            tlen[nend] = w - tstart[nend]
+            tend[nend] = w
             nend += 1
         doc_tok[d + 1] = ntok
+    # A token starts a sentence when it is its document's first or a newline lies between
+    # it and the token before.
+    nsent = 0
+    t = 0
+    for d in range(offs.shape[0] - 1):
+        last_end = -1
+        while t < doc_tok[d + 1]:
+            new = last_end < 0
+            if not new:
+                for q in range(last_end, tstart[t]):
+                    if low[q] == 1:
+                        new = True
+                        break
+            if new:
+                sent_tok[nsent] = t
+                nsent += 1
+            last_end = tend[t]
+            t += 1
         doc_sent[d + 1] = nsent
     sent_tok[nsent] = ntok
     return ntok, nsent
@@ -215,7 +225,7 @@ def _insert(low, s, length, offs, arena, n_ids):
 
 
 @njit(cache=True, nogil=True)
-def _lookup_ids(low, low64, tstart, tlen, first, short_tab, long_tab, offs, arena, counts, out):
+def _lookup_ids(low, low64, tstart, tend, first, short_tab, long_tab, offs, arena, counts, out):
     """Pass 2: tokens -> dense ids, inserting new tokens; returns (status, next token).
 
     A token of at most 8 bytes is its own key (table ``short_tab``: key, id); one of
@@ -231,7 +241,7 @@ def _lookup_ids(low, low64, tstart, tlen, first, short_tab, long_tab, offs, aren
     n_ids = counts[0]
     for t in range(first, tstart.shape[0]):
         s = tstart[t]
-        length = tlen[t]
+        length = tend[t] - s
         if length <= 8:
             k = np.int64(_load(low64, s, length))
             slot = np.int64((np.uint64(k) * _GOLD) >> np.uint64(32)) & mask_a
@@ -549,22 +559,22 @@ class DefaultEncoder:
         (a str, or UTF-8 bytes); under the lock."""
         n_docs = offs.shape[0] - 1
         start, stop = int(offs[0]), int(offs[-1])
-        low, tstart, tlen, sent_tok = self._scratch.get(stop - start, n_docs)
+        low, tstart, tend, sent_tok = self._scratch.get(stop - start, n_docs)
         doc_tok = np.zeros(n_docs + 1, dtype=np.int64)
         doc_sent = np.zeros(n_docs + 1, dtype=np.int64)
         ntok, nsent = _scan(buf, np.asarray(offs, dtype=np.int64), _BYTE_CLASS, not self.ascii_only, low,
-                            tstart, tlen, doc_tok, doc_sent, sent_tok)
-        tstart, tlen = tstart[:ntok], tlen[:ntok]
+                            tstart, tend, doc_tok, doc_sent, sent_tok)
+        tstart, tend = tstart[:ntok], tend[:ntok]
         tokens = np.empty(ntok, dtype=np.int32)
         low64 = low.view(np.uint64)
         v = self.vocab
         first = 0
         while True:
-            status, first = _lookup_ids(low, low64, tstart, tlen, first, v.short_tab, v.long_tab,
+            status, first = _lookup_ids(low, low64, tstart, tend, first, v.short_tab, v.long_tab,
                                         v.offs, v.arena, v.counts, tokens)
             if status == 0:
                 break
-            v.grow(int(tlen[first]))
+            v.grow(int(tend[first] - tstart[first]))
         return tokens, doc_tok, doc_sent, sent_tok[: nsent + 1].copy()
 
 
@@ -624,7 +634,7 @@ class _Scratch:
         self._arrays = None
 
     def get(self, n: int, n_docs: int):
-        """(low, tstart, tlen, sent_tok) for ``n`` code units in ``n_docs`` documents: a
+        """(low, tstart, tend, sent_tok) for ``n`` code units in ``n_docs`` documents: a
         document of k units holds at most (k + 1) // 2 tokens (and sentences)."""
         cap = n // 2 + n_docs + 2
         if n > self._n or cap > self._cap:
