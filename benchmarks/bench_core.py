@@ -249,7 +249,7 @@ def main(argv=None) -> int:
         t1 = time.perf_counter()
         res = score_encoded(enc, offs, types)
         t2 = time.perf_counter()
-        [{nm: pipeline.Score(*map(float, row[t])) for t, nm in enumerate(TYPES)} for row in res.scores]
+        ours.to_dicts(res)
         t3 = time.perf_counter()
         enc_t += t1 - t0
         ker_t += t2 - t1

@@ -119,6 +119,10 @@ class RougeScorer:
                 f"example {int(too_long[0])}: a rougeLsum sentence pair is too long to backtrack "
                 f"within {MAX_BACKTRACK_WORDS} words of memory; split the text into sentences "
                 "(newlines) or leave out rougeLsum")
+        return self.to_dicts(res)
+
+    def to_dicts(self, res: BatchScores) -> list[dict[str, Score]]:
+        """``score_batch``'s result objects from columnar scores."""
         k = len(self.rouge_types)
         if k == 0:
             return [{} for _ in range(res.scores.shape[0])]
@@ -129,7 +133,7 @@ class RougeScorer:
         try:
             # One flat float list converted in C, Scores made by tuple.__new__ (no Python
             # frame) and each dict by a dict display: about 5x less than dict(zip(...)) of
-            # Score._make over nested lists, and this is half the cost of a short pair.
+            # Score._make over nested lists.
             flat = iter(res.scores.ravel().tolist())
             scores = map(_NEW_SCORE, zip(flat, flat, flat))
             return list(map(_dict_builder(tuple(self.rouge_types)), *([scores] * k)))
