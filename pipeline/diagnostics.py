@@ -45,6 +45,8 @@ except Exception:  # pragma: no cover
     def njit(*a, **k):
         return (lambda f: f) if not a or not callable(a[0]) else a[0]
 
+from pipeline.scoring.kernels import _lookup, _new_table  # the kernels' per-pair dense-id table  # noqa: E402
+
 AGREEMENT_TYPES = ("rouge2", "rougeL")
 NOVEL_ORDERS = (1, 2, 3)
 
@@ -116,21 +118,6 @@ def longest_common_span(a, b):
     return best
 
 
-@njit(cache=True, inline="always")
-def _local_id(tk, tv, used, n_used, key, nxt):
-    mask = tk.shape[0] - 1
-    slot = np.int64((np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(32)) & mask
-    while True:
-        if tk[slot] == key:
-            return tv[slot], n_used, nxt
-        if tk[slot] < 0:
-            tk[slot] = key
-            tv[slot] = nxt
-            used[n_used] = slot
-            return nxt, n_used + 1, nxt + 1
-        slot = (slot + 1) & mask
-
-
 @njit(cache=True)
 def _gram_keys(lid, start, length, order, L):
     """Exact keys of the ``order``-grams of ``lid[start:start+length]`` (local ids < L)."""
@@ -158,12 +145,7 @@ def _per_example(tok, c_start, c_end, s_start, s_end, has_src, out_f, out_i):
         if has_src[d]:
             size += s_end[d] - s_start[d]
         biggest = max(biggest, size)
-    cap = 16
-    while cap < 2 * biggest:
-        cap *= 2
-    tk = np.full(cap, -1, dtype=np.int64)
-    tv = np.empty(cap, dtype=np.int64)
-    used = np.empty(cap, dtype=np.int64)
+    tk, tv, used = _new_table(biggest)
     lid = np.empty(biggest, dtype=np.int64)
     for d in range(n):
         c0, c1 = c_start[d], c_end[d]
@@ -178,9 +160,9 @@ def _per_example(tok, c_start, c_end, s_start, s_end, has_src, out_f, out_i):
         n_used = 0
         nxt = 0
         for i in range(m):
-            lid[i], n_used, nxt = _local_id(tk, tv, used, n_used, np.int64(tok[c0 + i]), nxt)
+            lid[i], n_used, nxt = _lookup(tk, tv, used, n_used, np.int64(tok[c0 + i]), nxt)
         for i in range(ns):
-            lid[m + i], n_used, nxt = _local_id(tk, tv, used, n_used, np.int64(tok[s0 + i]), nxt)
+            lid[m + i], n_used, nxt = _lookup(tk, tv, used, n_used, np.int64(tok[s0 + i]), nxt)
         for u in range(n_used):
             tk[used[u]] = -1
         L = max(nxt, 1)

@@ -39,6 +39,15 @@ def _fmeasure(p, r):
     return 0.0
 
 
+@njit(cache=True, nogil=True)
+def _new_table(n):
+    """An empty local id table (keys, ids, used slots) for at most ``n`` distinct keys (half load)."""
+    cap = 16
+    while cap < 2 * n:
+        cap *= 2
+    return np.full(cap, -1, dtype=np.int64), np.empty(cap, dtype=np.int32), np.empty(cap, dtype=np.int64)
+
+
 @njit(cache=True, nogil=True, inline="always")
 def _lookup(keys, vals, used, n_used, key, next_id):
     """Dense id of ``key`` in a local table; returns (id, n_used, next_id)."""
@@ -383,12 +392,7 @@ def union_positions_kernel(sent_tokens, sent_tok, doc_sent, cdoc, rdoc, rs_first
     if ms == 0 or nsl == 0:
         return True, out
     # local ids: reference sentence stream at [0, ms), candidate at [ms, ms+nsl)
-    cap = 16
-    while cap < 2 * (ms + nsl):
-        cap *= 2
-    keys = np.full(cap, -1, dtype=np.int64)
-    vals = np.empty(cap, dtype=np.int32)
-    used = np.empty(cap, dtype=np.int64)
+    keys, vals, used = _new_table(ms + nsl)
     lid = np.empty(ms + nsl, dtype=np.int32)
     next_id, _ = _pair_ids(keys, vals, used, sent_tokens, r_base, ms, sent_tokens, c_base, nsl, lid)
     row = np.full(next_id + 1, -1, dtype=np.int64)
@@ -462,12 +466,7 @@ def score_batch_kernel(tokens, doc_tok, sent_tokens, sent_tok, doc_sent, same_st
         if want_lsum and not same_stream:
             max_sdoc = max(max_sdoc, sent_tok[doc_sent[d + 1]] - sent_tok[doc_sent[d]])
     pair_cap = 2 * max_doc + (2 * max_sdoc if (want_lsum and not same_stream) else 0)
-    cap = 16
-    while cap < 2 * pair_cap:
-        cap *= 2
-    keys = np.full(cap, -1, dtype=np.int64)
-    vals = np.empty(cap, dtype=np.int32)
-    used = np.empty(cap, dtype=np.int64)
+    keys, vals, used = _new_table(pair_cap)
     lid1 = np.empty(pair_cap, dtype=np.int32)
     cur = np.empty(pair_cap, dtype=np.int32)
     slid = np.empty(pair_cap, dtype=np.int32)

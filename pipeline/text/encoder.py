@@ -212,16 +212,24 @@ def _load(low64, s, length):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _full(offs, arena, n_ids, length):
-    return n_ids + 2 >= offs.shape[0] or offs[n_ids] + length > arena.shape[0]
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _insert(low, s, length, offs, arena, n_ids):
+def _add(low, s, length, offs, arena, counts, n_ids, tab, stride, slot, a, b):
+    """Token ``low[s:s+length]`` as id ``n_ids`` in ``tab`` (stride 2: key, id; stride 4: key1,
+    key2, id, -) at ``slot``; False (nothing changed) when ``offs``, the arena or the table
+    (at half load) is full."""
+    which = 1 if stride == 2 else 2
+    if (n_ids + 2 >= offs.shape[0] or offs[n_ids] + length > arena.shape[0]
+            or 2 * (counts[which] + 1) > tab.shape[0] // stride):
+        return False
     o = offs[n_ids]
     for q in range(length):
         arena[o + q] = low[s + q]
     offs[n_ids + 1] = o + length
+    tab[stride * slot] = a
+    if stride == 4:
+        tab[stride * slot + 1] = b
+    tab[stride * slot + which] = n_ids
+    counts[which] += 1
+    return True
 
 
 @njit(cache=True, nogil=True)
@@ -251,15 +259,11 @@ def _lookup_ids(low, low64, tstart, tend, first, short_tab, long_tab, offs, aren
                     out[t] = short_tab[2 * slot + 1]
                     break
                 if kk == 0:
-                    if _full(offs, arena, n_ids, length) or 2 * (counts[1] + 1) > mask_a + 1:
+                    if not _add(low, s, length, offs, arena, counts, n_ids, short_tab, 2, slot, k, k):
                         counts[0] = n_ids
                         return 1, t
-                    _insert(low, s, length, offs, arena, n_ids)
-                    short_tab[2 * slot] = k
-                    short_tab[2 * slot + 1] = n_ids
                     out[t] = n_ids
                     n_ids += 1
-                    counts[1] += 1
                     break
                 slot = (slot + 1) & mask_a
         else:
@@ -292,16 +296,11 @@ def _lookup_ids(low, low64, tstart, tend, first, short_tab, long_tab, offs, aren
                             out[t] = cand
                             break
                 elif kk == 0:
-                    if _full(offs, arena, n_ids, length) or 2 * (counts[2] + 1) > mask_b + 1:
+                    if not _add(low, s, length, offs, arena, counts, n_ids, long_tab, 4, slot, a, b):
                         counts[0] = n_ids
                         return 1, t
-                    _insert(low, s, length, offs, arena, n_ids)
-                    long_tab[4 * slot] = a
-                    long_tab[4 * slot + 1] = b
-                    long_tab[4 * slot + 2] = n_ids
                     out[t] = n_ids
                     n_ids += 1
-                    counts[2] += 1
                     break
                 slot = (slot + 1) & mask_b
     counts[0] = n_ids
