@@ -9,7 +9,9 @@ For each worker count it runs the whole job on the same sharded JSONL corpus
 (from the start of the run to ``_SUCCESS``), the peak RSS of the client process (which also
 hosts the scheduler and nannies) and of the largest worker. The reference for the efficiency
 is the single-process throughput of the same work in this process (read every shard, score
-with ``job.score_table``, diagnostics included, as a task does). Targets: end-to-end >= 70% of
+with ``job.score_table``, diagnostics included, as a task does); also printed: the whole job
+run in this process without Dask (``--sync``: plan pass, statistics, writes included), which
+separates what the job does per pair from what distributing it costs. Targets: end-to-end >= 70% of
 single-process x workers; 2 workers >= 1.7x one; client memory flat from 200k to 2M pairs.
 """
 from __future__ import annotations
@@ -48,6 +50,22 @@ def single_process_rate(glob: str, diagnostics: bool) -> float:
         table, _ = readers.read_unit(spec, u)
         n += job.score_table(table, settings).num_rows
     return n / (time.perf_counter() - t0)
+
+
+def sync_job_rate(glob: str, out: Path, diagnostics: bool) -> float:
+    """Pairs/s of the whole job in this process without Dask (``--sync``): the same plan,
+    tasks, statistics and writes, so the difference to one worker is what distribution costs."""
+    from pipeline.config import RunConfig
+    from pipeline.execution.driver import run
+
+    cfg = RunConfig.from_dict({
+        "input": {"layout": "records", "paths": glob},
+        "output": {"url": str(out)},
+        "scoring": {"diagnostics": diagnostics},
+    })
+    t0 = time.perf_counter()
+    res = run(cfg, client=None, progress=False, log=lambda _: None)
+    return res.summary["rows"] / (time.perf_counter() - t0)
 
 
 def run_job(glob: str, out: Path, n_workers: int, diagnostics: bool) -> dict:
@@ -108,13 +126,19 @@ def main(argv=None) -> int:
         if single:
             print(f"single process (read + score{' + diagnostics' if diagnostics else ''}): {single:,.0f} pairs/s",
                   flush=True)
+        sync = None
+        if not args.skip_single:
+            sync = sync_job_rate(glob, work / "run-sync", diagnostics)
+            print(f"whole job in one process, no Dask (plan + read + score + statistics + writes): "
+                  f"{sync:,.0f} pairs/s", flush=True)
         results = {}
         for w in [int(x) for x in args.workers.split(",")]:
             r = results[w] = run_job(glob, work / f"run-{w}", w, diagnostics)
             eff = f"{r['rate'] / (single * w):.0%}" if single else "n/a"
             ok = "" if not single else ("PASS" if r["rate"] / (single * w) >= 0.7 else "MISS")
+            vs_sync = f"; {r['rate'] / (sync * w):.0%} of the one-process job x {w}" if sync else ""
             print(f"{w} worker(s): {r['rows']:,} rows in {r['seconds']:.1f}s = {r['rate']:,.0f} pairs/s end to end "
-                  f"({eff} of single-process x {w}; target >= 70%: {ok}); "
+                  f"({eff} of single-process x {w}; target >= 70%: {ok}{vs_sync}); "
                   f"peak RSS client {r['client_rss_mib']:.0f} MiB, largest worker {r['worker_rss_mib']:.0f} MiB",
                   flush=True)
         if 1 in results and 2 in results:
