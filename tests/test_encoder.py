@@ -99,3 +99,40 @@ def test_compiled_code_stays_in_bounds_on_dense_inputs(tmp_path):
                          timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.strip() == "ok"
+
+
+_ISOLATED_PORTER_PROBE = r"""
+import json, sys
+from pipeline.text.stemming import porter_stem
+words = json.loads(sys.stdin.read())
+ours = [porter_stem(w) for w in words]
+assert not any(m == "nltk" or m.startswith("nltk.") for m in sys.modules), "nltk left in sys.modules"
+import nltk                                  # a later import is the normal, complete one
+from nltk.stem.porter import PorterStemmer
+assert hasattr(nltk, "word_tokenize") and hasattr(nltk, "__version__")
+real = PorterStemmer()
+print(json.dumps([ours, [w if len(w) <= 3 else real.stem(w) for w in words]]))
+"""
+
+
+def test_porter_loaded_without_the_nltk_package_stems_like_it(shared_data):
+    """A fresh process loads nltk's porter.py without ``nltk/__init__`` (0.5 s of imports);
+    its stems must equal the package's on every token of the English data, and ``import nltk``
+    afterwards must be a normal import."""
+    import subprocess
+    import sys
+
+    import regex
+
+    words = set()
+    for path in sorted(shared_data.glob("**/*.jsonl"))[:6]:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                words.update(regex.findall(r"[a-z0-9]+", line.lower()))
+    words = sorted(words)
+    assert len(words) > 5000
+    out = subprocess.run([sys.executable, "-c", _ISOLATED_PORTER_PROBE], input=json.dumps(words),
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    ours, real = json.loads(out.stdout)
+    assert ours == real

@@ -7,15 +7,50 @@ its output defines the numbers) once per unique token.
 """
 from __future__ import annotations
 
+import sys
 from functools import lru_cache
 
 
 @lru_cache(maxsize=1)
 def _porter():
-    # Imported on first use: importing nltk costs ~0.6 s, and unstemmed runs never need it.
-    from nltk.stem.porter import PorterStemmer
+    """nltk's ``PorterStemmer()`` (NLTK_EXTENSIONS mode, as rouge_score.tokenizers.DefaultTokenizer)."""
+    if "nltk" in sys.modules:  # the package is loaded anyway: use it as it is
+        from nltk.stem.porter import PorterStemmer
 
-    return PorterStemmer()  # NLTK_EXTENSIONS, as rouge_score.tokenizers.DefaultTokenizer
+        return PorterStemmer()
+    return _isolated_porter()
+
+
+def _isolated_porter():
+    """nltk's own ``nltk/stem/porter.py``, loaded without running ``nltk/__init__.py``, which
+    imports ~0.5 s of unrelated modules (a third of a fresh process's first call).
+
+    ``nltk`` and ``nltk.stem`` are bare package shells over their real folders while the module
+    and the three leaf modules it imports (``api``, ``redos``, ``termsec``) load; then every
+    ``nltk`` entry is removed from ``sys.modules`` again, so a later ``import nltk`` is a normal,
+    complete import.  The stemmer is the same code (tests compare it with the package's)."""
+    import importlib
+    import importlib.util
+    import os
+    import types
+
+    spec = importlib.util.find_spec("nltk")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("nltk is required for use_stemmer=True")
+    root = spec.submodule_search_locations[0]
+    before = set(sys.modules)
+    pkg = types.ModuleType("nltk")
+    pkg.__path__ = [root]
+    sub = types.ModuleType("nltk.stem")
+    sub.__path__ = [os.path.join(root, "stem")]
+    sys.modules["nltk"], sys.modules["nltk.stem"] = pkg, sub
+    try:
+        return importlib.import_module("nltk.stem.porter").PorterStemmer()
+    finally:
+        for name in set(sys.modules) - before:
+            if name == "nltk" or name.startswith("nltk."):
+                del sys.modules[name]
+
 
 # Bounded so a long-lived worker scoring an open vocabulary cannot grow without limit.
 STEM_CACHE_SIZE = 1 << 20
