@@ -83,6 +83,10 @@ doc = lambda: "\n".join(" ".join(rng.choice("abcd") for _ in range(rng.choice((1
                         for _ in range(rng.randint(0, 4)))
 scorer = RougeScorer(["rouge1", "rouge2", "rouge3", "rougeL", "rougeLsum"], use_stemmer=True)
 scorer.score_batch([[doc(), doc()] for _ in range(60)], [doc() for _ in range(60)])
+# rouge2 as the longest n-gram: the direct bigram count array (few distinct tokens) and its fallback
+words = lambda k: " ".join("w%d" % rng.randrange(k) for _ in range(rng.randint(0, 300)))
+RougeScorer(["rouge2", "rougeL"]).score_batch([words(5) for _ in range(30)] + [words(400) for _ in range(30)],
+                                              [words(5) for _ in range(30)] + [words(400) for _ in range(30)])
 print("ok")
 """
 

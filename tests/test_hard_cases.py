@@ -489,3 +489,18 @@ def test_whitespace_tokenizer_keeps_punctuation_and_case_folds():
     assert WhitespaceTokenizer().tokenize("The cat, THE cat.\n日本") == ["the", "cat,", "the", "cat.", "日本"]
     got = RougeScorer(["rouge1", "rougeLsum"], tokenizer=WhitespaceTokenizer()).score("the cat.\n日本", "The cat 日本")
     assert tuple(got["rouge1"]) == (2 / 3, 2 / 3, 2 * (2 / 3) * (2 / 3) / (2 / 3 + 2 / 3))
+
+
+@pytest.mark.parametrize("vocab_size", [2, 8, 120, 128, 129, 400])
+def test_rouge2_as_longest_ngram_around_the_direct_count_limit(vocab_size):
+    """With rouge2 the longest n-gram, pairs with at most 128 distinct tokens count bigrams in
+    a direct 128 x 128 array, others through the hash table: both against rouge-score, with
+    repeated bigrams (clipping) on both sides and pairs right at the limit."""
+    rng = random.Random(vocab_size)
+    vocab = [f"t{i}" for i in range(vocab_size)]
+    refs, cands = [], []
+    for _ in range(40):
+        refs.append(" ".join(_words(rng, rng.randint(0, 300), vocab)))
+        cands.append(" ".join(_words(rng, rng.randint(0, 300), vocab)))
+    assert_same_as_rouge_score(refs, cands, ["rouge1", "rouge2"])
+    assert_same_as_rouge_score(refs, cands, ["rouge2", "rougeLsum"])

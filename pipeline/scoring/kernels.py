@@ -467,6 +467,7 @@ def score_batch_kernel(tokens, doc_tok, sent_tokens, sent_tok, doc_sent, same_st
             max_sdoc = max(max_sdoc, sent_tok[doc_sent[d + 1]] - sent_tok[doc_sent[d]])
     pair_cap = 2 * max_doc + (2 * max_sdoc if (want_lsum and not same_stream) else 0)
     keys, vals, used = _new_table(pair_cap)
+    direct = np.zeros(1 << 14, dtype=np.int32)
     lid1 = np.empty(pair_cap, dtype=np.int32)
     cur = np.empty(pair_cap, dtype=np.int32)
     slid = np.empty(pair_cap, dtype=np.int32)
@@ -497,11 +498,29 @@ def score_batch_kernel(tokens, doc_tok, sent_tokens, sent_tok, doc_sent, same_st
             next_id, n_used = _pair_ids(keys, vals, used, tokens, r0, m, tokens, c0, n, lid1)
             # --- rouge-N, all requested n in one pass over levels
             if max_n > 0:
+                n_uni = next_id
                 for i in range(m + n):
                     cur[i] = lid1[i]
                 for k in range(1, max_n + 1):
                     ref_cnt = max(m - k + 1, 0)
                     cand_cnt = max(n - k + 1, 0)
+                    if k == 2 and max_n == 2 and n_uni * n_uni <= direct.shape[0]:
+                        # few distinct tokens (short pairs): a bigram is its cell in an
+                        # n_uni x n_uni count array, no hashing
+                        for j in range(cand_cnt):
+                            direct[lid1[m + j] * n_uni + lid1[m + j + 1]] += 1
+                        hits = 0
+                        for i in range(ref_cnt):
+                            g = lid1[i] * n_uni + lid1[i + 1]
+                            if direct[g] > 0:
+                                direct[g] -= 1
+                                hits += 1
+                        for j in range(cand_cnt):
+                            direct[lid1[m + j] * n_uni + lid1[m + j + 1]] = 0
+                        p = hits / max(cand_cnt, 1)
+                        r = hits / max(ref_cnt, 1)
+                        _put(scores, kinds, ns, KIND_N, 2, p, r, _fmeasure(p, r))
+                        continue
                     if k > 1:
                         _clear(keys, used, n_used)
                         n_used = 0
