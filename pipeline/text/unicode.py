@@ -77,6 +77,7 @@ _SEG_PATTERN = regex.compile(
 _ASCII_WORD = re.compile(r"[a-z0-9]+")  # stdlib re: faster on the ASCII fast path
 # tokenize_batch: the same tokens, plus every newline and NUL (the marks between lines and texts)
 _MARKED_PATTERN = regex.compile(rf"(?V1)[\n\x00]|[{_CJK}]|(?=[{_SEA_LETTER}])\X|{_WORD}")
+_ASCII_MARKED = re.compile(r"[\n\x00]|[a-z0-9]+")
 
 _TURKIC = ("tr", "az")
 _TURKIC_UPPER = str.maketrans({"\u0130": "i", "I": "\u0131"})
@@ -174,7 +175,24 @@ class UnicodeTokenizer:
         if self.cjk != "chars":
             return None
         texts = [t.replace("\x00", " ") if "\x00" in t else t for t in texts]
-        return _MARKED_PATTERN.findall(self.normalize("\x00".join(texts) + "\x00"))
+        if self._turkic:
+            return _MARKED_PATTERN.findall(self.normalize("\x00".join(texts) + "\x00"))
+        # ASCII texts (outside tr/az) through the stdlib pattern (~10x the regex engine's speed,
+        # the same tokens: see words()), runs of other texts through one regex findall each
+        out: list[str] = []
+        i, n = 0, len(texts)
+        while i < n:
+            j = i
+            if texts[i].isascii():
+                while j < n and texts[j].isascii():
+                    j += 1
+                out += _ASCII_MARKED.findall("\x00".join(texts[i:j]).lower() + "\x00")
+            else:
+                while j < n and not texts[j].isascii():
+                    j += 1
+                out += _MARKED_PATTERN.findall(self.normalize("\x00".join(texts[i:j]) + "\x00"))
+            i = j
+        return out
 
     def stem_token(self, token: str) -> str:
         """The form :meth:`tokenize` gives a word: its stem with ``stem=True``, else itself."""
