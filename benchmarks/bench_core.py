@@ -279,7 +279,7 @@ def main(argv=None) -> int:
         ker_t += t2 - t1
         dict_t += t3 - t2
     tot = enc_t + ker_t + dict_t
-    print(f"\n== our time split (one extra pass, warm caches), us/pair ==")
+    print("\n== our time split (one extra pass, warm caches), us/pair ==")
     print(f"encode {enc_t / n * 1e6:.2f} ({enc_t / tot:.0%}) | kernel score_encoded {ker_t / n * 1e6:.2f} "
           f"({ker_t / tot:.0%}) | result dicts {dict_t / n * 1e6:.2f} ({dict_t / tot:.0%}) | "
           f"total {tot / n * 1e6:.2f} us/pair = {n / tot:,.0f} pairs/s; "

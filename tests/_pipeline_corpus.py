@@ -90,3 +90,18 @@ def config(inp: dict, out: Path, **sections) -> dict:
         else:
             d[k] = v
     return d
+
+
+def run_files(run: Path, pattern: str) -> dict[str, bytes]:
+    """The bytes of a run folder's files matching ``pattern``, by relative path."""
+    return {str(p.relative_to(run)): p.read_bytes() for p in sorted(run.glob(pattern))}
+
+
+def run_outputs(run: Path, markers: bool = False) -> dict[str, bytes]:
+    """Scores, quarantine and statistics files of a run (and the completion markers)."""
+    out = run_files(run, "scores/**/*.parquet")
+    out.update(run_files(run, "quarantine/*.parquet"))
+    out.update(run_files(run, "stats/*"))
+    if markers:
+        out.update(run_files(run, "_done/*.json"))
+    return out

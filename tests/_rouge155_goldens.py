@@ -9,6 +9,15 @@ from pipeline.rouge155 import Rouge155Options
 
 DATA = Path(__file__).parents[1].parent / "shared" / "data"
 
+
+def _needs_data():
+    import pytest
+
+    return pytest.mark.skipif(not DATA.is_dir(), reason=f"{DATA} not available")
+
+
+needs_data = _needs_data()
+
 CONFIGS = {
     # name: options (the golden's key inside the jsonl line is "stem" or "nostem")
     "stem": Rouge155Options(stem=True),
@@ -35,3 +44,12 @@ def records(dataset: str) -> dict[str, dict]:
 def goldens(dataset: str, suffix: str) -> list[dict]:
     with open(DATA / dataset / f"rouge155_goldens{suffix}.jsonl", encoding="utf-8") as f:
         return [json.loads(line) for line in f]
+
+
+def golden_cases():
+    """pytest params (dataset, suffix, key, config) of every golden file present."""
+    import pytest
+
+    return [pytest.param(ds, suffix, key, config, id=f"{ds}{suffix or ''}-{key}")
+            for ds in DATASETS for suffix, key, config in GOLDEN_FILES
+            if (DATA / ds / f"rouge155_goldens{suffix}.jsonl").exists()]

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from _pipeline_corpus import config, write_lines, write_paired, write_records
+from _pipeline_corpus import config, run_outputs, write_lines, write_paired, write_records
 from pipeline import job
 from pipeline.config import RunConfig
 from pipeline.execution.driver import RunFolderError, StrictModeError, run
@@ -57,15 +57,7 @@ def _cfg(corpus, out, **kw):
     return RunConfig.from_dict(d)
 
 
-def _files(run: Path, pattern: str) -> dict[str, bytes]:
-    return {str(p.relative_to(run)): p.read_bytes() for p in sorted(run.glob(pattern))}
-
-
-def _outputs(run: Path) -> dict[str, bytes]:
-    out = _files(run, "scores/**/*.parquet")
-    out.update(_files(run, "quarantine/*.parquet"))
-    out.update(_files(run, "stats/*"))
-    return out
+_outputs = run_outputs
 
 
 def _sorted_scores(run: Path) -> pa.Table:

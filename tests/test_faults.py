@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 import _flaky_fs
-from _pipeline_corpus import config, write_records
+from _pipeline_corpus import config, run_outputs, write_records
 from pipeline import job
 from pipeline.config import RunConfig
 from pipeline.execution.driver import RunFailedError, run
@@ -38,16 +38,8 @@ def _log(_):
     pass
 
 
-def _files(run_dir: Path, pattern: str) -> dict[str, bytes]:
-    return {str(p.relative_to(run_dir)): p.read_bytes() for p in sorted(run_dir.glob(pattern))}
-
-
 def _outputs(run_dir: Path) -> dict[str, bytes]:
-    out = _files(run_dir, "scores/**/*.parquet")
-    out.update(_files(run_dir, "quarantine/*.parquet"))
-    out.update(_files(run_dir, "stats/*"))
-    out.update(_files(run_dir, "_done/*.json"))
-    return out
+    return run_outputs(run_dir, markers=True)
 
 
 def _markers(run_dir: Path) -> int:

@@ -20,11 +20,10 @@ from pipeline.rouge155 import (
 from pipeline.rouge155.resources import exception_db, stopwords
 from pipeline.rouge155.text import limit_bytes, limit_words, perl_split_words, read_sentences
 
-from _rouge155_goldens import CONFIGS, DATA, DATASETS, GOLDEN_FILES, goldens, records  # noqa: E402
+from _rouge155_goldens import CONFIGS, DATA, golden_cases, goldens, needs_data, records  # noqa: E402
 
 TOL = 1e-5 + 1e-12  # goldens are printed with 5 decimals
 
-needs_data = pytest.mark.skipif(not DATA.is_dir(), reason=f"{DATA} not available")
 
 
 def rpf(result: dict, metric: str) -> tuple[float, float, float]:
@@ -226,11 +225,7 @@ def computed(dataset: str, suffix: str, config: str) -> tuple[dict, ...]:
                  for g in goldens(dataset, suffix))
 
 
-GOLDEN_CASES = [
-    pytest.param(ds, suffix, key, config, id=f"{ds}{suffix or ''}-{key}")
-    for ds in DATASETS for suffix, key, config in GOLDEN_FILES
-    if (DATA / ds / f"rouge155_goldens{suffix}.jsonl").exists()
-]
+GOLDEN_CASES = golden_cases()
 
 
 @needs_data

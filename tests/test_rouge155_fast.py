@@ -22,10 +22,9 @@ from pipeline.rouge155 import Rouge155Options, corpus_average, default_eval_ids,
 from pipeline.rouge155.fast import Rouge155Scorer
 from pipeline.rouge155.kernels import round5
 
-from _rouge155_goldens import CONFIGS, DATA, DATASETS, GOLDEN_FILES, goldens, records  # noqa: E402
+from _rouge155_goldens import CONFIGS, DATA, golden_cases, goldens, needs_data, records  # noqa: E402
 
 TOL = 1e-5 + 1e-12
-needs_data = pytest.mark.skipif(not DATA.is_dir(), reason=f"{DATA} not available")
 
 KEYS = ("r", "p", "f", "model_count", "peer_count", "hit")
 
@@ -59,11 +58,7 @@ def assert_same(ours: list[dict], expected: list[dict], where=""):
     assert not bad, f"{where}: {len(bad)} values differ, e.g. {bad[:5]}"
 
 
-GOLDEN_CASES = [
-    pytest.param(ds, suffix, key, config, id=f"{ds}{suffix or ''}-{key}")
-    for ds in DATASETS for suffix, key, config in GOLDEN_FILES
-    if (DATA / ds / f"rouge155_goldens{suffix}.jsonl").exists()
-]
+GOLDEN_CASES = golden_cases()
 
 
 @needs_data

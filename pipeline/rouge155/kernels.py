@@ -38,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from pipeline.scoring.kernels import _lookup  # noqa: F401  (the same exact local-id table)
+from pipeline.scoring.kernels import _lookup, _new_table  # the same exact local-id table
 
 KIND_N, KIND_L, KIND_LWHOLE, KIND_W, KIND_S = 0, 1, 2, 3, 4
 C_MODEL, C_PEER, C_HIT, C_BASE = 0, 1, 2, 3
@@ -49,14 +49,6 @@ _UNIGRAM_TAG = np.int64(1) << np.int64(62)
 
 
 # --------------------------------------------------------------------------- helpers
-
-@njit(cache=True, nogil=True)
-def _table(need):
-    cap = 16
-    while cap < 2 * need:
-        cap *= 2
-    return np.full(cap, -1, dtype=np.int64), np.empty(cap, dtype=np.int32), np.empty(cap, dtype=np.int64)
-
 
 @njit(cache=True, nogil=True)
 def _two_prod(a, b):
@@ -226,14 +218,11 @@ def count_batch(tokens, doc_tok, sent_tokens, sent_tok, doc_sent, ex_doc, vocab,
         max_doc = max(max_doc, doc_tok[d + 1] - doc_tok[d])
         for s in range(doc_sent[d], doc_sent[d + 1]):
             max_sent = max(max_sent, sent_tok[s + 1] - sent_tok[s])
-    want_l = False
     want_w = False
     for t in range(n_types):
-        if kinds[t] == KIND_L:
-            want_l = True
-        elif kinds[t] == KIND_W:
+        if kinds[t] == KIND_W:
             want_w = True
-    keys, vals, used = _table(2 * max_doc + 2)
+    keys, vals, used = _new_table(2 * max_doc + 2)
     cur = np.empty(2 * max_doc + 2, dtype=np.int32)
     cnt = np.zeros(max(vocab, keys.shape[0]) + 1, dtype=np.int64)
     mleft = np.zeros(vocab + 1, dtype=np.int64)
@@ -314,7 +303,7 @@ def count_batch(tokens, doc_tok, sent_tokens, sent_tok, doc_sent, ex_doc, vocab,
                         if su and L > 0:
                             need += L - 1
                     if keys.shape[0] < 2 * need:
-                        keys, vals, used = _table(need)
+                        keys, vals, used = _new_table(need)
                     if cnt.shape[0] < keys.shape[0] + 1:
                         cnt = np.zeros(keys.shape[0] + 1, dtype=np.int64)
                     n_used = 0
