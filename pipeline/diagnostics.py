@@ -307,7 +307,8 @@ def for_table(table: pa.Table, res, settings, scorer_for: Callable) -> dict[str,
     # only examples with several references have an agreement: only theirs become Python strs
     multi = np.flatnonzero(np.asarray(res.n_refs) >= 2)
     refs = table.column("references").take(pa.array(multi, pa.int64())).to_pylist() if multi.size else []
-    encoded = res.candidate_tokens()
+    # only pipeline.scoring's BatchScores keep the tokens (the rouge155 and family scorers do not)
+    encoded = res.candidate_tokens() if hasattr(res, "candidate_tokens") else None
     if encoded is not None:
         # the scorer that made these ids encodes the sources (same tokenizer, vocabulary)
         return compute(None, refs, sources, res.cand_len, res.ref_len, res.n_refs, scorer_for(settings), agree,

@@ -177,3 +177,18 @@ def test_reusing_the_scored_tokens_gives_the_same_columns_as_encoding_again(kw):
     assert list(fast) == list(slow)
     for name in fast:
         assert fast[name].to_pylist() == slow[name].to_pylist(), name
+
+
+@pytest.mark.parametrize("kw", [{"profile": "rouge155"}, {"rouge_types": ("rouge1", "rougeSU4")}])
+def test_diagnostics_with_scorers_that_do_not_keep_tokens(kw):
+    """The rouge155 profile and the family scorer return their own result types (no token
+    ids kept): diagnostics then encode the candidates themselves."""
+    import dataclasses
+
+    settings = dataclasses.replace(_settings(diagnostics=True), **kw)
+    table = pa.table({"id": ["a", "b"], "system": ["s", "s"], "candidate": ["the cat sat on a mat", "x y"],
+                      "references": [["the cat sat", "a dog ran"], ["y z"]],
+                      "source": ["the cat sat on the mat", None]})
+    row = _row(job.score_table(table, settings), 0)
+    assert row["diag_novel_1gram"] == pytest.approx(1 / 6)
+    assert row["diag_ref_agree_rougeL_mean"] is not None
