@@ -39,7 +39,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _add_compare_parsers(sub) -> None:
     """``compare`` (exit 0 inside the band, 1 moved, 2 error) and ``report`` (pipeline.compare, .report)."""
-    from pipeline.compare import DEFAULT_MIN_EFFECT
+    from pipeline.config import DEFAULT_MIN_EFFECT
 
     c = sub.add_parser("compare", help="did the outputs move? paired comparison of two finished runs")
     c.add_argument("base", help="the reference run folder (e.g. yesterday's)")

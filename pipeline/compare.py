@@ -47,10 +47,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipeline.config import DEFAULT_MIN_EFFECT  # also the CLI's default
 from pipeline.diagnostics import DIAG_NAMES
 
 STATS = ("precision", "recall", "fmeasure")
-DEFAULT_MIN_EFFECT = 0.002
 _CHUNK = 4096
 
 

@@ -39,13 +39,9 @@ from typing import Callable, Sequence
 import numpy as np
 import pyarrow as pa
 
-try:  # numba is a project dependency; the kernels below also run as plain Python.
-    from numba import njit
-except Exception:  # pragma: no cover
-    def njit(*a, **k):
-        return (lambda f: f) if not a or not callable(a[0]) else a[0]
+from numba import njit
 
-from pipeline.scoring.kernels import _lookup, _new_table  # the kernels' per-pair dense-id table  # noqa: E402
+from pipeline.scoring.kernels import _clear, _new_table, _pair_ids  # the kernels' per-pair dense ids
 
 AGREEMENT_TYPES = ("rouge2", "rougeL")
 NOVEL_ORDERS = (1, 2, 3)
@@ -157,14 +153,8 @@ def _per_example(tok, c_start, c_end, s_start, s_end, has_src, out_f, out_i):
         out_i[d, 0] = -1
         out_i[d, 1] = -1
         # local ids: candidate at [0, m), source at [m, m + ns)
-        n_used = 0
-        nxt = 0
-        for i in range(m):
-            lid[i], n_used, nxt = _lookup(tk, tv, used, n_used, np.int64(tok[c0 + i]), nxt)
-        for i in range(ns):
-            lid[m + i], n_used, nxt = _lookup(tk, tv, used, n_used, np.int64(tok[s0 + i]), nxt)
-        for u in range(n_used):
-            tk[used[u]] = -1
+        nxt, n_used = _pair_ids(tk, tv, used, tok, c0, m, tok, s0, ns, lid)
+        _clear(tk, used, n_used)
         L = max(nxt, 1)
         if m >= 3:
             g = np.sort(_gram_keys(lid, 0, m, 3, L))

@@ -63,6 +63,8 @@ class RougeScorer:
         self.sentence_splitter = resolve_splitter_name(split_summaries, sentence_splitter)
         self._splitter = get_splitter(self.sentence_splitter, language)
         self._needs_sentences = any(t.kind == "Lsum" for t in self.types)
+        # sentences, when needed, are the text's lines: one token stream serves all types
+        self._one_stream = not self._needs_sentences or self.sentence_splitter == "newline"
         # As in rouge-score, a custom tokenizer makes use_stemmer a no-op.
         self._tokenizer = None if tokenizer is None else as_tokenizer(tokenizer)
         self._token_index: dict = {}
@@ -89,7 +91,7 @@ class RougeScorer:
             return encode_with_tokenizer(texts, self._tokenizer.tokenize, split, self._token_index, compose)
         enc = default_encoder(self.use_stemmer)
         whole = enc.encode(texts)
-        if not self._needs_sentences or self.sentence_splitter == "newline":
+        if self._one_stream:
             return whole
         # Sentence boundaries from the splitter, marked as newlines for the encoder;
         # a newline inside a sentence is only whitespace there.
@@ -106,7 +108,7 @@ class RougeScorer:
     def score_arrow(self, references, candidates) -> BatchScores:
         """:meth:`score_arrays` on Arrow columns (``references``: strings or lists of strings).
         With the default tokenizer the UTF-8 buffers are tokenized in place."""
-        if self._tokenizer is None and (not self._needs_sentences or self.sentence_splitter == "newline"):
+        if self._tokenizer is None and self._one_stream:
             enc, n_refs = default_encoder(self.use_stemmer).encode_arrow(candidates, references)
             return score_encoded(enc, example_offsets(n_refs), self.types)
         return self.score_arrays(references.to_pylist(), candidates.to_pylist())

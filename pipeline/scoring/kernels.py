@@ -170,8 +170,9 @@ def _lcs_length(lid, s0, s_len, l0, l_len, row, peq, V):
 
 @njit(cache=True, nogil=True)
 def _sentence_union(lid, r0, mr, sent_tok, cs0, cs1, c_off, row, peq, Vs, um, max_cells):
-    """Union of rouge-score's LCS positions of one reference sentence ``lid[r0:r0+mr]``
-    against every candidate sentence; the union is left as a bit mask in ``um``.
+    """Union of rouge-score's LCS positions of one reference sentence ``lid[r0:r0+mr]`` of more
+    than 64 tokens (shorter ones take :func:`_sentence_union_1`) against every candidate
+    sentence; the union is left as a bit mask in ``um``.
 
     Returns (ok, peq, Vs, um); ok is False when one sentence pair would need more
     than ``max_cells`` words of backtracking state (rouge-score would need 64x that
@@ -211,39 +212,27 @@ def _sentence_union(lid, r0, mr, sent_tok, cs0, cs1, c_off, row, peq, Vs, um, ma
         if Vs.shape[0] < need:
             Vs = np.empty(2 * need, dtype=np.uint64)
         any_match = False
-        if W == 1:
-            v = _ALL
-            Vs[0] = v
-            for j in range(nc):
-                r = row[lid[c0 + j]]
-                if r >= 0:
-                    u = v & peq[r]
-                    if u:
-                        any_match = True
-                        v = (v + u) | (v & ~u)
-                Vs[j + 1] = v
-        else:
-            for w in range(W):
-                Vs[w] = _ALL
-            for j in range(nc):
-                r = row[lid[c0 + j]]
-                prev = j * W
-                cur = prev + W
-                if r < 0:
-                    for w in range(W):
-                        Vs[cur + w] = Vs[prev + w]
-                    continue
-                base = r * W
-                carry = np.uint64(0)
+        for w in range(W):
+            Vs[w] = _ALL
+        for j in range(nc):
+            r = row[lid[c0 + j]]
+            prev = j * W
+            cur = prev + W
+            if r < 0:
                 for w in range(W):
-                    v = Vs[prev + w]
-                    u = v & peq[base + w]
-                    if u:
-                        any_match = True
-                    s1 = v + u
-                    s2 = s1 + carry
-                    carry = np.uint64(1) if (s1 < v or s2 < s1) else np.uint64(0)
-                    Vs[cur + w] = s2 | (v & ~u)
+                    Vs[cur + w] = Vs[prev + w]
+                continue
+            base = r * W
+            carry = np.uint64(0)
+            for w in range(W):
+                v = Vs[prev + w]
+                u = v & peq[base + w]
+                if u:
+                    any_match = True
+                s1 = v + u
+                s2 = s1 + carry
+                carry = np.uint64(1) if (s1 < v or s2 < s1) else np.uint64(0)
+                Vs[cur + w] = s2 | (v & ~u)
         if not any_match:
             continue
         # rouge-score's backtracking from (mr, nc), one jump per step
@@ -467,7 +456,7 @@ def score_batch_kernel(tokens, doc_tok, sent_tokens, sent_tok, doc_sent, same_st
             max_sdoc = max(max_sdoc, sent_tok[doc_sent[d + 1]] - sent_tok[doc_sent[d]])
     pair_cap = 2 * max_doc + (2 * max_sdoc if (want_lsum and not same_stream) else 0)
     keys, vals, used = _new_table(pair_cap)
-    direct = np.zeros(1 << 14, dtype=np.int32)
+    direct = np.zeros((1 << 14) if max_n == 2 else 0, dtype=np.int32)
     lid1 = np.empty(pair_cap, dtype=np.int32)
     cur = np.empty(pair_cap, dtype=np.int32)
     slid = np.empty(pair_cap, dtype=np.int32)

@@ -24,6 +24,7 @@ import numpy as np
 from pipeline.scoring.batch import (MAX_BACKTRACK_WORDS, STATUS_OK, STATUS_TOO_LONG, BatchScores,
                                     example_offsets, score_encoded)
 from pipeline.scoring.kernels import union_positions_kernel
+from pipeline.scoring.spec import fmeasure
 
 
 def sentence_counts(scorer, texts: Sequence[str]) -> list[int]:
@@ -47,10 +48,6 @@ def union_block(scorer, candidate: str, reference: str, first: int, last: int,
     ok, pos = union_positions_kernel(enc.sent_tokens, enc.sent_tok, enc.doc_sent, 0, 1, first, last,
                                      max_backtrack_words)
     return pos if ok else None
-
-
-def _fmeasure(p: float, r: float) -> float:
-    return 2 * p * r / (p + r) if p + r > 0 else 0.0
 
 
 def merge_blocks(scorer, candidate: str, references: Sequence[str],
@@ -94,7 +91,7 @@ def merge_blocks(scorer, candidate: str, references: Sequence[str],
                 _, iu, ic = np.intersect1d(u_ids, c_ids, assume_unique=True, return_indices=True)
                 hits = int(np.minimum(u_counts[iu], c_counts[ic]).sum())
                 p, r = hits / int(cand.size), hits / int(ref.size)
-                triple = (p, r, _fmeasure(p, r))
+                triple = (p, r, fmeasure(p, r))
             if triple[2] > best_triple[2]:
                 best_triple, best_k = triple, k
         for t in lsum:

@@ -397,7 +397,7 @@ class Vocabulary:
     MAX_IDS = 4_000_000
 
     def __init__(self, capacity: int = 1 << 16, token_map: Callable[[str], str | None] | None = None):
-        self._token_map = token_map or _porter_rule
+        self._token_map = token_map or porter_stem
         self.counts = np.zeros(3, dtype=np.int64)  # ids, short_tab entries, long_tab entries
         # tables start small (cache-resident) and double at half load
         self.short_tab = np.zeros(2 * 4096, dtype=np.int64)
@@ -458,10 +458,6 @@ class Vocabulary:
                     self._stem_map[tid] = index.setdefault(stem, len(index))
             self._stem_done = self.n_ids
         return self._stem_map
-
-
-def _porter_rule(token: str) -> str:
-    return porter_stem(token)
 
 
 class DefaultEncoder:
