@@ -7,8 +7,16 @@ import pytest
 from pipeline.io import readers
 
 
-def _both(spec, monkeypatch):
-    fast = [readers.read_unit(spec, u) for u in readers.plan_units(spec)]
+def _both(spec, monkeypatch, expect_fast=None):
+    """(tables read as usual, tables read line by line); ``expect_fast``: whether the fast path
+    must have taken every unit (True) or none (False), so a comparison is not slow vs slow."""
+    taken = []
+    real = readers._records_fast
+    with monkeypatch.context() as m:
+        m.setattr(readers, "_records_fast", lambda *a: taken.append(real(*a)) or taken[-1])
+        fast = [readers.read_unit(spec, u) for u in readers.plan_units(spec)]
+    if expect_fast is not None:
+        assert taken and all(t == expect_fast for t in taken), taken
     with monkeypatch.context() as m:
         m.setattr(readers, "_records_fast", lambda *a: False)
         slow = [readers.read_unit(spec, u) for u in readers.plan_units(spec)]
@@ -39,7 +47,8 @@ def _write(path, records, raw_lines=()):
 
 
 @pytest.mark.parametrize("case", [
-    [],                                                     # clean
+    [],                                                     # clean: the fast path reads it
+    ['{"id": "m", "candidate": "a", "references": "b"}'],   # a string among reference lists
     ['{"id": "x1", "candidate": "a", "references": []}'],   # empty reference list
     ['{"id": "x2", "candidate": null, "references": "a"}'],  # null candidate
     ['{"id": 7, "candidate": "a", "references": "b"}'],      # integer id among strings
@@ -52,11 +61,12 @@ def _write(path, records, raw_lines=()):
 ])
 def test_every_kind_of_line(tmp_path, case, monkeypatch):
     recs = [{"id": f"e{i}", "system": "s" if i % 2 else "t", "candidate": f"cand {i} café",
-             "references": [f"ref {i}", "other"] if i % 3 else f"only {i}", "source": None if i % 4 else "src"}
+             "references": [f"ref {i}", "other"] if i % 3 else [f"only {i}"], "source": None if i % 4 else "src"}
             for i in range(30)]
     _write(tmp_path / "a.jsonl", recs, case)
     spec = {"layout": "records", "paths": str(tmp_path / "a.jsonl")}
-    fast, slow = _both(spec, monkeypatch)
+    # every case but the clean one has a line the fast path must hand to the line-by-line reader
+    fast, slow = _both(spec, monkeypatch, expect_fast=not case)
     _same(fast, slow)
 
 
