@@ -128,11 +128,13 @@ def test_porter_loaded_without_the_nltk_package_stems_like_it(shared_data):
 
     import regex
 
+    from _shared import ENGLISH_DATASETS, english_records
+
     words = set()
-    for path in sorted(shared_data.glob("**/*.jsonl"))[:6]:
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                words.update(regex.findall(r"[a-z0-9]+", line.lower()))
+    for name in ENGLISH_DATASETS:
+        for r in english_records(shared_data, name):
+            for text in [r["candidate"], *r["references"]]:
+                words.update(regex.findall(r"[a-z0-9]+", text.lower()))
     words = sorted(words)
     assert len(words) > 5000
     out = subprocess.run([sys.executable, "-c", _ISOLATED_PORTER_PROBE], input=json.dumps(words),

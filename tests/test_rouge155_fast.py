@@ -67,11 +67,14 @@ def test_compiled_equals_spec_and_goldens(dataset, suffix, key, config):
     ours = compiled(dataset, suffix, config)
     assert_same(list(ours), spec(dataset, suffix, config), f"{dataset}{suffix}-{config}")
     mismatches = []
+    n_values = 0
     for gold, row in zip(goldens(dataset, suffix), ours):
         for metric, expected in gold[key].items():
             for x in "rpf":
+                n_values += 1
                 if abs(row[metric][x] - expected[x]) > TOL:
                     mismatches.append((gold["id"], metric, x, row[metric][x], expected[x]))
+    assert n_values > 0
     assert not mismatches, mismatches[:5]
 
 
@@ -84,6 +87,7 @@ CORPUS_RUNS = {"a": ("", "stem", 0), "b": ("", "stem", 0), "c": ("_s", "s", 0),
 @pytest.mark.parametrize("dataset", CORPUS_DATASETS)
 def test_corpus_goldens_through_compiled_path(dataset):
     golden = json.loads((DATA / dataset / "rouge155_corpus_goldens.json").read_text())
+    assert golden["runs"]
     for run, g in golden["runs"].items():
         suffix, config, unit = CORPUS_RUNS[run]
         per_pair = list(compiled(dataset, suffix, config))
