@@ -188,17 +188,12 @@ def _score(args) -> int:
 
 
 def _show(args) -> int:
-    from pipeline.io.paths import get_fs
-    from pipeline.io.writers import is_complete
+    from pipeline.io.writers import is_complete, read_json
 
     run = args.run.rstrip("/")
 
     def read(rel):
-        fs, path = get_fs(f"{run}/{rel}")
-        if not fs.exists(path):
-            return None
-        with fs.open(path, "rb") as f:
-            return json.loads(f.read())
+        return read_json(f"{run}/{rel}")
 
     stats = read("stats/stats.json")
     if stats is None or not is_complete(run):

@@ -38,7 +38,6 @@ Exit statuses of ``rouge-pipeline compare``: 0 inside the band, 1 moved, 2 error
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 
@@ -48,6 +47,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.config import DEFAULT_MIN_EFFECT  # also the CLI's default
+from pipeline.io.writers import read_json
 from pipeline.diagnostics import DIAG_NAMES
 
 STATS = ("precision", "recall", "fmeasure")
@@ -75,16 +75,6 @@ class RunData:
         return self.info.get("signature", "")
 
 
-def _read_json(url: str, so: dict | None = None):
-    from pipeline.io.paths import get_fs
-
-    fs, path = get_fs(url, so)
-    if not fs.exists(path):
-        return None
-    with fs.open(path, "rb") as f:
-        return json.loads(f.read())
-
-
 def load_run(url: str, storage_options: dict | None = None) -> RunData:
     """A finished run (``_SUCCESS``): its ``_run.json``, statistics and per-example scores."""
     from pipeline.io.paths import get_fs
@@ -94,7 +84,7 @@ def load_run(url: str, storage_options: dict | None = None) -> RunData:
     try:
         if not is_complete(url, storage_options):
             raise CompareError(f"{url} is not a finished run (no _SUCCESS)")
-        info = _read_json(f"{url}/_run.json", storage_options)
+        info = read_json(f"{url}/_run.json", storage_options)
         if info is None:
             raise CompareError(f"{url}: no _run.json")
         fs, path = get_fs(f"{url}/scores", storage_options)
@@ -111,8 +101,8 @@ def load_run(url: str, storage_options: dict | None = None) -> RunData:
         df = pa.concat_tables(tables, promote_options="default").to_pandas()
     else:
         df = pd.DataFrame({"id": pd.Series([], dtype=object), "system": pd.Series([], dtype=object)})
-    return RunData(url, info, _read_json(f"{url}/stats/stats.json", storage_options),
-                   _read_json(f"{url}/_summary.json", storage_options), df)
+    return RunData(url, info, read_json(f"{url}/stats/stats.json", storage_options),
+                   read_json(f"{url}/_summary.json", storage_options), df)
 
 
 # --------------------------------------------------------------------------- statistics

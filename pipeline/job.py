@@ -522,12 +522,7 @@ def _reason_counts(quarantine: pa.Table) -> dict:
 
 
 def load_marker(run_url: str, index: int, storage_options: dict) -> dict | None:
-    url = marker_url(run_url, index)
-    fs, path = get_fs(url, storage_options)
-    if not fs.exists(path):
-        return None
-    with fs.open(path, "rb") as f:
-        return json.loads(f.read())
+    return writers.read_json(marker_url(run_url, index), storage_options)
 
 
 def merge_results(*results: dict) -> dict:

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from pipeline.diagnostics import DIAG_NAMES, summarize
+from pipeline.diagnostics import summarize
 
 BINS = 20
 COLORS = ("#4c78a8", "#f58518")
@@ -252,4 +252,4 @@ def compare_report(result: dict, base, new, title: str | None = None) -> str:
     return _page(title or "ROUGE comparison", body)
 
 
-__all__ = ["run_report", "compare_report", "histogram_svg", "DIAG_NAMES"]
+__all__ = ["run_report", "compare_report", "histogram_svg"]

@@ -120,14 +120,6 @@ def _log_default(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def _read_json(url: str, so: dict):
-    fs, path = get_fs(url, so)
-    if not fs.exists(path):
-        return None
-    with fs.open(path, "rb") as f:
-        return json.loads(f.read())
-
-
 def _plan_settings(cfg) -> dict:
     return {"target_rows": cfg.execution.target_rows,
             "target_cost": cfg.execution.target_cost or job.DEFAULT_TARGET_COST}
@@ -137,7 +129,7 @@ def prepare_run_folder(cfg, run_url: str, so: dict, signature: str, config_hash:
                        overwrite: bool, log=_log_default) -> None:
     """Refuse a folder made with other settings (unless ``overwrite``); write ``_run.json``."""
     fs, path = get_fs(run_url, so)
-    run_info = _read_json(f"{run_url}/_run.json", so)
+    run_info = writers.read_json(f"{run_url}/_run.json", so)
     plan = _plan_settings(cfg)
     exists = fs.exists(path) and bool(fs.ls(path, detail=False))
     if exists:
@@ -178,7 +170,7 @@ class _Sync:
 
 def make_plan(cfg, spec, run_url: str, so: dict, client=None, log=_log_default) -> list[job.Task]:
     """Load ``_plan.json`` or plan: units, per-example costs (on the workers), cost slices."""
-    stored = with_retries(lambda: _read_json(f"{run_url}/_plan.json", so), cfg.execution.retries,
+    stored = with_retries(lambda: writers.read_json(f"{run_url}/_plan.json", so), cfg.execution.retries,
                           "reading _plan.json", log)
     settings = _plan_settings(cfg)
     if stored is not None and stored.get("settings") == settings:

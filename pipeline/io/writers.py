@@ -156,6 +156,15 @@ def write_json_atomic(obj: Any, url: str, storage_options: dict | None = None) -
     return _write_bytes_atomic(url, lambda f: f.write(data), storage_options)
 
 
+def read_json(url: str, storage_options: dict | None = None):
+    """The JSON document at ``url``, or None when there is no such file."""
+    fs, path = get_fs(url, storage_options)
+    if not fs.exists(path):
+        return None
+    with fs.open(path, "rb") as f:
+        return json.loads(f.read())
+
+
 def mark_success(run_url: str, storage_options: dict | None = None) -> str:
     """Write ``_SUCCESS`` (empty) in ``run_url``; call it after every other file is written."""
     return _write_bytes_atomic(_join(run_url, SUCCESS), lambda f: f.write(b""), storage_options)

@@ -81,10 +81,6 @@ def is_extended(names) -> bool:
     return any(parse_family_type(n).kind in (K.KIND_W, K.KIND_S) for n in names)
 
 
-def signature_type(name: str) -> str:
-    return name[len("rouge"):]
-
-
 def check_alpha(alpha) -> float:
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 <= alpha <= 1:
         raise ValueError(f"alpha: expected a number in [0, 1], got {alpha!r}")
