@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import os
 import re
 import time
@@ -303,24 +304,31 @@ def split_by_cost(units: list[readers.WorkUnit], costs: list[list[int]],
     costing more than the target on its own becomes a task of its own, marked ``oversized``
     (the hook for per-sentence splitting)."""
     target = float(target_cost or DEFAULT_TARGET_COST)
+    # Greedy cuts, found per task rather than per example (a Python loop per example cost
+    # ~2.5 us/pair): a task ends where its running cost first reaches the target (an
+    # integer sum, so ">= ceil(target)"), or just before the next oversized example.
+    need = max(1, math.ceil(target))
     tasks: list[Task] = []
     for unit, c in zip(units, costs):
         c = np.asarray(c, dtype=np.int64)
         n = len(c)
-        start, acc = 0, 0
+        cs = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(c, out=cs[1:])
+        big = np.flatnonzero(c >= target)
+        start = 0
         bounds = []
-        for i in range(n):
-            if c[i] >= target and i > start:      # an oversized example starts its own task
-                bounds.append((start, i))
-                start, acc = i, 0
-            acc += int(c[i])
-            if acc >= target:
-                bounds.append((start, i + 1))
-                start, acc = i + 1, 0
-        if start < n or not bounds:
-            bounds.append((start, n))
+        while start < n:
+            stop = int(np.searchsorted(cs, cs[start] + need, side="left"))  # first cs[stop] >= ...
+            nxt = int(np.searchsorted(big, start, side="right"))
+            if nxt < len(big) and big[nxt] < min(stop, n + 1):
+                stop = int(big[nxt])  # an oversized example starts its own task
+            stop = min(stop, n)
+            bounds.append((start, stop))
+            start = stop
+        if not bounds:
+            bounds.append((0, 0))
         for lo, hi in bounds:
-            cost = int(c[lo:hi].sum())
+            cost = int(cs[hi] - cs[lo])
             tasks.append(Task(index=len(tasks), unit=unit, lo=lo, hi=None if hi == n else hi, n_rows=hi - lo,
                               cost=cost, oversized=(hi - lo == 1 and cost >= target)))
     return tasks

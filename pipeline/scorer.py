@@ -79,6 +79,11 @@ class RougeScorer:
     # -- encoding ---------------------------------------------------------------
     def encode(self, texts: Sequence[str]) -> EncodedDocs:
         if self._tokenizer is not None:
+            compiled = getattr(self._tokenizer, "encode_batch", None)
+            if compiled is not None and self.sentence_splitter == "newline":
+                encoded = compiled(list(texts))
+                if encoded is not None:
+                    return encoded
             batch = getattr(self._tokenizer, "tokenize_batch", None)
             if batch is not None and self.sentence_splitter == "newline":
                 marked = batch(list(texts))

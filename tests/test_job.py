@@ -57,6 +57,41 @@ def test_split_by_cost_is_contiguous_complete_and_isolates_oversized():
     assert [job.task_from_dict(json.loads(json.dumps(job.task_to_dict(t)))) for t in tasks] == tasks
 
 
+def _greedy_bounds(c, target):
+    """The cutting rule, one example at a time (the specification split_by_cost is checked against)."""
+    start, acc, bounds = 0, 0, []
+    for i in range(len(c)):
+        if c[i] >= target and i > start:
+            bounds.append((start, i))
+            start, acc = i, 0
+        acc += int(c[i])
+        if acc >= target:
+            bounds.append((start, i + 1))
+            start, acc = i + 1, 0
+    if start < len(c) or not bounds:
+        bounds.append((start, len(c)))
+    return bounds
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_split_by_cost_equals_the_per_example_greedy_rule(seed):
+    from pipeline.io.readers import WorkUnit
+
+    rng = np.random.default_rng(seed)
+    target = float(rng.choice([1, 7, 30, 30.5, 100, 1e9]))
+    n = int(rng.integers(0, 60))
+    c = rng.integers(0, 40, size=n)
+    c[rng.random(n) < 0.1] = int(target) + int(rng.integers(0, 3))   # at (and just above) the target
+    c[rng.random(n) < 0.1] = 0
+    u = WorkUnit(index=0, layout="records", file="f", format="jsonl")
+    tasks = job.split_by_cost([u], [c.tolist()], target_cost=target)
+    assert [(t.lo, n if t.hi is None else t.hi) for t in tasks] == _greedy_bounds(c, target)
+    for t in tasks:
+        hi = n if t.hi is None else t.hi
+        assert t.cost == int(c[t.lo:hi].sum())
+        assert t.oversized == (hi - t.lo == 1 and c[t.lo] >= target)
+
+
 def test_estimate_costs_grow_with_both_sides():
     t = pa.table({"candidate": ["a" * 60, "a" * 6, "é" * 60],
                   "references": [["b" * 60], ["b" * 600, "c" * 600], ["b" * 60]]})

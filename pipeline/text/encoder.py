@@ -396,8 +396,9 @@ class Vocabulary:
     # be consistent within a batch), so a long-lived worker's memory stays bounded.
     MAX_IDS = 4_000_000
 
-    def __init__(self, capacity: int = 1 << 16, token_map: Callable[[str], str | None] | None = None):
-        self._token_map = token_map or porter_stem
+    def __init__(self, capacity: int = 1 << 16, token_map: Callable[[str], str | None] | None = None,
+                 valid_token: Callable[[str], object] | None = _VALID_TOKEN.match):
+        self._token_map, self._valid_token = token_map or porter_stem, valid_token  # None: any form
         self.counts = np.zeros(3, dtype=np.int64)  # ids, short_tab entries, long_tab entries
         # tables start small (cache-resident) and double at half load
         self.short_tab = np.zeros(2 * 4096, dtype=np.int64)
@@ -418,7 +419,7 @@ class Vocabulary:
         return len(self._stem_index)
 
     def reset(self) -> None:
-        self.__init__(token_map=self._token_map)
+        self.__init__(token_map=self._token_map, valid_token=self._valid_token)
 
     def grow(self, token_bytes: int) -> None:
         """Make room for one more token of ``token_bytes`` bytes (whatever is short of it)."""
@@ -440,7 +441,7 @@ class Vocabulary:
                 setattr(self, name, new)
 
     def token(self, tid: int) -> str:
-        return self.arena[self.offs[tid]:self.offs[tid + 1]].tobytes().decode("ascii")
+        return self.arena[self.offs[tid]:self.offs[tid + 1]].tobytes().decode("utf-8")
 
     def stem_map(self) -> np.ndarray:
         """raw id -> id of its mapped form (by default its Porter stem, rouge-score's rule),
@@ -451,10 +452,10 @@ class Vocabulary:
                 grown[: self._stem_map.shape[0]] = self._stem_map
                 self._stem_map = grown
             index = self._stem_index
-            token_map = self._token_map
+            token_map, valid = self._token_map, self._valid_token
             for tid in range(self._stem_done, self.n_ids):
                 stem = token_map(self.token(tid))
-                if stem is not None and _VALID_TOKEN.match(stem):
+                if stem is not None and (valid is None or valid(stem)):
                     self._stem_map[tid] = index.setdefault(stem, len(index))
             self._stem_done = self.n_ids
         return self._stem_map

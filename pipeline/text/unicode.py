@@ -52,6 +52,7 @@ so any change in tokenization changes the run's signature.
 from __future__ import annotations
 
 import re
+import threading
 import unicodedata
 from functools import lru_cache
 from importlib.metadata import version
@@ -80,6 +81,7 @@ _MARKED_PATTERN = regex.compile(rf"(?V1)[\n\x00]|[{_CJK}]|(?=[{_SEA_LETTER}])\X|
 _ASCII_MARKED = re.compile(r"[\n\x00]|[a-z0-9]+")
 
 _TURKIC = ("tr", "az")
+_ENCODER_LOCK = threading.Lock()  # one batch encoder per tokenizer, even when threads race
 _TURKIC_UPPER = str.maketrans({"\u0130": "i", "I": "\u0131"})
 
 
@@ -193,6 +195,30 @@ class UnicodeTokenizer:
                 out += _MARKED_PATTERN.findall(self.normalize("\x00".join(texts[i:j]) + "\x00"))
             i = j
         return out
+
+    def encode_batch(self, texts: list[str]):
+        """:class:`pipeline.text.encoder.EncodedDocs` of ``texts`` (sentences: the lines with
+        tokens) by the compiled scan of :mod:`pipeline.text.unicode_scan`: the tokens of
+        :meth:`tokenize`, as ids consistent within the batch.  None in segmenter mode."""
+        if self.cjk != "chars":
+            return None
+        enc = self.__dict__.get("_batch_encoder")
+        if enc is None:
+            from pipeline.text import unicode_scan
+
+            if not unicode_scan.AVAILABLE:  # pragma: no cover - numba without str buffer access
+                return None
+            with _ENCODER_LOCK:
+                enc = self.__dict__.get("_batch_encoder")
+                if enc is None:
+                    enc = self._batch_encoder = unicode_scan.UnicodeBatchEncoder(self)
+        return enc.encode(texts)
+
+    def __getstate__(self):
+        # the batch encoder (vocabulary, lock) is per process: a copy sent to a worker builds its own
+        state = dict(self.__dict__)
+        state.pop("_batch_encoder", None)
+        return state
 
     def stem_token(self, token: str) -> str:
         """The form :meth:`tokenize` gives a word: its stem with ``stem=True``, else itself."""
