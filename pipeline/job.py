@@ -23,6 +23,7 @@ import json
 import math
 import os
 import re
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
@@ -85,6 +86,8 @@ class UnitContext:
     n_boot: int
     metadata: dict = field(default_factory=dict, hash=False, compare=False)
     storage_options: dict = field(default_factory=dict, hash=False, compare=False, repr=False)
+    # this run's token for the units its plan pass kept in the workers (UnitTables); "": none
+    read_token: str = field(default="", hash=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -262,11 +265,76 @@ def estimate_unit(spec, unit: readers.WorkUnit) -> list[int]:
     return estimate_costs(table).tolist()
 
 
-def plan_unit(spec, unit: readers.WorkUnit) -> dict:
+class UnitTables:
+    """Units read by the plan pass, kept in the worker process for the tasks that score them.
+
+    The plan pass must read every unit (costs, ids); without this the tasks read and parse
+    every unit a second time (~8 us/pair of JSON parsing).  The driver asks the scheduler to
+    run a unit's tasks where its plan ran (a preference, not a restriction).  Bounded by
+    ``budget`` bytes: past it units are not kept and their tasks read them again, as they
+    also do after a worker restart or a resume.  A unit is dropped when the task holding its
+    last rows has read it.  Only units whose tables the plan pass saw exactly are served:
+    one with ``drop_rows`` (cross-unit duplicates, known only after the plan) is read again.
+    Entries belong to one run (its ``token``): a worker that outlives a run (an existing
+    cluster, a failed run) never serves one run's reading of a file to another, and the
+    first unit kept for a new run drops whatever an earlier run left.
+    """
+
+    def __init__(self, budget: int):
+        self.budget = budget
+        self.used = 0
+        self._tables: dict = {}
+        self._token = ""
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(token: str, spec, unit: readers.WorkUnit) -> str:
+        return json.dumps([token, asdict(readers.InputSpec.from_config(spec)), unit_to_dict(unit)],
+                          sort_keys=True, default=str)
+
+    def put(self, token: str, spec, unit: readers.WorkUnit, tables: tuple[pa.Table, pa.Table]) -> None:
+        if not token:
+            return
+        n = sum(t.nbytes for t in tables)
+        with self._lock:
+            if token != self._token:
+                self._tables.clear()
+                self.used = 0
+                self._token = token
+            if self.used + n <= self.budget:
+                k = self.key(token, spec, unit)
+                if k not in self._tables:
+                    self._tables[k] = (tables, n)
+                    self.used += n
+
+    def take(self, token: str, spec, unit: readers.WorkUnit, last: bool) -> tuple[pa.Table, pa.Table] | None:
+        if not token or unit.drop_rows or not self._tables:
+            return None
+        k = self.key(token, spec, unit)
+        with self._lock:
+            hit = self._tables.pop(k, None) if last else self._tables.get(k)
+            if hit is None:
+                return None
+            if last:
+                self.used -= hit[1]
+            return hit[0]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._tables.clear()
+            self.used = 0
+
+
+UNIT_TABLES = UnitTables(int(os.environ.get("ROUGE_PIPELINE_UNIT_CACHE_MB", "512")) << 20)
+
+
+def plan_unit(spec, unit: readers.WorkUnit, read_token: str = "") -> dict:
     """The plan pass over one unit (on a worker): per-example estimated costs and the
-    ``(system, id, row)`` keys, so the driver can find duplicates across units."""
-    table, _ = readers.read_unit(spec, unit)
-    return {"costs": estimate_costs(table), "keys": readers.unit_keys(table)}
+    ``(system, id, row)`` keys, so the driver can find duplicates across units.  With a
+    ``read_token`` the tables are kept for this run's tasks (:class:`UnitTables`)."""
+    tables = readers.read_unit(spec, unit)
+    UNIT_TABLES.put(read_token, spec, unit, tables)
+    return {"costs": estimate_costs(tables[0]), "keys": readers.unit_keys(tables[0])}
 
 
 def plan_tasks(units: list[readers.WorkUnit], target_cost, *planned: dict) -> tuple[list[Task], int]:
@@ -382,8 +450,9 @@ def _test_sleep() -> None:
         time.sleep(float(s))
 
 
-def read_task(spec, task: Task) -> tuple[pa.Table, pa.Table]:
-    table, quarantine = readers.read_unit(spec, task.unit)
+def read_task(spec, task: Task, read_token: str = "") -> tuple[pa.Table, pa.Table]:
+    kept = UNIT_TABLES.take(read_token, spec, task.unit, last=task.hi is None)
+    table, quarantine = kept if kept is not None else readers.read_unit(spec, task.unit)
     hi = table.num_rows if task.hi is None else task.hi
     table = table.slice(task.lo, max(0, hi - task.lo))
     if task.lo != 0:
@@ -394,7 +463,7 @@ def read_task(spec, task: Task) -> tuple[pa.Table, pa.Table]:
 def score_task(spec, task: Task, ctx: UnitContext, split_positions=None) -> dict:
     """Read, score, write one task; returns (and stores in its marker) counts and statistics."""
     _test_sleep()
-    table, quarantine = read_task(spec, task)
+    table, quarantine = read_task(spec, task, ctx.read_token)
     scores, too_long = score_table(table, ctx.scoring, quarantine=True, fmt=task.unit.format,
                                    split_positions=split_positions if table.num_rows == 1 else None)
     if too_long.num_rows:
@@ -444,7 +513,7 @@ def split_blocks_for(task: Task, settings: ScoringSettings, target_cost: float) 
 
 def prepare_split(spec, task: Task, ctx: UnitContext) -> dict | None:
     """The texts of an oversized task's one example and its references' sentence counts."""
-    table, _ = read_task(spec, task)
+    table, _ = read_task(spec, task, ctx.read_token)
     if table.num_rows != 1:
         return None
     refs = table.column("references")[0].as_py()

@@ -285,6 +285,10 @@ def test_unreadable_file_is_an_error_naming_it(tmp_path, kind):
             tasks = orig(*a, **k)
             bad.unlink()
             bad.mkdir()
+            # as after a worker restart: the task must read the unit again, not the plan's copy
+            from pipeline import job
+
+            job.UNIT_TABLES.clear()
             return tasks
 
         driver.make_plan = plan_then_swap

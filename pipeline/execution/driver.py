@@ -21,7 +21,9 @@ Failures (issue #5):
   every ``(system, id)``.  Duplicates *across* units are found there (the first occurrence in
   (file, row) order is kept; later ones go to their unit's ``drop_rows`` and become quarantine
   rows naming where the first is), so each example is scored exactly once whatever
-  ``target_rows`` is.  The plan is stored in ``_plan.json`` and reused on resume.
+  ``target_rows`` is.  The plan is stored in ``_plan.json`` and reused on resume.  What a
+  worker read is kept there (up to a memory budget, for this run only) and the unit's tasks
+  prefer that worker, so a unit is usually parsed once (:class:`pipeline.job.UnitTables`).
 * Tasks are retried by Dask (``execution.retries``); a worker that dies (OOM, SIGKILL,
   preemption) is restarted by its nanny and its tasks rerun.  Every file a task writes has a
   deterministic name and is written atomically, so reruns overwrite, never duplicate.
@@ -168,8 +170,13 @@ class _Sync:
         return [fn(*args) for args in zip(*iterables)]
 
 
-def make_plan(cfg, spec, run_url: str, so: dict, client=None, log=_log_default) -> list[job.Task]:
-    """Load ``_plan.json`` or plan: units, per-example costs (on the workers), cost slices."""
+def make_plan(cfg, spec, run_url: str, so: dict, client=None, log=_log_default,
+              read_token: str = "", where: dict | None = None) -> list[job.Task]:
+    """Load ``_plan.json`` or plan: units, per-example costs (on the workers), cost slices.
+
+    ``read_token``: the plan pass keeps what it read in the workers for this run's tasks
+    (:class:`pipeline.job.UnitTables`); ``where`` is then filled with the worker that read
+    each unit (unit index -> address), where the driver prefers to run its tasks."""
     stored = with_retries(lambda: writers.read_json(f"{run_url}/_plan.json", so), cfg.execution.retries,
                           "reading _plan.json", log)
     settings = _plan_settings(cfg)
@@ -184,7 +191,7 @@ def make_plan(cfg, spec, run_url: str, so: dict, client=None, log=_log_default) 
     # duplicates across units (shards, or row slices of one shard) are found here, where every
     # id is seen.  The first occurrence in (file, row) order is kept.
     if client is None:
-        planned = [with_retries(lambda u=u: job.plan_unit(spec, u), cfg.execution.retries,
+        planned = [with_retries(lambda u=u: job.plan_unit(spec, u, read_token), cfg.execution.retries,
                                 f"reading {u.file}", log) for u in units]
         tasks, n_dup = job.plan_tasks(units, settings["target_cost"], *planned)
         del planned
@@ -192,7 +199,7 @@ def make_plan(cfg, spec, run_url: str, so: dict, client=None, log=_log_default) 
         from distributed import wait
 
         nonce = uuid.uuid4().hex[:8]
-        futs = client.map(job.plan_unit, [spec] * len(units), units,
+        futs = client.map(job.plan_unit, [spec] * len(units), units, [read_token] * len(units),
                           key=[f"rouge-estimate-{nonce}-{u.index:05d}" for u in units],
                           retries=cfg.execution.retries, pure=False)
         wait(futs)
@@ -201,6 +208,11 @@ def make_plan(cfg, spec, run_url: str, so: dict, client=None, log=_log_default) 
                 e = f.exception()
                 client.cancel(futs)
                 raise _task_error(e, f"planning unit {u.key}", cfg.execution.retries) from e
+        if where is not None:
+            holders = client.who_has(futs)
+            for u, f in zip(units, futs):
+                if holders.get(f.key):
+                    where[u.index] = holders[f.key][0]
         # Every example's id and cost stay on the workers: one task there finds the
         # duplicates across units and cuts the tasks, so the client's memory does not
         # grow with the corpus.
@@ -253,7 +265,8 @@ def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream
                  retries, f"preparing the run folder {run_url}", log)
     metadata = {META_SIGNATURE: sig, META_CONFIG_HASH: chash}
     ctx = job.UnitContext(run_url=run_url, scoring=job.ScoringSettings.from_config(cfg.scoring),
-                          seed=cfg.stats.seed, n_boot=cfg.stats.n_boot, metadata=metadata, storage_options=so)
+                          seed=cfg.stats.seed, n_boot=cfg.stats.n_boot, metadata=metadata, storage_options=so,
+                          read_token=uuid.uuid4().hex)
 
     if client is not None:
         from pipeline.warmup import warmup
@@ -263,7 +276,8 @@ def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream
         log(f"workers warm ({len(client.scheduler_info()['workers'])} workers) in {time.perf_counter() - t0:.2f}s")
 
     try:
-        tasks = make_plan(cfg, spec, run_url, so, client, log)
+        where: dict[int, str] = {}
+        tasks = make_plan(cfg, spec, run_url, so, client, log, ctx.read_token, where)
         done = with_retries(lambda: _done_indices(run_url, so), retries, "listing finished tasks", log)
         total_rows = sum(t.n_rows for t in tasks)
         bar = Progress(len(tasks), total_rows, stream=stream, enabled=bool(progress))
@@ -285,7 +299,7 @@ def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream
                 bar.update(t.n_rows, skipped=bool(r.get("skipped")))
             final = _tree_sync(results)
         else:
-            final = _run_on_client(client, spec, tasks, ctx, retries, done, bar, n_blocks)
+            final = _run_on_client(client, spec, tasks, ctx, retries, done, bar, n_blocks, where)
     except BaseException as e:
         _write_failed_summary(run_url, so, sig, chash, e, t_start)
         raise
@@ -355,23 +369,26 @@ def _run_task_sync(spec, t, ctx, n_blocks: int) -> dict:
     return job.finish_split(spec, t, ctx, prep, *blocks)
 
 
-def _submit_task(client, spec, t, ctx, retries: int, nonce: str, n_blocks: int, done: set):
-    """One task; an oversized one fans its rougeLsum out as blocks of reference sentences."""
+def _submit_task(client, spec, t, ctx, retries: int, nonce: str, n_blocks: int, done: set, where: dict):
+    """One task; an oversized one fans its rougeLsum out as blocks of reference sentences.
+    Tasks that read their unit prefer the worker whose plan pass kept it (``where``); the
+    scheduler may still run them elsewhere (they then read the unit again)."""
     key = f"rouge-task-{nonce}-{t.index:05d}"
+    near = {"workers": [where[t.unit.index]], "allow_other_workers": True} if t.unit.index in where else {}
     if n_blocks <= 1 or t.index in done:
-        return client.submit(job.run_task, spec, t, ctx, key=key, retries=retries, pure=False)
-    prep = client.submit(job.prepare_split, spec, t, ctx, key=f"{key}-prep", retries=retries, pure=False)
+        return client.submit(job.run_task, spec, t, ctx, key=key, retries=retries, pure=False, **near)
+    prep = client.submit(job.prepare_split, spec, t, ctx, key=f"{key}-prep", retries=retries, pure=False, **near)
     blocks = [client.submit(job.split_block, prep, k, n_blocks, ctx.scoring, key=f"{key}-block-{k:03d}",
                             retries=retries, pure=False) for k in range(n_blocks)]
     return client.submit(job.finish_split, spec, t, ctx, prep, *blocks, key=key, retries=retries, pure=False)
 
 
-def _run_on_client(client, spec, tasks, ctx, retries: int, done: set, bar, n_blocks: dict) -> dict:
+def _run_on_client(client, spec, tasks, ctx, retries: int, done: set, bar, n_blocks: dict, where: dict) -> dict:
     """Submit every task and the merge tree; raise the first task failure (after its retries)."""
     from distributed import as_completed
 
     nonce = uuid.uuid4().hex[:8]
-    futures = [_submit_task(client, spec, t, ctx, retries, nonce, n_blocks[t.index], done) for t in tasks]
+    futures = [_submit_task(client, spec, t, ctx, retries, nonce, n_blocks[t.index], done, where) for t in tasks]
     by_key = {f.key: t for f, t in zip(futures, tasks)}
     level, depth, merges = list(futures), 0, []
     while len(level) > 1:
