@@ -56,6 +56,9 @@ def _write(path, records, raw_lines=()):
     ['not json'],
     [''],                                                   # a blank line
     ['{"id": "s", "candidate": "\\ud800", "references": "b"}'],  # lone surrogate escape
+    ['{"id": "S", "candidate": "x\\uDFFF", "references": "b"}'],  # upper case, low surrogate
+    ['null'],                                               # a bare null line
+    ['{"id": "cr", "candidate": "a", "references": "b"}\r'],  # a CRLF line
     ['{"id": "", "candidate": "a", "references": "b"}'],     # empty id
     ['{"id": "r", "candidate": "a", "references": ["b", null]}'],
 ])
@@ -95,3 +98,19 @@ def test_fast_path_is_taken_on_clean_data(tmp_path):
     out = readers._Out()
     assert readers._records_fast(spec, readers.plan_units(spec)[0], out)
     assert isinstance(out.fast, pa.Table) and out.fast.num_rows == 1
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_jsonl_shape_equals_the_bytes_definitions(seed):
+    import re
+
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    alphabet = [b"\n", b"{", b"\r", b"\\", b"u", b"d", b"D", b"8", b"9", b"a", b"f", b"F", b"g", b"x", b"\\u"]
+    data = b"".join(rng.choice(alphabet, size=int(rng.integers(0, 200))))
+    nl, nl_brace, cr, sur = readers._jsonl_shape(np.frombuffer(data, dtype=np.uint8))
+    assert nl == data.count(b"\n")
+    assert nl_brace == data.count(b"\n{")
+    assert cr == (b"\r" in data)
+    assert sur == bool(re.search(rb"\\u[dD][89a-fA-F]", data))

@@ -75,6 +75,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from numba import njit
 
 from pipeline.io import paths as _paths
 from pipeline.io.paths import check_keys, check_scheme, compression_of, expand, file_stem, infer_format, parent_name
@@ -278,7 +279,6 @@ class _BadText:
 
 
 _MISSING = object()
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 def _where(url: str, row: int, fmt: str) -> str:
@@ -884,7 +884,29 @@ def read_unit(spec: InputSpec | dict, unit: WorkUnit) -> tuple[pa.Table, pa.Tabl
     return out.tables()
 
 
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+@njit(cache=True, nogil=True)
+def _jsonl_shape(buf):
+    """One pass over a JSONL unit's bytes: (newlines, newlines followed by ``{``, a CR,
+    a ``\\u`` escape of a UTF-16 surrogate (``\\u[dD][89a-fA-F]``, as a regex would find it)).
+    One compiled pass instead of four ``bytes`` scans (~3 us/pair of the fast reader)."""
+    n = buf.shape[0]
+    nl = 0
+    nl_brace = 0
+    cr = False
+    sur = False
+    for i in range(n):
+        b = buf[i]
+        if b == 10:
+            nl += 1
+            if i + 1 < n and buf[i + 1] == 123:
+                nl_brace += 1
+        elif b == 13:
+            cr = True
+        elif b == 92 and i + 3 < n and buf[i + 1] == 117 and (buf[i + 2] == 100 or buf[i + 2] == 68):
+            c = buf[i + 3]
+            if c == 56 or c == 57 or 97 <= c <= 102 or 65 <= c <= 70:
+                sur = True
+    return nl, nl_brace, cr, sur
 
 
 def _records_fast(spec: InputSpec, unit: WorkUnit, out: _Out) -> bool:
@@ -912,10 +934,12 @@ def _records_fast(spec: InputSpec, unit: WorkUnit, out: _Out) -> bool:
             return False
     if not data:
         return False
-    n_lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
-    if (b"\r" in data or b"\n\n" in data or not data.startswith(b"{")
-            or data.count(b"\n{") != n_lines - 1 or _SURROGATE_ESCAPE.search(data)):
-        return False  # (every line must open an object: Arrow's reader crashes on a bare `null` line)
+    n_nl, n_nl_brace, has_cr, has_surrogate = _jsonl_shape(np.frombuffer(data, dtype=np.uint8))
+    n_lines = n_nl + (0 if data.endswith(b"\n") else 1)
+    # every line but the first must follow a newline and open an object (no blank line, and
+    # Arrow's reader crashes on a bare `null` line)
+    if has_cr or has_surrogate or not data.startswith(b"{") or n_nl_brace != n_lines - 1:
+        return False
     if unit.row_stop is not None and unit.row_stop - unit.row_start < n_lines:
         return False
     try:
