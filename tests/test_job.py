@@ -148,3 +148,46 @@ def test_score_table_status_and_empty():
     empty = job.score_table(t.slice(0, 0), s)
     assert empty.num_rows == 0 and empty.schema == job.scores_schema(("rouge1",))
     assert np.isfinite(out.column("rouge1_fmeasure").to_numpy()).all()
+
+
+def test_plan_pass_tables_serve_this_runs_tasks_only(tmp_path):
+    spec = InputSpec.from_config({"layout": "records", "paths": write_records(tmp_path / "in", 12)})
+    units = plan_units(spec)
+    planned = [job.plan_unit(spec, u, "run-a") for u in units]
+    tasks = job.split_by_cost(units, [p["costs"] for p in planned], target_cost=400)
+    truth = {u.index: read_unit(spec, u) for u in units}
+    for f in (tmp_path / "in").iterdir():   # from here on only the kept tables can be read
+        f.unlink()
+    try:
+        with pytest.raises(Exception):
+            job.read_task(spec, tasks[0], "run-b")          # another run's token is never served
+        with pytest.raises(Exception):
+            job.read_task(spec, tasks[0])                   # nor a task without a token
+        for t in tasks:                                     # each unit's rows, then released
+            table, quarantine = job.read_task(spec, t, "run-a")
+            whole, q = truth[t.unit.index]
+            hi = whole.num_rows if t.hi is None else t.hi
+            assert table.equals(whole.slice(t.lo, hi - t.lo))
+            assert quarantine.num_rows == (q.num_rows if t.lo == 0 else 0)
+        assert job.UNIT_TABLES.used == 0
+        with pytest.raises(Exception):
+            job.read_task(spec, tasks[-1], "run-a")
+    finally:
+        job.UNIT_TABLES.clear()
+
+
+def test_unit_tables_budget_new_run_and_dropped_rows(tmp_path):
+    spec = InputSpec.from_config({"layout": "records", "paths": write_records(tmp_path / "in", 12)})
+    u = plan_units(spec)[0]
+    tables = read_unit(spec, u)
+    small = job.UnitTables(budget=1)
+    small.put("a", spec, u, tables)
+    assert small.used == 0 and small.take("a", spec, u, last=True) is None   # over budget: not kept
+    cache = job.UnitTables(budget=1 << 30)
+    cache.put("a", spec, u, tables)
+    assert cache.used > 0 and cache.take("a", spec, u, last=False) is not None
+    import dataclasses
+    dup = dataclasses.replace(u, drop_rows=((0, "elsewhere"),))
+    assert cache.take("a", spec, dup, last=False) is None   # its table differs from the plan's
+    cache.put("b", spec, plan_units(spec)[1], read_unit(spec, plan_units(spec)[1]))
+    assert cache.take("a", spec, u, last=True) is None      # a new run drops the old run's units
