@@ -85,6 +85,13 @@ _ENCODER_LOCK = threading.Lock()  # one batch encoder per tokenizer, even when t
 _TURKIC_UPPER = str.maketrans({"\u0130": "i", "I": "\u0131"})
 
 
+def fold(text: str, turkic: bool) -> str:
+    """NFKC, then case folding (``turkic``: after ``İ`` -> ``i``, ``I`` -> ``ı``); every step but
+    the tr/az removal of U+0307 after ``i`` (:meth:`UnicodeTokenizer.normalize`)."""
+    text = unicodedata.normalize("NFKC", text)
+    return (text.translate(_TURKIC_UPPER) if turkic else text).casefold()
+
+
 @lru_cache(maxsize=None)
 def _jieba():
     import logging
@@ -139,9 +146,8 @@ class UnicodeTokenizer:
     def normalize(self, text: str) -> str:
         """Steps 1 and 2: NFKC, case folding (tr/az tailored)."""
         if self._turkic:
-            text = unicodedata.normalize("NFKC", text).translate(_TURKIC_UPPER).casefold()
-            return text.replace("i\u0307", "i")
-        return unicodedata.normalize("NFKC", text).casefold()
+            return fold(text, True).replace("i\u0307", "i")
+        return fold(text, False)
 
     def words(self, text: str) -> list[str]:
         """Steps 1-3 (no stemming)."""
