@@ -292,7 +292,9 @@ class UnitTables:
         return json.dumps([token, asdict(readers.InputSpec.from_config(spec)), unit_to_dict(unit)],
                           sort_keys=True, default=str)
 
-    def put(self, token: str, spec, unit: readers.WorkUnit, tables: tuple[pa.Table, pa.Table]) -> None:
+    def put(self, token: str, spec, unit: readers.WorkUnit, tables: tuple[pa.Table, pa.Table],
+            budget: int | None = None) -> None:
+        """Keep ``tables`` for ``token``'s run if they fit; ``budget`` (bytes): this run's budget."""
         if not token:
             return
         n = sum(t.nbytes for t in tables)
@@ -301,6 +303,8 @@ class UnitTables:
                 self._tables.clear()
                 self.used = 0
                 self._token = token
+            if budget is not None:
+                self.budget = budget
             if self.used + n <= self.budget:
                 k = self.key(token, spec, unit)
                 if k not in self._tables:
@@ -325,15 +329,16 @@ class UnitTables:
             self.used = 0
 
 
-UNIT_TABLES = UnitTables(int(os.environ.get("ROUGE_PIPELINE_UNIT_CACHE_MB", "512")) << 20)
+UNIT_TABLES = UnitTables(512 << 20)  # execution.unit_cache_mb sets each run's budget
 
 
-def plan_unit(spec, unit: readers.WorkUnit, read_token: str = "") -> dict:
+def plan_unit(spec, unit: readers.WorkUnit, read_token: str = "", keep_mb: int = 512) -> dict:
     """The plan pass over one unit (on a worker): per-example estimated costs and the
     ``(system, id, row)`` keys, so the driver can find duplicates across units.  With a
-    ``read_token`` the tables are kept for this run's tasks (:class:`UnitTables`)."""
+    ``read_token`` the tables are kept for this run's tasks, up to ``keep_mb`` MiB per
+    worker process (:class:`UnitTables`)."""
     tables = readers.read_unit(spec, unit)
-    UNIT_TABLES.put(read_token, spec, unit, tables)
+    UNIT_TABLES.put(read_token, spec, unit, tables, budget=keep_mb << 20)
     return {"costs": estimate_costs(tables[0]), "keys": readers.unit_keys(tables[0])}
 
 

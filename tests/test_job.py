@@ -191,3 +191,15 @@ def test_unit_tables_budget_new_run_and_dropped_rows(tmp_path):
     assert cache.take("a", spec, dup, last=False) is None   # its table differs from the plan's
     cache.put("b", spec, plan_units(spec)[1], read_unit(spec, plan_units(spec)[1]))
     assert cache.take("a", spec, u, last=True) is None      # a new run drops the old run's units
+
+
+def test_unit_cache_mb_zero_keeps_nothing(tmp_path):
+    spec = InputSpec.from_config({"layout": "records", "paths": write_records(tmp_path / "in", 12)})
+    u = plan_units(spec)[0]
+    try:
+        job.plan_unit(spec, u, "run-z", keep_mb=0)
+        assert job.UNIT_TABLES.used == 0
+        job.plan_unit(spec, u, "run-z", keep_mb=64)
+        assert job.UNIT_TABLES.used > 0
+    finally:
+        job.UNIT_TABLES.clear()

@@ -191,7 +191,8 @@ def make_plan(cfg, spec, run_url: str, so: dict, client=None, log=_log_default,
     # duplicates across units (shards, or row slices of one shard) are found here, where every
     # id is seen.  The first occurrence in (file, row) order is kept.
     if client is None:
-        planned = [with_retries(lambda u=u: job.plan_unit(spec, u, read_token), cfg.execution.retries,
+        keep = cfg.execution.unit_cache_mb
+        planned = [with_retries(lambda u=u: job.plan_unit(spec, u, read_token, keep), cfg.execution.retries,
                                 f"reading {u.file}", log) for u in units]
         tasks, n_dup = job.plan_tasks(units, settings["target_cost"], *planned)
         del planned
@@ -200,6 +201,7 @@ def make_plan(cfg, spec, run_url: str, so: dict, client=None, log=_log_default,
 
         nonce = uuid.uuid4().hex[:8]
         futs = client.map(job.plan_unit, [spec] * len(units), units, [read_token] * len(units),
+                          [cfg.execution.unit_cache_mb] * len(units),
                           key=[f"rouge-estimate-{nonce}-{u.index:05d}" for u in units],
                           retries=cfg.execution.retries, pure=False)
         wait(futs)
