@@ -11,6 +11,7 @@ import pickle
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from pipeline import RougeScorer
@@ -242,17 +243,62 @@ def test_config_signature_and_job_wiring():
     assert make_tokenizer() is None and make_tokenizer("unicode").name == UnicodeTokenizer().name
 
 
+# --------------------------------------------------------------------------- batch paths = specification
+class _MarkedRoute:
+    """The tokenizer without ``encode_batch``: RougeScorer takes the ``tokenize_batch`` route."""
+
+    tokens_never_span_newlines = True
+
+    def __init__(self, tok):
+        self.tokenize, self.tokenize_batch, self.stem_token = tok.tokenize, tok.tokenize_batch, tok.stem_token
+
+
+class _PerText:
+    """Only ``tokenize``: every text tokenized whole and line by line, in Python."""
+
+    def __init__(self, tok):
+        self.tokenize = tok.tokenize
+
+
+def _spec(tok, texts):
+    """The specification: per text, its lines' tokens (lines without tokens left out), and the
+    whole text's tokens."""
+    from pipeline.text.sentences import split_newlines
+
+    sents = [[s for s in map(tok.tokenize, split_newlines(t)) if s] for t in texts]
+    return sents, [tok.tokenize(t) for t in texts]
+
+
+def _decode(enc, forms, n_docs):
+    """EncodedDocs -> (per document its sentences as token strings, per document its tokens)."""
+    forms = list(forms)
+    sents = [[[forms[t] for t in enc.sent_tokens[enc.sent_tok[s]:enc.sent_tok[s + 1]]]
+              for s in range(enc.doc_sent[d], enc.doc_sent[d + 1])] for d in range(n_docs)]
+    whole = [[forms[t] for t in enc.tokens[enc.doc_tok[d]:enc.doc_tok[d + 1]]] for d in range(n_docs)]
+    return sents, whole
+
+
+def _compiled(tok, texts):
+    enc = tok.encode_batch(texts)
+    assert enc is not None and enc.sent_tokens is enc.tokens and enc.tokens.dtype.name == "int32"
+    return _decode(enc, tok._batch_encoder.forms(), len(texts))
+
+
+def _assert_same(got, want, texts):
+    for d, text in enumerate(texts):
+        assert got[0][d] == want[0][d], ("sentences", d, text)
+        assert got[1][d] == want[1][d], ("tokens", d, text)
+    assert len(got[0]) == len(got[1]) == len(texts)
+
+
 @pytest.mark.parametrize("language,stem", [("en", False), ("de", True), ("tr", True), ("th", False),
                                            ("zh", False), ("ru", True), ("es", True)])
 def test_batch_tokenization_equals_text_by_text(by_language, language, stem):
-    """The batch path (one normalization and one findall over the joined batch, marks between
-    lines and texts) against the tokenizer applied line by line, text by text: the data of the
-    language plus texts built to stress the joins (NUL, combining marks and the Turkish dot at
-    text starts, CR/LF, empty lines)."""
+    """Both batch routes (the compiled scan, and tokenize_batch: one normalization and one findall
+    over the joined batch) against the tokenizer applied line by line, text by text: the data
+    of the language plus texts built to stress the joins (NUL, combining marks and the Turkish
+    dot at text starts, CR/LF, empty lines)."""
     import random
-
-    from pipeline.text.encoder import encode_with_tokenizer
-    from pipeline.text.sentences import split_newlines
 
     rng = random.Random(5)
     data = [t for r in by_language.get(language, by_language["zh"])[:60]
@@ -261,18 +307,199 @@ def test_batch_tokenization_equals_text_by_text(by_language, language, stem):
               "中文", "สวัสดี", "١٢", "e\u0301", "\u200d", "😀", "x"]
     data += ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 10))) for _ in range(300)]
     tok = UnicodeTokenizer(language, stem=stem)
-    got = RougeScorer(["rouge1", "rougeLsum"], tokenizer=tok).encode(data)  # batch path, sentences
-    index: dict = {}
-    want = encode_with_tokenizer(data, tok.tokenize, split_newlines, index, compose_lines=True)
-    forms = {v: k for k, v in index.items()}
-    scorer = RougeScorer(["rouge1"], tokenizer=tok)
+    want = _spec(tok, data)
+    _assert_same(_compiled(tok, data), want, data)
+    scorer = RougeScorer(["rouge1", "rougeLsum"], tokenizer=_MarkedRoute(tok))
     enc = scorer.encode(data)
-    got_forms = {v: k for k, v in scorer._token_index.items()}
+    _assert_same(_decode(enc, sorted(scorer._token_index, key=scorer._token_index.get), len(data)), want, data)
 
-    def docs(e, names):
-        return [[[names[t] for t in e.sent_tokens[e.sent_tok[s]:e.sent_tok[s + 1]]]
-                 for s in range(e.doc_sent[d], e.doc_sent[d + 1])] for d in range(len(data))]
 
-    assert docs(enc, got_forms) == docs(want, forms)
-    assert [got.doc_tok[d + 1] - got.doc_tok[d] for d in range(len(data))] == \
-        [want.doc_tok[d + 1] - want.doc_tok[d] for d in range(len(data))]
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_compiled_path_equals_specification_on_real_data(by_language, language):
+    """Every text of the language's data (candidates and references), unstemmed and stemmed."""
+    texts = [t for r in by_language[language] for t in (r["candidate"], *r["references"])]
+    assert len(texts) >= 540
+    for stem in (False, True) if language != "zh" else (False,):
+        tok = UnicodeTokenizer(language, stem=stem)
+        got = _compiled(tok, texts)
+        _assert_same(got, _spec(tok, texts), texts)
+        assert sum(map(len, got[1])) > 5 * len(texts)  # real tokens were compared, not empty lists
+
+
+# Pieces for generated texts: every class the scan distinguishes and every normalization case.
+_HARD_PIECES = [
+    # ASCII, separators, lines, documents
+    "a", "Z", "7", "abc", "Hello", " ", "  ", ".", "-", "'", "_", "\t", "\r", "\n", "\n\n", "\r\n", "\x00", "",
+    # Latin: precomposed and decomposed accents, marks in non-canonical order, ß/ẞ, ligatures, title case
+    "é", "e\u0301", "E\u0301", "\u0301", "e\u0323\u0302", "e\u0302\u0323", "ü", "Ü", "u\u0308", "ß", "ẞ", "ﬁ",
+    "ﬀ", "ﬅ", "Ǆ", "ǅ", "ǰ", "ŉ", "Å", "Å", "K", "ÿ",
+    # Greek and Cyrillic: final sigma, iota with dialytika and tonos (folds to three code points)
+    "Σ", "ς", "σ", "ΐ", "ΰ", "ά", "Ё", "и\u0306", "й", "Ѐ",
+    # Turkish casing: dotted capital I, dotless i, i + U+0307 (alone, doubled, at a text start)
+    "İ", "I", "ı", "i", "i\u0307", "\u0307", "i\u0307\u0307", "İ\u0307", "I\u0307", "Ⅰ", "Ｉ",
+    # compatibility forms: full-width, circled, super/subscripts, math alphanumerics, squares, ﷺ (18 code points)
+    "ＡＢＣ１２", "①", "²", "x²", "₃", "𝟙", "𝐀", "ℌ", "㎏", "㍿", "ﷺ", "\u00a0", "…", "™", "½",
+    # other scripts' digits and letters, Hebrew and Arabic points (reordering), Devanagari nukta (excluded composite)
+    "٣", "३", "१२", "ש\u05bc\u05c1", "ש\u05c1\u05bc", "بَّ", "ب\u0651\u064e", "क़", "क\u093c", "ক\u09be", "ো",
+    # Hangul: syllables and conjoining jamo that NFKC composes
+    "가", "\u1100\u1161", "\u1100\u1161\u11a8", "\u1161", "\u11a8", "각\u11a8",
+    # CJK: Han, kana, prolonged sound mark, iteration mark, ideographic zero, extension B, compatibility
+    # ideographs, half-width kana and voiced marks that compose, CJK punctuation, marks after CJK
+    "中", "文", "ひ", "カ", "ー", "々", "〇", "𠀀", "\uf900", "ｶ", "ｶﾞ", "か\u3099", "\u3099", "。", "、", "「",
+    "中\u0301", "中\u0307",
+    # Thai, Lao, Khmer, Myanmar (pattern path), a lone Thai vowel sign
+    "สวัสดี", "ລາວ", "ខ្មែរ", "မြန်မာ", "\u0e31", "ก\u0301",
+    # format, symbols, emoji, variation selectors (marks), private use, noncharacters, surrogates, unassigned
+    "\u200d", "\u200c", "\ufeff", "😀", "👍🏽", "\ufe0f", "\U000e0100", "\ue000", "\uffff", "\U0010ffff",
+    "\ud800", "\udfff", "\u0378", "\U000e0001", "\u2028", "\x85", "%", "$",
+    # long tokens: past 8, 16 and 64 UTF-8 bytes
+    "a" * 17, "é" * 9, "ü" * 40, "x" * 70, "ж" * 33, "e\u0301" * 20,
+]
+
+
+def _hard_texts(seed: int, n: int) -> list[str]:
+    import random
+
+    rng = random.Random(seed)
+    singles = [chr(cp) for cp in (0x0, 0xA, 0x41, 0xE9, 0x300, 0x307, 0x345, 0x1161, 0x3099, 0x4E00, 0xAC00,
+                                  0xD800, 0xFB01, 0xFDFA, 0x1F600, 0x20000, 0xE0100, 0x10FFFF)]
+    out = []
+    for _ in range(n):
+        parts = []
+        for _ in range(rng.randint(0, 12)):
+            r = rng.random()
+            if r < 0.7:
+                parts.append(rng.choice(_HARD_PIECES))
+            elif r < 0.85:
+                parts.append(rng.choice(singles))
+            else:  # any code point at all: unassigned, surrogates, private use included
+                parts.append(chr(rng.randrange(0x110000)))
+        out.append("".join(parts))
+    return out
+
+
+@pytest.mark.parametrize("language,stem", [("en", False), ("en", True), ("tr", False), ("tr", True), ("az", False),
+                                           ("ja", False), ("de", True), ("el", True), ("ru", True)])
+def test_compiled_path_equals_specification_on_generated_hard_cases(language, stem):
+    texts = _hard_texts(11, 1500)
+    # the densest layouts: empty texts, newline-only texts, one-code-point texts side by side
+    texts += ["", "\n", "\n\n", "a", "中", "", "ﷺ", "\u0301", "İ", "\x00", "สวัสดี", "e\u0301"] * 3
+    texts += ["".join(_HARD_PIECES)]
+    tok = UnicodeTokenizer(language, stem=stem)
+    got = _compiled(tok, texts)
+    _assert_same(got, _spec(tok, texts), texts)
+    assert sum(map(len, got[1])) > 3 * len(texts)
+    # the route through the scorer is the compiled one
+    enc = RougeScorer(["rouge1", "rougeLsum"], tokenizer=tok).encode(texts)
+    assert _decode(enc, tok._batch_encoder.forms(), len(texts)) == got
+
+
+def test_compiled_path_equals_specification_for_every_code_point():
+    """Every assigned code point (every 61st in planes 4-13 and the private-use planes 15-16,
+    which hold no other), at a text start, between letters and before a combining mark,
+    against the specification's normalization and pattern (as one findall over the joined
+    texts, marks between texts; the tests above tie that to per-text tokenization).
+    tr/az (other case tables) over the Basic Multilingual Plane."""
+    from pipeline.text.unicode import _MARKED_PATTERN
+
+    sampled = [c for c in range(0x110000) if c < 0x40000 or 0xE0000 <= c < 0xF0000 or c % 61 == 0]
+    for language, cps in (("en", sampled), ("tr", range(0x10000))):
+        tok = UnicodeTokenizer(language)
+        for lo in range(0, len(cps), 0x20000):
+            texts = [t for c in map(chr, cps[lo:lo + 0x20000]) for t in (c + "b", "a" + c + "b" + c + "\u0301")]
+            enc = tok.encode_batch(texts)
+            got = np.array(tok._batch_encoder.forms(), dtype=object)[enc.tokens]
+            joined = "\x00".join(t.replace("\x00", " ") for t in texts) + "\x00"
+            marked = _MARKED_PATTERN.findall(tok.normalize(joined))
+            # (numpy drops a str scalar's trailing NULs: the marks are compared in Python)
+            ends = np.array([t == "\x00" for t in marked])
+            is_token = ~ends & np.array([t != "\n" for t in marked])
+            assert np.array_equal(enc.doc_tok[1:], np.cumsum(is_token)[ends]), (language, lo)
+            want = np.array(marked, dtype=object)[is_token]
+            assert got.shape == want.shape and (got == want).all(), (language, lo)
+
+
+@pytest.mark.parametrize("language,stem", [("en", True), ("de", True), ("fr", False), ("ru", True), ("tr", True),
+                                           ("zh", False), ("id", True), ("es", False)])
+def test_scores_equal_the_per_text_path(by_language, language, stem):
+    """Final ROUGE numbers: the compiled batch path against the same tokenizer applied text by text
+    (whole texts for rouge1/2/L, each line on its own for rougeLsum), as identical floats."""
+    recs = by_language[language]
+    refs = [r["references"][0] for r in recs] + _hard_texts(3, 100)
+    cands = [r["candidate"] for r in recs] + _hard_texts(4, 100)
+    tok = UnicodeTokenizer(language, stem=stem)
+    fast = RougeScorer(TYPES, tokenizer=tok).score_arrays(refs, cands)
+    plain = RougeScorer(TYPES, tokenizer=_PerText(tok)).score_arrays(refs, cands)
+    assert np.array_equal(fast.scores, plain.scores)
+    assert (fast.scores[: len(recs), 0, 2] > 0).mean() > 0.5  # real overlaps were scored
+
+
+def test_compiled_path_expansion_retry_vocabulary_reset_and_threads(monkeypatch):
+    """Texts that normalize to many times their length (the scan's capacity is retried), a
+    vocabulary rebuilt between batches, and one tokenizer shared by threads."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pipeline.text.encoder import Vocabulary
+
+    tok = UnicodeTokenizer("de", stem=True)
+    texts = ["\ufdfa" * 300, "ａ" * 500 + "\u3300" * 200, "ß" * 1000, "x"]  # 18, 1 and 2 code points each
+    _assert_same(_compiled(tok, texts), _spec(tok, texts), texts)
+
+    monkeypatch.setattr(Vocabulary, "MAX_IDS", 50)
+    batches = [_hard_texts(seed, 40) for seed in range(6)]
+    for texts in batches:
+        _assert_same(_compiled(tok, texts), _spec(tok, texts), texts)
+    assert tok._batch_encoder.vocab.n_ids < 50 + 40 * 30
+
+    monkeypatch.setattr(Vocabulary, "MAX_IDS", 10**9)
+    shared = UnicodeTokenizer("tr", stem=True)
+    with ThreadPoolExecutor(4) as pool:
+        encoded = list(pool.map(shared.encode_batch, batches * 3))
+    forms = shared._batch_encoder.forms()
+    for texts, enc in zip(batches * 3, encoded):
+        _assert_same(_decode(enc, forms, len(texts)), _spec(shared, texts), texts)
+
+
+def test_tokenizer_pickles_after_batches():
+    tok = UnicodeTokenizer("fr", stem=True)
+    tok.encode_batch(["Les états-unis"])
+    clone = pickle.loads(pickle.dumps(tok))
+    assert "_batch_encoder" not in clone.__dict__
+    texts = ["Les États-Unis d'Amérique", "ﬁn"]
+    _assert_same(_compiled(clone, texts), _spec(tok, texts), texts)
+    assert UnicodeTokenizer("th", cjk="segmenter").encode_batch(texts) is None
+
+
+_SCAN_BOUNDS_PROBE = r"""
+from pipeline.text.unicode import UnicodeTokenizer
+from pipeline.text.sentences import split_newlines
+for language in ("en", "tr"):
+    tok = UnicodeTokenizer(language, stem=language == "en")
+    # the densest layouts: one-code-point documents side by side, every code point a 3- or 4-byte
+    # token, texts that expand 18-fold, marks NFKC must see whole, grapheme texts merged back
+    for texts in (["a"] * 3000, ["\u4e2d"] * 3000, ["", "\n", "a", "\x00", "\u4e2d", "\U00020000", "\u0301"] * 500,
+                  ["\u4e2d" * 5000], ["\U00020000" * 3000 + "\n" + "\u3042\n" * 2000], ["\ufdfa" * 2000, "x"],
+                  ["e\u0301" * 3000, "\u0301" * 3000], ["\u0e2a\u0e27\u0e31", "a", "\u0e2a"] * 500,
+                  ["\u00fc" * 40 + " " + "x" * 70] * 200, [""] * 20, ["\u0130\u0307" * 1000, "I\u0131" * 1000]):
+        enc = tok.encode_batch(texts)
+        forms = tok._batch_encoder.forms()
+        got = [[forms[t] for t in enc.tokens[enc.doc_tok[d]:enc.doc_tok[d + 1]]] for d in range(len(texts))]
+        assert got == [tok.tokenize(t) for t in texts], texts[:3]
+        assert enc.doc_sent[-1] == enc.sent_tok.shape[0] - 1
+print("ok")
+"""
+
+
+def test_compiled_scan_stays_in_bounds_on_dense_inputs(tmp_path):
+    """numba does not check indices: the scan's arrays are sized from the input (one token per
+    normalized code point, four bytes each, a retry when normalization expands).  Compiled here
+    with bounds checking on, the densest layouts must not index past them."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, NUMBA_BOUNDSCHECK="1", NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+    out = subprocess.run([sys.executable, "-c", _SCAN_BOUNDS_PROBE], env=env, capture_output=True, text=True,
+                         timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip() == "ok"
