@@ -44,6 +44,19 @@ Thai letters go to ``pythainlp``'s ``newmm`` (its bundled dictionary); kana and 
 Khmer and Myanmar stay characters / grapheme clusters.  The packages and their
 versions are part of :attr:`UnicodeTokenizer.name`.
 
+**Batches.**  This module's :meth:`UnicodeTokenizer.words` / :meth:`~UnicodeTokenizer.tokenize`
+(``normalize`` then one ``regex`` pattern) are the specification.  ``RougeScorer`` (with
+the newline sentence splitter, ``cjk="chars"``) tokenizes a batch through
+:meth:`UnicodeTokenizer.encode_batch` instead: :mod:`pipeline.text.unicode_scan` does
+normalization and splitting in one compiled scan over the joined texts, with
+per-code-point tables derived once per process (about 0.3 s) from ``unicodedata``,
+``str.casefold`` and this module's ``regex`` character sets, and only the rare spans where
+NFKC must see several code points together (a letter and its combining marks) normalized
+by ``unicodedata`` itself.  Texts with Thai, Lao, Khmer or Myanmar letters or marks
+(grapheme clusters) go through the pattern of step 3.  Tests hold the compiled path to
+the specification token for token (every assigned code point, the multilingual data,
+generated mixes) and to identical scores.
+
 The name (``unicode(de)-nfkc-casefold-words+cjkchars-ucd15.0.0-regex2026.11.19``)
 records the language, the CJK method and the Unicode data versions (Python's
 ``unicodedata`` for NFKC/casefold, the ``regex`` package for scripts and categories),
@@ -176,6 +189,7 @@ class UnicodeTokenizer:
         """Unstemmed tokens of every text, with ``"\\n"`` after each line and ``"\\x00"`` after
         each text (:func:`pipeline.text.encoder.encode_marked`), from one normalization and
         one ``findall`` over the whole batch; None in segmenter mode (per-text segmenters).
+        The Python batch form: RougeScorer takes :meth:`encode_batch` when it can.
 
         Per text this equals :meth:`words` line by line: NFKC and case folding never act
         across a newline or a NUL (both are starters that compose with nothing), and no
