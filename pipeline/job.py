@@ -238,8 +238,9 @@ def score_matrix(scores: pa.Table, rouge_types) -> np.ndarray:
 
 def unit_stats(scores: pa.Table, ctx: UnitContext) -> StatsAccumulator:
     types = list(ctx.scoring.rouge_types)
-    systems = scores.column("system").to_pylist()
-    keys = [f"{s}\x1f{i}" for s, i in zip(systems, scores.column("id").to_pylist())]
+    systems = scores.column("system").combine_chunks()
+    # f"{system}\x1f{id}" as one Arrow column: hashed from its buffer (no str per example)
+    keys = pc.binary_join_element_wise(systems, scores.column("id").combine_chunks(), "\x1f")
     return StatsAccumulator.from_scores(keys, systems, score_matrix(scores, types), types,
                                         seed=ctx.seed, n_boot=ctx.n_boot)
 

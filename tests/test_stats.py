@@ -303,6 +303,36 @@ def test_pinned_weights_stream():
     assert got == expect
 
 
+def test_compiled_blake2b_equals_hashlib_at_every_block_boundary():
+    import hashlib
+
+    rng = np.random.default_rng(5)
+    raw = [bytes(rng.integers(0, 256, size=n, dtype=np.uint8)) for n in
+           list(range(0, 260)) + [383, 384, 385, 1000]]
+    raw += ["sysA\x1fdoc-42".encode(), "é中\x1f🙂".encode()]
+    buf = np.frombuffer(b"".join(raw), dtype=np.uint8)
+    offs = np.concatenate([[0], np.cumsum([len(r) for r in raw])]).astype(np.int64)
+    want = [int.from_bytes(hashlib.blake2b(r, digest_size=8).digest(), "little") for r in raw]
+    assert poisson.key_hashes_utf8(buf, offs).tolist() == want
+
+
+def test_arrow_keys_and_systems_give_the_same_accumulator():
+    import pyarrow as pa
+
+    keys, systems, scores = make_data(600, 3, seed=4)
+    keys = [k + "é中" if i % 5 == 0 else k for i, k in enumerate(keys)]
+    a = StatsAccumulator.from_scores(keys, systems, scores, TYPES, seed=7, n_boot=200)
+    b = StatsAccumulator.from_scores(pa.array(keys), pa.chunked_array([systems[:100], systems[100:]]), scores,
+                                     TYPES, seed=7, n_boot=200)
+    assert a == b and a.to_dict() == b.to_dict()
+    with pytest.raises(ValueError, match="unique"):
+        StatsAccumulator.from_scores(pa.array([keys[0]] * 2), "s", scores[:2], TYPES)
+    with pytest.raises(TypeError, match="null"):
+        StatsAccumulator.from_scores(pa.array([keys[0], None]), "s", scores[:2], TYPES)
+    with pytest.raises(TypeError, match="strings"):
+        StatsAccumulator.from_scores(pa.array([1, 2]), "s", scores[:2], TYPES)
+
+
 # ----------------------------------------------------------------------------- serialisation
 def test_to_dict_from_dict_round_trip():
     keys, systems, scores = make_data(700, 3, seed=21)

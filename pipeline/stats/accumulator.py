@@ -29,6 +29,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from pipeline.columns import utf8_buffers
 from pipeline.stats import fixedpoint as fp
 from pipeline.stats import poisson
 
@@ -188,19 +189,12 @@ class StatsAccumulator:
         if scores.ndim != 3 or scores.shape[1:] != (T, 3):
             raise ValueError(f"scores must have shape (n, {T}, 3), got {scores.shape}")
         n = scores.shape[0]
-        keys = keys.tolist() if isinstance(keys, np.ndarray) else list(keys)
-        if isinstance(systems, str):
-            systems = [systems] * n
-        else:
-            systems = systems.tolist() if isinstance(systems, np.ndarray) else list(systems)
+        keys = _strings(keys, "keys")
+        systems = [systems] * n if isinstance(systems, str) else _strings(systems, "systems")
         if len(keys) != n or len(systems) != n:
             raise ValueError(f"need one key and one system per example: {len(keys)} keys, "
                              f"{len(systems)} systems, {n} score rows")
-        for name, seq in (("keys", keys), ("systems", systems)):
-            if not set(map(type, seq)) <= {str}:
-                bad = next(v for v in seq if not isinstance(v, str))
-                raise TypeError(f"{name} must be strings, got {type(bad).__name__}: {bad!r}")
-        if len(set(keys)) != n:
+        if _n_distinct(keys) != n:
             raise ValueError("example keys must be unique (use f'{system}\\x1f{id}')")
         acc = cls(type_names, seed, n_boot, hist_bins)
         if n == 0:
@@ -208,13 +202,19 @@ class StatsAccumulator:
 
         X = fp.to_fixed(scores).reshape(n, T * 3)
         flat = scores.reshape(n, T * 3)
-        bases = poisson.example_bases(keys, seed)
-        sys_names = list(dict.fromkeys(systems))
-        if len(sys_names) == 1:
-            codes = np.zeros(n, dtype=np.int64)
-        else:
+        if isinstance(keys, list):
+            bases = poisson.example_bases(keys, seed)
+        else:  # an Arrow column: hashed from its UTF-8 buffer, no str per key
+            bases = poisson.mix64(poisson.key_hashes_utf8(*utf8_buffers(keys)) ^ np.uint64(poisson.seed_key(seed)))
+        if isinstance(systems, list):
+            sys_names = list(dict.fromkeys(systems))
             codes_of = {name: i for i, name in enumerate(sys_names)}
-            codes = np.fromiter(map(codes_of.__getitem__, systems), dtype=np.int64, count=n)
+            codes = (np.zeros(n, dtype=np.int64) if len(sys_names) == 1 else
+                     np.fromiter(map(codes_of.__getitem__, systems), dtype=np.int64, count=n))
+        else:  # dictionary order is first appearance, as dict.fromkeys above
+            enc = systems.dictionary_encode()
+            sys_names = enc.dictionary.to_pylist()
+            codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
         order = np.argsort(codes, kind="stable")
         bounds = np.searchsorted(codes[order], np.arange(len(sys_names) + 1))
         out: dict[str, _System] = {}
@@ -370,6 +370,34 @@ class StatsAccumulator:
 
 
 # ---------------------------------------------------------------------- per-partition work
+def _strings(values, name: str):
+    """A list of str, or a pyarrow string array (kept as one Arrow chunk); TypeError otherwise."""
+    try:
+        import pyarrow as pa
+    except ImportError:  # pragma: no cover
+        pa = None
+    if pa is not None and isinstance(values, (pa.Array, pa.ChunkedArray)):
+        arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+        if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+            raise TypeError(f"{name} must be strings, got an Arrow column of {arr.type}")
+        if arr.null_count:
+            raise TypeError(f"{name} must be strings, got {arr.null_count} null(s)")
+        return arr
+    seq = values.tolist() if isinstance(values, np.ndarray) else list(values)
+    if not set(map(type, seq)) <= {str}:
+        bad = next(v for v in seq if not isinstance(v, str))
+        raise TypeError(f"{name} must be strings, got {type(bad).__name__}: {bad!r}")
+    return seq
+
+
+def _n_distinct(values) -> int:
+    if isinstance(values, list):
+        return len(set(values))
+    import pyarrow.compute as pc
+
+    return pc.count_distinct(values).as_py()
+
+
 def _system_stats(X: np.ndarray, x: np.ndarray, bases: np.ndarray, T: int, n_boot: int,
                   hist_bins: int) -> _System:
     n, m = X.shape

@@ -131,6 +131,101 @@ if _numba is not None:
                 out[b, i] = k
 
 
+_B2_IV = np.array([0x6A09E667F3BCC908, 0xBB67AE8584CAA73B, 0x3C6EF372FE94F82B, 0xA54FF53A5F1D36F1,
+                   0x510E527FADE682D1, 0x9B05688C2B3E6C1F, 0x1F83D9ABFB41BD6B, 0x5BE0CD19137E2179],
+                  dtype=np.uint64)
+_B2_SIGMA = np.array([
+    [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15],
+    [14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3],
+    [11, 8, 12, 0, 5, 2, 15, 13, 10, 14, 3, 6, 7, 1, 9, 4],
+    [7, 9, 3, 1, 13, 12, 11, 14, 2, 6, 5, 10, 4, 0, 15, 8],
+    [9, 0, 5, 7, 2, 4, 10, 15, 14, 1, 11, 12, 6, 8, 3, 13],
+    [2, 12, 6, 10, 0, 11, 8, 3, 4, 13, 7, 5, 15, 14, 1, 9],
+    [12, 5, 1, 15, 14, 13, 4, 10, 0, 7, 6, 3, 9, 2, 8, 11],
+    [13, 11, 7, 14, 12, 1, 3, 9, 5, 0, 15, 4, 8, 6, 2, 10],
+    [6, 15, 14, 9, 11, 3, 0, 8, 12, 2, 13, 7, 1, 4, 10, 5],
+    [10, 2, 8, 4, 7, 6, 1, 5, 15, 11, 9, 14, 3, 12, 13, 0]], dtype=np.int64)
+
+if _numba is not None:
+
+    @_numba.njit(cache=True, nogil=True, inline="always")
+    def _rotr(x, n):  # pragma: no cover - compiled
+        return (x >> np.uint64(n)) | (x << np.uint64(64 - n))
+
+    @_numba.njit(cache=True, nogil=True, inline="always")
+    def _g(a, b, c, d, x, y):  # pragma: no cover - compiled
+        a = a + b + x
+        d = _rotr(d ^ a, 32)
+        c = c + d
+        b = _rotr(b ^ c, 24)
+        a = a + b + y
+        d = _rotr(d ^ a, 16)
+        c = c + d
+        b = _rotr(b ^ c, 63)
+        return a, b, c, d
+
+    @_numba.njit(cache=True, nogil=True)
+    def _blake2b64_kernel(buf, offs, iv, sigma, out):  # pragma: no cover - compiled
+        """BLAKE2b with an 8-byte digest (RFC 7693; no key) of ``buf[offs[i]:offs[i+1]]``, as
+        the little-endian uint64 :func:`key_hashes` takes from hashlib.  The state lives in
+        sixteen scalars (registers), not an array."""
+        block = np.zeros(128, dtype=np.uint8)
+        m = block.view(np.uint64)  # little-endian words (as is every platform numba targets)
+        for i in range(offs.shape[0] - 1):
+            start = offs[i]
+            length = offs[i + 1] - start
+            h0 = iv[0] ^ np.uint64(0x01010008)  # digest length 8, no key, fanout 1, depth 1
+            h1, h2, h3, h4, h5, h6, h7 = iv[1], iv[2], iv[3], iv[4], iv[5], iv[6], iv[7]
+            n_blocks = max(1, (length + 127) // 128)
+            for blk in range(n_blocks):
+                lo = 128 * blk
+                hi = min(length, lo + 128)
+                for q in range(hi - lo):
+                    block[q] = buf[start + lo + q]
+                for q in range(hi - lo, 128):
+                    block[q] = 0
+                last = blk == n_blocks - 1
+                v0, v1, v2, v3, v4, v5, v6, v7 = h0, h1, h2, h3, h4, h5, h6, h7
+                v8, v9, v10, v11 = iv[0], iv[1], iv[2], iv[3]
+                v12 = iv[4] ^ np.uint64(hi)  # bytes compressed so far (the high word stays 0)
+                v13 = iv[5]
+                v14 = ~iv[6] if last else iv[6]
+                v15 = iv[7]
+                for r in range(12):
+                    s = sigma[r % 10]
+                    v0, v4, v8, v12 = _g(v0, v4, v8, v12, m[s[0]], m[s[1]])
+                    v1, v5, v9, v13 = _g(v1, v5, v9, v13, m[s[2]], m[s[3]])
+                    v2, v6, v10, v14 = _g(v2, v6, v10, v14, m[s[4]], m[s[5]])
+                    v3, v7, v11, v15 = _g(v3, v7, v11, v15, m[s[6]], m[s[7]])
+                    v0, v5, v10, v15 = _g(v0, v5, v10, v15, m[s[8]], m[s[9]])
+                    v1, v6, v11, v12 = _g(v1, v6, v11, v12, m[s[10]], m[s[11]])
+                    v2, v7, v8, v13 = _g(v2, v7, v8, v13, m[s[12]], m[s[13]])
+                    v3, v4, v9, v14 = _g(v3, v4, v9, v14, m[s[14]], m[s[15]])
+                h0 ^= v0 ^ v8
+                h1 ^= v1 ^ v9
+                h2 ^= v2 ^ v10
+                h3 ^= v3 ^ v11
+                h4 ^= v4 ^ v12
+                h5 ^= v5 ^ v13
+                h6 ^= v6 ^ v14
+                h7 ^= v7 ^ v15
+            out[i] = h0
+
+
+def key_hashes_utf8(buf: np.ndarray, offs: np.ndarray) -> np.ndarray:
+    """:func:`key_hashes` of keys given as UTF-8 bytes ``buf[offs[i]:offs[i+1]]`` (e.g. an
+    Arrow string column's buffers), compiled: no Python object per key."""
+    offs = np.ascontiguousarray(offs, dtype=np.int64)
+    out = np.empty(max(offs.shape[0] - 1, 0), dtype=np.uint64)
+    if _numba is None:  # pragma: no cover
+        raw = bytes(np.asarray(buf, dtype=np.uint8))
+        blake = hashlib.blake2b
+        return np.array([int.from_bytes(blake(raw[offs[i]:offs[i + 1]], digest_size=8).digest(), "little")
+                         for i in range(out.shape[0])], dtype=np.uint64)
+    _blake2b64_kernel(np.ascontiguousarray(buf, dtype=np.uint8), offs, _B2_IV, _B2_SIGMA, out)
+    return out
+
+
 def poisson_weights(bases: np.ndarray, n_boot: int, out: np.ndarray | None = None) -> np.ndarray:
     """Weights ``w[b, i]`` as float64 ``(n_boot, n)`` (integers 0..20), compiled when possible."""
     bases = np.ascontiguousarray(bases, dtype=np.uint64)

@@ -37,6 +37,7 @@ try:  # numba's own code-point read: the scan reads Python's str buffer in place
 except ImportError:  # pragma: no cover - numba moved it: scan UTF-8 bytes instead
     _get_code_point = None
 
+from pipeline.columns import utf8_buffers
 from pipeline.text.stemming import porter_stem
 
 _VALID_TOKEN = re.compile(r"^[a-z0-9]+$")
@@ -529,8 +530,8 @@ class DefaultEncoder:
             return _empty_docs(), n_refs
         with self._lock:
             self._check_size()
-            c = self._encode_units(*_utf8_buffers(cands))
-            r = self._encode_units(*_utf8_buffers(flat))
+            c = self._encode_units(*utf8_buffers(cands))
+            r = self._encode_units(*utf8_buffers(flat))
             tokens, doc_tok, doc_sent, sent_tok = _interleave(*c, *r, ro)
             return self._finish(tokens, doc_tok, doc_sent, sent_tok), n_refs
 
@@ -590,17 +591,6 @@ def _string_array(arr):
     if arr.null_count:
         raise ValueError("null text in an Arrow column")
     return arr
-
-
-def _utf8_buffers(arr):
-    """(bytes as uint8, int64 offsets) of an Arrow string array, zero-copy where Arrow allows."""
-    import pyarrow as pa
-
-    _, offsets, data = arr.buffers()
-    width = np.int64 if pa.types.is_large_string(arr.type) else np.int32
-    offs = np.frombuffer(offsets, dtype=width)[arr.offset: arr.offset + len(arr) + 1].astype(np.int64)
-    buf = np.frombuffer(data, dtype=np.uint8) if data is not None and data.size else np.zeros(1, np.uint8)
-    return buf, offs
 
 
 def _concat_parts(parts):
