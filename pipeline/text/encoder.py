@@ -170,35 +170,47 @@ def _scan(buf, offs, classes, lower_to_ascii, low, tstart, tend, doc_tok, doc_se
 
 
 @njit(cache=True, nogil=True)
-def _interleave(c_tok, c_doc_tok, c_doc_sent, c_sent_tok, r_tok, r_doc_tok, r_doc_sent, r_sent_tok, ref_off):
-    """Candidates' and references' streams merged in the batch layout (cand, refs..., cand, ...)."""
-    n = c_doc_tok.shape[0] - 1
-    n_docs = n + r_doc_tok.shape[0] - 1
-    tokens = np.empty(c_tok.shape[0] + r_tok.shape[0], dtype=np.int32)
-    sent_tok = np.empty(c_sent_tok.shape[0] + r_sent_tok.shape[0] - 1, dtype=np.int64)
+def _take_docs(a_tok, a_doc_tok, a_doc_sent, a_sent_tok, b_tok, b_doc_tok, b_doc_sent, b_sent_tok, from_b, index):
+    """Documents gathered from two CSR streams: output document ``d`` is document ``index[d]``
+    of stream ``b`` if ``from_b[d]`` else of stream ``a`` (each used at most once)."""
+    n_docs = index.shape[0]
+    tokens = np.empty(a_tok.shape[0] + b_tok.shape[0], dtype=np.int32)
+    sent_tok = np.empty(a_sent_tok.shape[0] + b_sent_tok.shape[0] - 1, dtype=np.int64)
     doc_tok = np.zeros(n_docs + 1, dtype=np.int64)
     doc_sent = np.zeros(n_docs + 1, dtype=np.int64)
     t = 0
     ns = 0
-    d = 0
-    for e in range(n):
-        for r in range(-1, ref_off[e + 1] - ref_off[e]):
-            if r < 0:
-                tok, dt, ds, st, k = c_tok, c_doc_tok, c_doc_sent, c_sent_tok, e
-            else:
-                tok, dt, ds, st, k = r_tok, r_doc_tok, r_doc_sent, r_sent_tok, ref_off[e] + r
-            base = t - dt[k]
-            for s in range(ds[k], ds[k + 1]):
-                sent_tok[ns] = st[s] + base
-                ns += 1
-            for q in range(dt[k], dt[k + 1]):
-                tokens[t] = tok[q]
-                t += 1
-            d += 1
-            doc_tok[d] = t
-            doc_sent[d] = ns
+    for d in range(n_docs):
+        k = index[d]
+        if from_b[d]:
+            tok, dt, ds, st = b_tok, b_doc_tok, b_doc_sent, b_sent_tok
+        else:
+            tok, dt, ds, st = a_tok, a_doc_tok, a_doc_sent, a_sent_tok
+        base = t - dt[k]
+        for s in range(ds[k], ds[k + 1]):
+            sent_tok[ns] = st[s] + base
+            ns += 1
+        for q in range(dt[k], dt[k + 1]):
+            tokens[t] = tok[q]
+            t += 1
+        doc_tok[d + 1] = t
+        doc_sent[d + 1] = ns
     sent_tok[ns] = t
     return tokens, doc_tok, doc_sent, sent_tok[: ns + 1]
+
+
+def _interleave(c_tok, c_doc_tok, c_doc_sent, c_sent_tok, r_tok, r_doc_tok, r_doc_sent, r_sent_tok, ref_off):
+    """Candidates' and references' streams merged in the batch layout (cand, refs..., cand, ...)."""
+    n = c_doc_tok.shape[0] - 1
+    n_out = n + int(ref_off[-1])
+    from_ref = np.ones(n_out, dtype=np.bool_)
+    index = np.empty(n_out, dtype=np.int64)
+    cand_at = np.arange(n, dtype=np.int64) + ref_off[:-1]  # candidate e sits after e earlier examples' refs
+    from_ref[cand_at] = False
+    index[cand_at] = np.arange(n, dtype=np.int64)
+    index[from_ref] = np.arange(n_out - n, dtype=np.int64)
+    return _take_docs(c_tok, c_doc_tok, c_doc_sent, c_sent_tok, r_tok, r_doc_tok, r_doc_sent, r_sent_tok,
+                      from_ref, index)
 
 
 @njit(cache=True, nogil=True, inline="always")

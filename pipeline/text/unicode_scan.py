@@ -46,7 +46,7 @@ from numba import njit
 
 from pipeline.text.encoder import (_BREAK, _END, EncodedDocs, Vocabulary, _code_at, _concat_parts,
                                    _drop_negative, _empty_docs, _get_code_point, _lookup_ids, _map_ids,
-                                   _split_marked)
+                                   _split_marked, _take_docs)
 from pipeline.text.unicode import _CJK, _MARKED_PATTERN, _SEA, _WORD, fold
 
 # code point classes (low three bits of a table entry); a class >= WORD is part of a token
@@ -295,35 +295,17 @@ def _scan_unicode(buf, n_docs, table, turkic, map_keys, map_offs, map_seq, ch_st
     return ntok, nsent
 
 
-@njit(cache=True, nogil=True)
 def _merge_docs(a_tok, a_doc_tok, a_doc_sent, a_sent_tok, b_tok, b_doc_tok, b_doc_sent, b_sent_tok, b_docs):
     """Documents of stream ``a`` with those listed in ``b_docs`` (ascending; empty in ``a``)
     taken from stream ``b`` instead, in order."""
     n_docs = a_doc_tok.shape[0] - 1
-    tokens = np.empty(a_tok.shape[0] + b_tok.shape[0], dtype=np.int32)
-    sent_tok = np.empty(a_sent_tok.shape[0] + b_sent_tok.shape[0] - 1, dtype=np.int64)
-    doc_tok = np.zeros(n_docs + 1, dtype=np.int64)
-    doc_sent = np.zeros(n_docs + 1, dtype=np.int64)
-    t = 0
-    ns = 0
-    k = 0
-    for d in range(n_docs):
-        if k < b_docs.shape[0] and b_docs[k] == d:
-            tok, dt, ds, st, e = b_tok, b_doc_tok, b_doc_sent, b_sent_tok, k
-            k += 1
-        else:
-            tok, dt, ds, st, e = a_tok, a_doc_tok, a_doc_sent, a_sent_tok, d
-        base = t - dt[e]
-        for s in range(ds[e], ds[e + 1]):
-            sent_tok[ns] = st[s] + base
-            ns += 1
-        for q in range(dt[e], dt[e + 1]):
-            tokens[t] = tok[q]
-            t += 1
-        doc_tok[d + 1] = t
-        doc_sent[d + 1] = ns
-    sent_tok[ns] = t
-    return tokens, doc_tok, doc_sent, sent_tok[: ns + 1]
+    from_b = np.zeros(n_docs, dtype=np.bool_)
+    index = np.arange(n_docs, dtype=np.int64)
+    b_docs = np.asarray(b_docs, dtype=np.int64)
+    from_b[b_docs] = True
+    index[b_docs] = np.arange(b_docs.shape[0], dtype=np.int64)
+    return _take_docs(a_tok, a_doc_tok, a_doc_sent, a_sent_tok, b_tok, b_doc_tok, b_doc_sent, b_sent_tok,
+                      from_b, index)
 
 
 def _padded(nbytes: int) -> np.ndarray:
