@@ -2,6 +2,7 @@
 import json
 
 import numpy as np
+import pytest
 
 from pipeline import RougeScorer
 from pipeline.text.tokenizers import WhitespaceTokenizer
@@ -65,13 +66,52 @@ def test_str_and_arrow_utf8_scans_tokenize_as_rouge_score():
             assert np.array_equal(getattr(ea, name), getattr(eb, name)), (name, texts)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_eight_byte_ascii_words_tokenize_as_rouge_score(seed):
+    """The scan reads ASCII eight bytes at a time: long ASCII runs at every alignment, tokens
+    and newlines across word edges, the few non-ASCII code points that break a run (and the
+    two whose lowercase is ASCII), and documents of 7, 8, 9, 15, 16, 17 bytes."""
+    import random
+
+    import pyarrow as pa
+    from rouge_score import tokenize
+
+    from pipeline.text.encoder import DefaultEncoder
+
+    rng = random.Random(seed)
+    ascii_chars = "abcxyzABCXYZ0189 ,.;'\"-_/@[`{~\n\t\x00\x7f"
+    rare = ["\u0130", "\u212a", "\u00e9", "\U0001f600", "\u00c4\u00b0"]
+    enc = DefaultEncoder(False)
+
+    def text():
+        n = rng.choice((0, 1, 7, 8, 9, 15, 16, 17, rng.randint(0, 90)))
+        chars = [rng.choice(ascii_chars) if rng.random() > 0.03 else rng.choice(rare) for _ in range(n)]
+        return "".join(chars)
+
+    for _ in range(300):
+        texts = [text() for _ in range(rng.randint(1, 12))]
+        e = enc.encode(texts)
+        for d, t in enumerate(texts):
+            assert [enc.vocab.token(x) for x in e.tokens[e.doc_tok[d]:e.doc_tok[d + 1]]] == \
+                tokenize.tokenize(t, None), repr(t)
+            sents = [s for s in (tokenize.tokenize(line, None) for line in t.split("\n")) if s]
+            got = [[enc.vocab.token(x) for x in e.tokens[e.sent_tok[s]:e.sent_tok[s + 1]]]
+                   for s in range(e.doc_sent[d], e.doc_sent[d + 1])]
+            assert got == sents, repr(t)
+        ea, _ = enc.encode_arrow(pa.array(texts), pa.array(texts))
+        eb = enc.encode([t for t in texts for _ in (0, 1)])
+        for name in ("tokens", "doc_tok", "sent_tok", "doc_sent"):
+            assert np.array_equal(getattr(ea, name), getattr(eb, name)), (name, texts)
+
+
 _BOUNDS_PROBE = r"""
 from pipeline.text.encoder import DefaultEncoder
 import pyarrow as pa
 enc = DefaultEncoder(True)
 # the densest token layouts: one-unit documents, one-unit tokens, every unit a sentence
 for texts in (["a"] * 5000, ["a b"] * 3000, ["a\nb"] * 3000, ["\u0130"] * 2000, ["5\u212a"] * 2000,
-              ["a" * 9] * 100, ["x " * 5000], [""] * 10 + ["a"]):
+              ["a" * 9] * 100, ["x " * 5000], [""] * 10 + ["a"], ["a b c d e f g h i"] * 500,
+              ["ab\ncd\nef\ngh\n"] * 500, ["abcdefgh"] * 500, ["a\u0130b c d e f g h"] * 300):
     e = enc.encode(texts)
     assert e.doc_tok.shape[0] == len(texts) + 1
     a, _ = enc.encode_arrow(pa.array(texts), pa.array(texts))

@@ -3,16 +3,18 @@
 The default rouge-score tokenizer runs here as a compiled scan, so a batch of
 texts costs one ``str.join`` and two numba calls:
 
-1. Texts are joined with ``"\x00"`` (a separator for rouge-score too).
-2. Pass 1, a branch-free scan of the joined str's own buffer (no UTF-8 copy),
-   lowercases ASCII, maps the two code points whose lowercase is ASCII
-   alphanumeric (U+0130 -> ``i`` + a break, U+212A -> ``k``) and treats every
-   other code point as a separator, which is exactly ``str.lower`` followed by
-   rouge-score's ``[^a-z0-9]+`` substitution;
-   it records token starts and lengths, newline sentence boundaries and
-   document boundaries.  Pass 2 maps each token to a dense id through
-   open-addressing tables keyed by the token's own bytes (read as whole words),
-   verified byte for byte above 16 bytes, so no collision can merge two tokens.
+1. Texts are joined; an ASCII batch is its own UTF-8 (encoding it is one copy), any other
+   is encoded once and its document offsets converted to bytes.  Arrow columns are read
+   in their own UTF-8 buffers.
+2. Pass 1 reads eight bytes at a time while they are ASCII: one 64-bit word is lowercased
+   and classified without a branch per byte (SWAR), and token starts and ends, newlines
+   and sentence starts come from its 8-bit masks.  Other bytes go one at a time and map
+   the two code points whose lowercase is ASCII alphanumeric (U+0130 -> ``i`` + a break,
+   U+212A -> ``k``); every other non-ASCII code point separates.  That is exactly
+   ``str.lower`` followed by rouge-score's ``[^a-z0-9]+`` substitution.  Pass 2 maps each
+   token to a dense id through open-addressing tables keyed by the token's own bytes (read
+   as whole words), verified byte for byte above 16 bytes, so no collision can merge two
+   tokens.
 3. Python only sees tokens it has never seen before: it stems them once (nltk
    Porter, as rouge-score) and extends the raw-id -> stem-id map.
 
@@ -29,8 +31,9 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
+from llvmlite import ir
 from numba import njit, types
-from numba.extending import overload
+from numba.extending import intrinsic, overload
 
 try:  # numba's own code-point read: the scan reads Python's str buffer in place
     from numba.cpython.unicode import _get_code_point
@@ -84,17 +87,90 @@ def _is_utf8_impl(buf):
     return lambda buf: True
 
 
+_ONES = np.uint64(0x0101010101010101)
+_HIGH = np.uint64(0x8080808080808080)
+_LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
+_GATHER = np.uint64(0x0102040810204080)  # byte k's lowest bit -> bit 56 + k of the product
+_CTZ8 = np.array([0] + [(k & -k).bit_length() - 1 for k in range(1, 256)], dtype=np.int64)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _ge(x, c):
+    """High bit of every byte of ``x`` (all bytes < 0x80) set iff that byte is >= ``c``."""
+    return x + (_ONES * np.uint64(0x80 - c))
+
+
+def _word_at(buf, i):
+    """Bytes ``i .. i+7`` of UTF-8 input as a little-endian word (str input: never called)."""
+    raise NotImplementedError  # compiled only
+
+
+@overload(_word_at, inline="always")
+def _word_at_impl(buf, i):
+    if isinstance(buf, types.UnicodeType):  # typed but unreachable: _scan asks _is_utf8 first
+        return lambda buf, i: _HIGH
+    return lambda buf, i: _load_u64(buf, i)
+
+
+@intrinsic
+def _load_u64(typingctx, arr, i):
+    """Bytes ``arr[i:i+8]`` of a uint8 array as one unaligned little-endian load (numba has
+    no such load; eight byte loads are not merged and cost more than the classification).
+    The caller guarantees ``i + 8 <= arr.shape[0]``."""
+    if not (isinstance(arr, types.Array) and arr.dtype == types.uint8 and isinstance(i, types.Integer)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        a = context.make_array(sig.args[0])(context, builder, args[0])
+        ptr = builder.bitcast(builder.gep(a.data, [args[1]]), ir.IntType(64).as_pointer())
+        return builder.load(ptr, align=1)
+    return types.uint64(arr, i), codegen
+
+
+@intrinsic
+def _store_u64(typingctx, arr, i, value):
+    """``arr[i:i+8] = value``'s little-endian bytes, one unaligned store; ``i + 8 <= arr.shape[0]``."""
+    if not (isinstance(arr, types.Array) and arr.dtype == types.uint8 and isinstance(i, types.Integer)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        a = context.make_array(sig.args[0])(context, builder, args[0])
+        ptr = builder.bitcast(builder.gep(a.data, [args[1]]), ir.IntType(64).as_pointer())
+        builder.store(args[2], ptr, align=1)
+        return context.get_dummy_value()
+    return types.void(arr, i, types.uint64), codegen
+
+
 @njit(cache=True, nogil=True)
-def _scan(buf, offs, classes, lower_to_ascii, low, tstart, tend, doc_tok, doc_sent, sent_tok):
+def _utf8_offsets(text, offs):
+    """Code-point offsets of documents in ``text`` -> their byte offsets in its UTF-8 encoding
+    (``surrogatepass``: a lone surrogate is three bytes, as any other BMP code point)."""
+    out = np.empty_like(offs)
+    out[0] = 0
+    nbytes = 0
+    for d in range(offs.shape[0] - 1):
+        for i in range(offs[d], offs[d + 1]):
+            cp = _get_code_point(text, i)
+            nbytes += 1 if cp < 0x80 else (2 if cp < 0x800 else (3 if cp < 0x10000 else 4))
+        out[d + 1] = nbytes
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _scan(buf, offs, lower_to_ascii, low, tstart, tend, tnl, doc_tok, doc_sent, sent_tok):
     """Pass 1 over documents ``buf[offs[d]:offs[d+1]]`` (a str, or UTF-8 bytes): every code
     unit's class goes to ``low`` (token byte lowercased, or 0/1), each token's start and end
     in ``low`` to ``tstart``/``tend``, then sentence starts and document ends are recorded.
 
     ``lower_to_ascii``: map the two code points whose ``str.lower()`` is ASCII alphanumeric
     (rouge-score); False: they separate like every other non-ASCII unit (ROUGE-1.5.5).
-    Branch-free per unit (token starts and ends are counted and stored unconditionally, not
-    branched on), since a branch per token end mispredicts once a word; sentences are found
-    per token afterwards.  Returns (n_tokens, n_sentences).
+    UTF-8 input is read eight bytes at a time while they are ASCII: the bytes are classified
+    and lowercased as one 64-bit word (SWAR), and token starts and ends come from the word's
+    8-bit mask of token bytes.  Any other unit goes one at a time, branch-free (token starts
+    and ends are counted and stored unconditionally, since a branch per token end
+    mispredicts once a word).  ``tnl[t]``: a newline lies between token ``t`` and the one
+    before (so ``t`` starts a sentence), noted while scanning so that sentences are found
+    from the tokens alone.  Returns (n_tokens, n_sentences).
     """
     w = 0
     ntok = 0
@@ -103,14 +179,50 @@ def _scan(buf, offs, classes, lower_to_ascii, low, tstart, tend, doc_tok, doc_se
         end = offs[d + 1]
         prev = 0
         skip = 0
-        for i in range(offs[d], end):
+        pending = 0  # a newline since the last token start
+        i = offs[d]
+        while i < end:
+            if _is_utf8(buf) and skip == 0 and i + 8 <= end:
+                x = _word_at(buf, i)
+                if (x & _HIGH) == 0:
+                    upper = _ge(x, 0x41) & ~_ge(x, 0x5B) & _HIGH
+                    x |= upper >> np.uint64(2)  # A-Z -> a-z
+                    tok = ((_ge(x, 0x30) & ~_ge(x, 0x3A)) | (_ge(x, 0x61) & ~_ge(x, 0x7B))) & _HIGH
+                    y = x ^ (_ONES * np.uint64(0x0A))  # newline bytes -> 0
+                    nl = ~((((y & _LOW7) + _LOW7) | y)) & _HIGH
+                    out = (x & ((tok >> np.uint64(7)) * np.uint64(0xFF))) | (nl >> np.uint64(7))
+                    _store_u64(low, w, out)  # w + 8 <= i + 8 - offs[0]: within low
+                    bm = np.int64((((tok >> np.uint64(7)) * _GATHER) >> np.uint64(56)) & np.uint64(0xFF))
+                    nlm = np.int64((((nl >> np.uint64(7)) * _GATHER) >> np.uint64(56)) & np.uint64(0xFF))
+                    before = ((bm << 1) | prev) & 0xFF  # bit k: unit k - 1 is a token byte
+                    starts = bm & ~before
+                    ends = before & ~bm
+                    while starts:
+                        k = _CTZ8[starts]
+                        below = (1 << k) - 1
+                        tstart[ntok] = w + k
+                        tnl[ntok] = np.uint8(pending | np.int64((nlm & below) != 0))
+                        ntok += 1
+                        pending = 0
+                        nlm &= ~below
+                        starts &= starts - 1
+                    pending |= np.int64(nlm != 0)
+                    while ends:
+                        tend[nend] = w + _CTZ8[ends]
+                        nend += 1
+                        ends &= ends - 1
+                    prev = (bm >> 7) & 1
+                    w += 8
+                    i += 8
+                    continue
             if skip:  # the rest of a multi-byte code point already classified
                 skip -= 1
+                i += 1
                 continue
             cp = _code_at(buf, i)
             brk = False
             if cp < 128:
-                c = classes[cp]
+                c = _BYTE_CLASS[cp]
             elif not lower_to_ascii:
                 c = np.uint8(0)
             elif _is_utf8(buf):  # bytes of other code points separate
@@ -132,12 +244,16 @@ def _scan(buf, offs, classes, lower_to_ascii, low, tstart, tend, doc_tok, doc_se
                 c = np.uint8(0)
             low[w] = c
             t = np.int64(c > 1)
+            start = t & (1 - prev)
             tstart[ntok] = w
-            ntok += t & (1 - prev)
+            tnl[ntok] = np.uint8(pending)
+            ntok += start
+            pending = (pending | np.int64(c == 1)) & (1 - start)
             tend[nend] = w
             nend += prev & (1 - t)
             prev = t
             w += 1
+            i += 1
             if brk:
                 tend[nend] = w
                 nend += 1
@@ -151,18 +267,11 @@ def _scan(buf, offs, classes, lower_to_ascii, low, tstart, tend, doc_tok, doc_se
     nsent = 0
     t = 0
     for d in range(offs.shape[0] - 1):
-        last_end = -1
+        first = 1
         while t < doc_tok[d + 1]:
-            new = last_end < 0
-            if not new:
-                for q in range(last_end, tstart[t]):
-                    if low[q] == 1:
-                        new = True
-                        break
-            if new:
-                sent_tok[nsent] = t
-                nsent += 1
-            last_end = tend[t]
+            sent_tok[nsent] = t
+            nsent += first | tnl[t]
+            first = 0
             t += 1
         doc_sent[d + 1] = nsent
     sent_tok[nsent] = ntok
@@ -509,8 +618,15 @@ class DefaultEncoder:
             while a < n_docs:
                 b = max(int(np.searchsorted(ends, ends[a] + self.GROUP_UNITS, side="right")) - 1, a + 1)
                 group = texts[a:b]
-                if _get_code_point is not None:  # the str's own buffer, in place
-                    buf, offs = "".join(group), ends[a:b + 1] - ends[a]
+                joined = "".join(group)
+                offs = ends[a:b + 1] - ends[a]
+                # scanned as UTF-8, which _scan reads eight ASCII bytes at a time; ASCII text is
+                # its own UTF-8 (encoding it is a copy), other text is encoded once
+                if joined.isascii():
+                    buf = np.frombuffer(joined.encode("ascii"), dtype=np.uint8)
+                elif _get_code_point is not None:
+                    buf = np.frombuffer(joined.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+                    offs = _utf8_offsets(joined, offs)
                 else:  # pragma: no cover - UTF-8 bytes
                     raw = [t.encode("utf-8", "surrogatepass") for t in group]
                     buf = np.frombuffer(b"".join(raw), dtype=np.uint8)
@@ -568,11 +684,11 @@ class DefaultEncoder:
         (a str, or UTF-8 bytes); under the lock."""
         n_docs = offs.shape[0] - 1
         start, stop = int(offs[0]), int(offs[-1])
-        low, tstart, tend, sent_tok = self._scratch.get(stop - start, n_docs)
+        low, tstart, tend, tnl, sent_tok = self._scratch.get(stop - start, n_docs)
         doc_tok = np.zeros(n_docs + 1, dtype=np.int64)
         doc_sent = np.zeros(n_docs + 1, dtype=np.int64)
-        ntok, nsent = _scan(buf, np.asarray(offs, dtype=np.int64), _BYTE_CLASS, not self.ascii_only, low,
-                            tstart, tend, doc_tok, doc_sent, sent_tok)
+        ntok, nsent = _scan(buf, np.asarray(offs, dtype=np.int64), not self.ascii_only, low,
+                            tstart, tend, tnl, doc_tok, doc_sent, sent_tok)
         tstart, tend = tstart[:ntok], tend[:ntok]
         tokens = np.empty(ntok, dtype=np.int32)
         low64 = low.view(np.uint64)
@@ -632,7 +748,7 @@ class _Scratch:
         self._arrays = None
 
     def get(self, n: int, n_docs: int):
-        """(low, tstart, tend, sent_tok) for ``n`` code units in ``n_docs`` documents: a
+        """(low, tstart, tend, tnl, sent_tok) for ``n`` code units in ``n_docs`` documents: a
         document of k units holds at most (k + 1) // 2 tokens (and sentences)."""
         cap = n // 2 + n_docs + 2
         if n > self._n or cap > self._cap:
@@ -641,7 +757,7 @@ class _Scratch:
             # low is padded to whole words (plus one) for _load's two aligned reads
             low = np.zeros(((n_alloc + 7) >> 3) + 2, dtype=np.uint64).view(np.uint8)
             self._arrays = (low, np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64),
-                            np.empty(cap + 1, dtype=np.int64))
+                            np.empty(cap, dtype=np.uint8), np.empty(cap + 1, dtype=np.int64))
             self._n = n_alloc
             self._cap = cap
         return self._arrays
