@@ -104,6 +104,30 @@ def test_eight_byte_ascii_words_tokenize_as_rouge_score(seed):
             assert np.array_equal(getattr(ea, name), getattr(eb, name)), (name, texts)
 
 
+@pytest.mark.parametrize("widest", ["\u00e9", "\u2019", "\U0001f600"])
+def test_str_buffers_to_utf8_as_str_encode(widest):
+    """Every str is scanned as UTF-8, converted in place from its 1-, 2- or 4-byte buffer
+    (eight ASCII code units at a time): byte for byte ``str.encode("utf-8", "surrogatepass")``,
+    with document offsets in bytes."""
+    import random
+
+    from pipeline.text.encoder import _str_to_utf8
+
+    rng = random.Random(len(widest))
+    rare = [widest, "\u00ff", "\x80", "\u07ff", "\u0800", "\ud800", "\udfff", "\uffff"]
+    rare = [c for c in rare if ord(c) <= ord(widest)]
+    for _ in range(400):
+        texts = ["".join(rng.choice("ab \n\x7f") if rng.random() > 0.05 else rng.choice(rare)
+                         for _ in range(rng.choice((0, 7, 8, 9, 16, rng.randint(0, 40)))))
+                 for _ in range(rng.randint(1, 6))]
+        texts[0] += widest  # the joined str has this buffer width
+        ends = np.concatenate([[0], np.cumsum([len(t) for t in texts])]).astype(np.int64)
+        buf, offs = _str_to_utf8("".join(texts), ends)
+        want = [t.encode("utf-8", "surrogatepass") for t in texts]
+        assert buf.tobytes() == b"".join(want)
+        assert offs.tolist() == np.concatenate([[0], np.cumsum([len(w) for w in want])]).tolist()
+
+
 _BOUNDS_PROBE = r"""
 from pipeline.text.encoder import DefaultEncoder
 import pyarrow as pa

@@ -141,19 +141,85 @@ def _store_u64(typingctx, arr, i, value):
     return types.void(arr, i, types.uint64), codegen
 
 
+@intrinsic
+def _load_u64_ptr(typingctx, data, offset):
+    """Eight bytes at ``data + offset`` (a str's buffer, numba's ``voidptr``) as one unaligned
+    load; the caller keeps ``offset + 8`` within the buffer."""
+    if not (data == types.voidptr and isinstance(offset, types.Integer)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        base = builder.bitcast(args[0], ir.IntType(8).as_pointer())
+        ptr = builder.bitcast(builder.gep(base, [args[1]]), ir.IntType(64).as_pointer())
+        return builder.load(ptr, align=1)
+    return types.uint64(types.voidptr, offset), codegen
+
+
+_HIGH16 = np.uint64(0xFF80FF80FF80FF80)  # a UCS-2 unit >= 0x80
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _pack_ucs2(x):
+    """Four UCS-2 units, each < 0x80, as four bytes (the low half of the result)."""
+    y = x | (x >> np.uint64(8))
+    return (y & np.uint64(0xFFFF)) | ((y >> np.uint64(16)) & np.uint64(0xFFFF0000))
+
+
 @njit(cache=True, nogil=True)
-def _utf8_offsets(text, offs):
-    """Code-point offsets of documents in ``text`` -> their byte offsets in its UTF-8 encoding
-    (``surrogatepass``: a lone surrogate is three bytes, as any other BMP code point)."""
-    out = np.empty_like(offs)
-    out[0] = 0
-    nbytes = 0
+def _str_to_utf8(text, offs):
+    """A str's documents ``text[offs[d]:offs[d+1]]`` (code points) -> (UTF-8 bytes, byte
+    offsets), ``surrogatepass`` as ``str.encode``: read in place, runs of ASCII eight code
+    units at a time from 1- and 2-byte str buffers (``str.encode`` of a 2-byte str costs
+    more than the whole scan)."""
+    kind = text._kind
+    n = len(text)
+    out = np.empty(n * (2 if kind == 1 else (3 if kind == 2 else 4)) + 8, dtype=np.uint8)
+    out_offs = np.empty_like(offs)
+    out_offs[0] = 0
+    data = text._data
+    o = 0
     for d in range(offs.shape[0] - 1):
-        for i in range(offs[d], offs[d + 1]):
+        i = offs[d]
+        end = offs[d + 1]
+        while i < end:
+            if i + 8 <= end:
+                if kind == 1:
+                    x = _load_u64_ptr(data, i)
+                    if (x & _HIGH) == 0:
+                        _store_u64(out, o, x)
+                        o += 8
+                        i += 8
+                        continue
+                elif kind == 2:
+                    x = _load_u64_ptr(data, 2 * i)
+                    z = _load_u64_ptr(data, 2 * i + 8)
+                    if ((x | z) & _HIGH16) == 0:
+                        _store_u64(out, o, _pack_ucs2(x) | (_pack_ucs2(z) << np.uint64(32)))
+                        o += 8
+                        i += 8
+                        continue
             cp = _get_code_point(text, i)
-            nbytes += 1 if cp < 0x80 else (2 if cp < 0x800 else (3 if cp < 0x10000 else 4))
-        out[d + 1] = nbytes
-    return out
+            if cp < 0x80:
+                out[o] = cp
+                o += 1
+            elif cp < 0x800:
+                out[o] = 0xC0 | (cp >> 6)
+                out[o + 1] = 0x80 | (cp & 0x3F)
+                o += 2
+            elif cp < 0x10000:
+                out[o] = 0xE0 | (cp >> 12)
+                out[o + 1] = 0x80 | ((cp >> 6) & 0x3F)
+                out[o + 2] = 0x80 | (cp & 0x3F)
+                o += 3
+            else:
+                out[o] = 0xF0 | (cp >> 18)
+                out[o + 1] = 0x80 | ((cp >> 12) & 0x3F)
+                out[o + 2] = 0x80 | ((cp >> 6) & 0x3F)
+                out[o + 3] = 0x80 | (cp & 0x3F)
+                o += 4
+            i += 1
+        out_offs[d + 1] = o
+    return out[:o], out_offs
 
 
 @njit(cache=True, nogil=True)
@@ -625,8 +691,7 @@ class DefaultEncoder:
                 if joined.isascii():
                     buf = np.frombuffer(joined.encode("ascii"), dtype=np.uint8)
                 elif _get_code_point is not None:
-                    buf = np.frombuffer(joined.encode("utf-8", "surrogatepass"), dtype=np.uint8)
-                    offs = _utf8_offsets(joined, offs)
+                    buf, offs = _str_to_utf8(joined, offs)
                 else:  # pragma: no cover - UTF-8 bytes
                     raw = [t.encode("utf-8", "surrogatepass") for t in group]
                     buf = np.frombuffer(b"".join(raw), dtype=np.uint8)
