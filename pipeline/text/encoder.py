@@ -165,6 +165,29 @@ def _pack_ucs2(x):
     return (y & np.uint64(0xFFFF)) | ((y >> np.uint64(16)) & np.uint64(0xFFFF0000))
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _put_utf8(out, o, cp):
+    """Code point ``cp``'s UTF-8 bytes at ``out[o:]`` (a surrogate as three bytes, as
+    ``surrogatepass``); returns the next position."""
+    if cp < 0x80:
+        out[o] = cp
+        return o + 1
+    if cp < 0x800:
+        out[o] = 0xC0 | (cp >> 6)
+        out[o + 1] = 0x80 | (cp & 0x3F)
+        return o + 2
+    if cp < 0x10000:
+        out[o] = 0xE0 | (cp >> 12)
+        out[o + 1] = 0x80 | ((cp >> 6) & 0x3F)
+        out[o + 2] = 0x80 | (cp & 0x3F)
+        return o + 3
+    out[o] = 0xF0 | (cp >> 18)
+    out[o + 1] = 0x80 | ((cp >> 12) & 0x3F)
+    out[o + 2] = 0x80 | ((cp >> 6) & 0x3F)
+    out[o + 3] = 0x80 | (cp & 0x3F)
+    return o + 4
+
+
 @njit(cache=True, nogil=True)
 def _str_to_utf8(text, offs):
     """A str's documents ``text[offs[d]:offs[d+1]]`` (code points) -> (UTF-8 bytes, byte
@@ -198,25 +221,7 @@ def _str_to_utf8(text, offs):
                         o += 8
                         i += 8
                         continue
-            cp = _get_code_point(text, i)
-            if cp < 0x80:
-                out[o] = cp
-                o += 1
-            elif cp < 0x800:
-                out[o] = 0xC0 | (cp >> 6)
-                out[o + 1] = 0x80 | (cp & 0x3F)
-                o += 2
-            elif cp < 0x10000:
-                out[o] = 0xE0 | (cp >> 12)
-                out[o + 1] = 0x80 | ((cp >> 6) & 0x3F)
-                out[o + 2] = 0x80 | (cp & 0x3F)
-                o += 3
-            else:
-                out[o] = 0xF0 | (cp >> 18)
-                out[o + 1] = 0x80 | ((cp >> 12) & 0x3F)
-                out[o + 2] = 0x80 | ((cp >> 6) & 0x3F)
-                out[o + 3] = 0x80 | (cp & 0x3F)
-                o += 4
+            o = _put_utf8(out, o, _get_code_point(text, i))
             i += 1
         out_offs[d + 1] = o
     return out[:o], out_offs
@@ -628,6 +633,19 @@ class Vocabulary:
                 _rehash(old, new, stride)
                 setattr(self, name, new)
 
+    def ids(self, low: np.ndarray, tstart: np.ndarray, tend: np.ndarray) -> np.ndarray:
+        """Raw ids (int32) of the tokens ``low[tstart[t]:tend[t]]`` (bytes; ``low`` padded to
+        whole words plus one), new tokens added; the tables grow as needed."""
+        tokens = np.empty(tstart.shape[0], dtype=np.int32)
+        low64 = low.view(np.uint64)
+        first = 0
+        while True:
+            status, first = _lookup_ids(low, low64, tstart, tend, first, self.short_tab, self.long_tab,
+                                        self.offs, self.arena, self.counts, tokens)
+            if status == 0:
+                return tokens
+            self.grow(int(tend[first] - tstart[first]))
+
     def token(self, tid: int) -> str:
         return self.arena[self.offs[tid]:self.offs[tid + 1]].tobytes().decode("utf-8")
 
@@ -754,17 +772,7 @@ class DefaultEncoder:
         doc_sent = np.zeros(n_docs + 1, dtype=np.int64)
         ntok, nsent = _scan(buf, np.asarray(offs, dtype=np.int64), not self.ascii_only, low,
                             tstart, tend, tnl, doc_tok, doc_sent, sent_tok)
-        tstart, tend = tstart[:ntok], tend[:ntok]
-        tokens = np.empty(ntok, dtype=np.int32)
-        low64 = low.view(np.uint64)
-        v = self.vocab
-        first = 0
-        while True:
-            status, first = _lookup_ids(low, low64, tstart, tend, first, v.short_tab, v.long_tab,
-                                        v.offs, v.arena, v.counts, tokens)
-            if status == 0:
-                break
-            v.grow(int(tend[first] - tstart[first]))
+        tokens = self.vocab.ids(low, tstart[:ntok], tend[:ntok])
         return tokens, doc_tok, doc_sent, sent_tok[: nsent + 1].copy()
 
 

@@ -25,7 +25,7 @@ texts without a Python object per token or per character:
    the specification's pattern matches.  Token code points are written as UTF-8 into a
    byte buffer, with token bounds, sentence starts (a newline since the last token) and
    document ends in :mod:`pipeline.text.encoder`'s CSR layout.
-4. **Ids**: token bytes -> dense ids by the default encoder's tables (``_lookup_ids``,
+4. **Ids**: token bytes -> dense ids by the default encoder's tables (``Vocabulary.ids``,
    verified byte for byte past 16 bytes); with stemming each distinct new token is
    decoded and stemmed once (``Vocabulary.stem_map``).
 
@@ -45,7 +45,7 @@ import regex
 from numba import njit
 
 from pipeline.text.encoder import (_BREAK, _END, EncodedDocs, Vocabulary, _code_at, _concat_parts,
-                                   _drop_negative, _empty_docs, _get_code_point, _lookup_ids, _map_ids,
+                                   _drop_negative, _empty_docs, _get_code_point, _map_ids, _put_utf8,
                                    _split_marked, _take_docs)
 from pipeline.text.unicode import _CJK, _MARKED_PATTERN, _SEA, _WORD, fold
 
@@ -244,24 +244,7 @@ def _scan_unicode(buf, n_docs, table, turkic, map_keys, map_offs, map_seq, ch_st
                     nsent += 1
                     new_sent = False
                 in_word = True
-            if cp < 0x80:
-                out[w] = cp
-                w += 1
-            elif cp < 0x800:
-                out[w] = 0xC0 | (cp >> 6)
-                out[w + 1] = 0x80 | (cp & 0x3F)
-                w += 2
-            elif cp < 0x10000:
-                out[w] = 0xE0 | (cp >> 12)
-                out[w + 1] = 0x80 | ((cp >> 6) & 0x3F)
-                out[w + 2] = 0x80 | (cp & 0x3F)
-                w += 3
-            else:
-                out[w] = 0xF0 | (cp >> 18)
-                out[w + 1] = 0x80 | ((cp >> 12) & 0x3F)
-                out[w + 2] = 0x80 | ((cp >> 6) & 0x3F)
-                out[w + 3] = 0x80 | (cp & 0x3F)
-                w += 4
+            w = _put_utf8(out, w, cp)
             if c == CJK:  # a CJK character is a token by itself
                 tend[ntok] = w
                 ntok += 1
@@ -433,26 +416,13 @@ class UnicodeBatchEncoder:
             cap *= 2
         if ntok < 0:  # pragma: no cover - the texts were joined with exactly n_docs - 1 NULs
             raise RuntimeError("the joined batch does not hold one document per text")
-        tokens = self._ids(out, tstart[:ntok], tend[:ntok])
+        tokens = self.vocab.ids(out, tstart[:ntok], tend[:ntok])
         sent_tok = sent_tok[: nsent + 1].copy()
         special = np.flatnonzero(flagged)
         if special.size:
             sub = self._by_pattern([self._normalize(texts[d]) for d in special.tolist()])
             tokens, doc_tok, doc_sent, sent_tok = _merge_docs(tokens, doc_tok, doc_sent, sent_tok, *sub, special)
         return tokens, doc_tok, doc_sent, sent_tok
-
-    def _ids(self, low, tstart, tend) -> np.ndarray:
-        """Raw ids of the tokens ``low[tstart[t]:tend[t]]`` (bytes), new tokens added."""
-        tokens = np.empty(tstart.shape[0], dtype=np.int32)
-        low64 = low.view(np.uint64)
-        v = self.vocab
-        first = 0
-        while True:
-            status, first = _lookup_ids(low, low64, tstart, tend, first, v.short_tab, v.long_tab,
-                                        v.offs, v.arena, v.counts, tokens)
-            if status == 0:
-                return tokens
-            v.grow(int(tend[first] - tstart[first]))
 
     def _by_pattern(self, docs: list[str]):
         """Normalized documents tokenized by the specification's pattern (graphemes); (tokens,
@@ -467,7 +437,7 @@ class UnicodeBatchEncoder:
         low = _padded(len(data))
         low[: len(data)] = np.frombuffer(data, dtype=np.uint8)
         flat = np.fromiter(map(_MARKS.get, marked, [0] * len(marked)), dtype=np.int32, count=len(marked))
-        flat[flat == 0] = self._ids(low, tstart, tend)
+        flat[flat == 0] = self.vocab.ids(low, tstart, tend)
         doc_raw = np.zeros(len(docs) + 1, dtype=np.int64)
         doc_raw[1:] = np.flatnonzero(flat == _END) + 1
         tok, doc_tok, sent_tok, doc_sent = _split_marked(flat, doc_raw)
