@@ -693,19 +693,16 @@ class DefaultEncoder:
         n_docs = len(texts)
         if n_docs == 0:
             return _empty_docs()
-        ends = np.zeros(n_docs + 1, dtype=np.int64)
-        np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=n_docs), out=ends[1:])
+        ends, groups = text_groups(texts, self.GROUP_UNITS)
         parts = []
         with self._lock:
             self._check_size()
-            a = 0
-            while a < n_docs:
-                b = max(int(np.searchsorted(ends, ends[a] + self.GROUP_UNITS, side="right")) - 1, a + 1)
+            for a, b in groups:
                 group = texts[a:b]
                 joined = "".join(group)
                 offs = ends[a:b + 1] - ends[a]
                 # scanned as UTF-8, which _scan reads eight ASCII bytes at a time; ASCII text is
-                # its own UTF-8 (encoding it is a copy), other text is encoded once
+                # its own UTF-8 (encoding it is a copy), other text is converted in one kernel call
                 if joined.isascii():
                     buf = np.frombuffer(joined.encode("ascii"), dtype=np.uint8)
                 elif _get_code_point is not None:
@@ -716,7 +713,6 @@ class DefaultEncoder:
                     offs = np.zeros(len(raw) + 1, dtype=np.int64)
                     np.cumsum(np.fromiter(map(len, raw), dtype=np.int64, count=len(raw)), out=offs[1:])
                 parts.append(self._encode_units(buf, offs))
-                a = b
             tokens, doc_tok, doc_sent, sent_tok = parts[0] if len(parts) == 1 else _concat_parts(parts)
             return self._finish(tokens, doc_tok, doc_sent, sent_tok)
 
@@ -774,6 +770,21 @@ class DefaultEncoder:
                             tstart, tend, tnl, doc_tok, doc_sent, sent_tok)
         tokens = self.vocab.ids(low, tstart[:ntok], tend[:ntok])
         return tokens, doc_tok, doc_sent, sent_tok[: nsent + 1].copy()
+
+
+def text_groups(texts: list[str], units: int) -> tuple[np.ndarray, list[tuple[int, int]]]:
+    """(``ends``: code-point offsets of the texts joined, ``[(a, b), ...]``: runs of texts
+    ``texts[a:b]`` of about ``units`` code units each, a longer text alone)."""
+    n = len(texts)
+    ends = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=n), out=ends[1:])
+    groups = []
+    a = 0
+    while a < n:
+        b = max(int(np.searchsorted(ends, ends[a] + units, side="right")) - 1, a + 1)
+        groups.append((a, b))
+        a = b
+    return ends, groups
 
 
 def _empty_docs() -> EncodedDocs:

@@ -46,7 +46,7 @@ from numba import njit
 
 from pipeline.text.encoder import (_BREAK, _END, EncodedDocs, Vocabulary, _code_at, _concat_parts,
                                    _drop_negative, _empty_docs, _get_code_point, _map_ids, _put_utf8,
-                                   _split_marked, _take_docs)
+                                   _split_marked, _take_docs, text_groups)
 from pipeline.text.unicode import _CJK, _MARKED_PATTERN, _SEA, _WORD, fold
 
 # code point classes (low three bits of a table entry); a class >= WORD is part of a token
@@ -351,17 +351,11 @@ class UnicodeBatchEncoder:
         n_docs = len(texts)
         if n_docs == 0:
             return _empty_docs()
-        ends = np.zeros(n_docs + 1, dtype=np.int64)
-        np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=n_docs), out=ends[1:])
+        _, groups = text_groups(texts, self.GROUP_UNITS)
         with self._lock:
             if self.vocab.n_ids > Vocabulary.MAX_IDS:
                 self.vocab.reset()
-            parts = []
-            a = 0
-            while a < n_docs:
-                b = max(int(np.searchsorted(ends, ends[a] + self.GROUP_UNITS, side="right")) - 1, a + 1)
-                parts.append(self._encode_group(texts[a:b]))
-                a = b
+            parts = [self._encode_group(texts[a:b]) for a, b in groups]
             self._scratch.release()
             tokens, doc_tok, doc_sent, sent_tok = parts[0] if len(parts) == 1 else _concat_parts(parts)
             if self._stem:
