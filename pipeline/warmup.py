@@ -12,7 +12,7 @@ def warmup() -> float:
     t0 = time.perf_counter()
     from pipeline.scorer import RougeScorer
 
-    refs = ["The cat sat on the mat.\nIt was happy.", "a b c"]
+    refs = ["The cat sat on the mat.\nIt was happy.", "a b c \u2014 caf\u00e9"]  # non-ASCII: the UTF-8 kernel
     cands = ["The cat is sitting on the mat.\nIt is happy.", "b a"]
     for stem in (False, True):
         RougeScorer(["rouge1", "rouge2", "rougeL", "rougeLsum"], use_stemmer=stem).score_batch(refs, cands)
@@ -33,7 +33,17 @@ def _warm_job() -> None:
         "references": [["the cat is on the mat\nhappy it was", "a cat"], ["a b"]],
         "source": ["the cat sat on the mat . it was happy .", None],
     })
-    job.score_table(table, job.ScoringSettings())
+    scores = job.score_table(table, job.ScoringSettings())
+    from pipeline.stats import StatsAccumulator
+
+    types = job.ScoringSettings().rouge_types
+    StatsAccumulator.from_scores(pa.array(["s\x1fa", "s\x1fb"]), scores.column("system"),
+                                 job.score_matrix(scores, types), types, n_boot=10)
+    import numpy as np
+
+    from pipeline.io import readers
+
+    readers._jsonl_shape(np.frombuffer(b'{"id": 1}\n', dtype=np.uint8))
     from pipeline.scoring.split import score_split
 
     score_split(job.scorer_for(job.ScoringSettings()), "a b\nc", ["c a\nb"], 2)
