@@ -22,7 +22,7 @@ def warmup() -> float:
 
 
 def _warm_job() -> None:
-    """The job's own compiled parts: per-example diagnostics and split scoring."""
+    """The job's own compiled parts: diagnostics, statistics, the JSONL byte check, split scoring."""
     import pyarrow as pa
 
     from pipeline import job
