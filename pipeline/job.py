@@ -270,7 +270,7 @@ class UnitTables:
     """Units read by the plan pass, kept in the worker process for the tasks that score them.
 
     The plan pass must read every unit (costs, ids); without this the tasks read and parse
-    every unit a second time (~8 us/pair of JSON parsing).  The driver asks the scheduler to
+    every unit a second time (4-8 us a pair, mostly JSON parsing).  The driver asks the scheduler to
     run a unit's tasks where its plan ran (a preference, not a restriction).  Bounded by
     ``budget`` bytes: past it units are not kept and their tasks read them again, as they
     also do after a worker restart or a resume.  A unit is dropped when the task holding its
