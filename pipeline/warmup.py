@@ -21,6 +21,15 @@ def warmup() -> float:
     return time.perf_counter() - t0
 
 
+def warmup_scorer(settings) -> None:
+    """Build (and cache in this process) the scorer for ``settings`` (a
+    :class:`pipeline.job.ScoringSettings`) and score one example with it."""
+    from pipeline import job
+
+    scorer = job.scorer_for(settings)
+    scorer.score_arrays(["The cat sat on the mat.\nIt was happy."], ["A cat sat on a mat.\nIt is happy."])
+
+
 def _warm_job() -> None:
     """The job's own compiled parts: diagnostics, statistics, the JSONL byte check, split scoring."""
     import pyarrow as pa

@@ -270,14 +270,17 @@ def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream
                           seed=cfg.stats.seed, n_boot=cfg.stats.n_boot, metadata=metadata, storage_options=so,
                           read_token=uuid.uuid4().hex)
 
-    if client is not None:
-        from pipeline.warmup import warmup
-
-        t0 = time.perf_counter()
-        client.run(warmup)
-        log(f"workers warm ({len(client.scheduler_info()['workers'])} workers) in {time.perf_counter() - t0:.2f}s")
-
     try:
+        if client is not None:
+            from pipeline.warmup import warmup, warmup_scorer
+
+            t0 = time.perf_counter()
+            client.run(warmup)
+            # this run's scorer too: a unicode or rouge155 profile builds its tables and loads
+            # its kernels here, on every worker at once, not inside each worker's first task
+            client.run(warmup_scorer, ctx.scoring)
+            log(f"workers warm ({len(client.scheduler_info()['workers'])} workers) in "
+                f"{time.perf_counter() - t0:.2f}s")
         where: dict[int, str] = {}
         tasks = make_plan(cfg, spec, run_url, so, client, log, ctx.read_token, where)
         done = with_retries(lambda: _done_indices(run_url, so), retries, "listing finished tasks", log)
