@@ -203,23 +203,28 @@ def compute(candidates: Sequence[str] | None, references: Sequence[Sequence[str]
     ``scorer`` encodes the texts (its tokenizer and stemmer); ``agreement_scorer`` (a
     ``RougeScorer`` for ``AGREEMENT_TYPES``) scores references against each other, and the
     agreement columns are null without it.  ``encoded``: the candidates as ``scorer`` already
-    encoded them (``BatchScores.candidate_tokens()``); ``candidates`` is then not read.
+    encoded them (``BatchScores.candidate_tokens()``); ``candidates`` (a list or an Arrow array)
+    is then read only if the vocabulary was rebuilt since (the ids would not match the sources').
     ``reference_rows``: the examples ``references`` belong to, when it holds only some."""
     n = len(sources)
     has_src = np.array([s is not None for s in sources], dtype=np.bool_)
-    if encoded is None:
-        enc = scorer.encode(list(candidates) + [s or "" for s in sources])
-        tok = np.asarray(enc.tokens)
-        off = np.asarray(enc.doc_tok, dtype=np.int64)
-        c_start, c_end, s_start, s_end = off[:n], off[1:n + 1], off[n:-1], off[n + 1:]
-    else:
-        tok, c_start, c_end = encoded
+    if encoded is not None:
+        tok, c_start, c_end, generation = encoded
         s_start = s_end = np.zeros(n, dtype=np.int64)
         if has_src.any():
             src = scorer.encode([s or "" for s in sources])
-            s_start = src.doc_tok[:-1] + tok.shape[0]
-            s_end = src.doc_tok[1:] + tok.shape[0]
-            tok = np.concatenate([tok, src.tokens])
+            if src.generation == generation:
+                s_start = src.doc_tok[:-1] + tok.shape[0]
+                s_end = src.doc_tok[1:] + tok.shape[0]
+                tok = np.concatenate([tok, src.tokens])
+            else:  # the vocabulary was rebuilt since the candidates were encoded
+                encoded = None
+    if encoded is None:
+        cands = candidates.to_pylist() if hasattr(candidates, "to_pylist") else list(candidates)
+        enc = scorer.encode(cands + [s or "" for s in sources])
+        tok = np.asarray(enc.tokens)
+        off = np.asarray(enc.doc_tok, dtype=np.int64)
+        c_start, c_end, s_start, s_end = off[:n], off[1:n + 1], off[n:-1], off[n + 1:]
     out_f = np.empty((n, 7), dtype=np.float64)
     out_i = np.empty((n, 2), dtype=np.int64)
     # candidates and sources are one token stream, addressed by their own spans
@@ -301,8 +306,8 @@ def for_table(table: pa.Table, res, settings, scorer_for: Callable) -> dict[str,
     encoded = res.candidate_tokens() if hasattr(res, "candidate_tokens") else None
     if encoded is not None:
         # the scorer that made these ids encodes the sources (same tokenizer, vocabulary)
-        return compute(None, refs, sources, res.cand_len, res.ref_len, res.n_refs, scorer_for(settings), agree,
-                       encoded=encoded, reference_rows=multi.tolist())
+        return compute(table.column("candidate"), refs, sources, res.cand_len, res.ref_len, res.n_refs,
+                       scorer_for(settings), agree, encoded=encoded, reference_rows=multi.tolist())
     return compute(table.column("candidate").to_pylist(), refs, sources,
                    res.cand_len, res.ref_len, res.n_refs, agree, agree, reference_rows=multi.tolist())
 

@@ -102,7 +102,10 @@ class RougeScorer:
         # a newline inside a sentence is only whitespace there.
         marked = ["\n".join(s.replace("\n", " ") for s in self._splitter(t)) for t in texts]
         sents = enc.encode(marked)
-        return EncodedDocs(whole.tokens, whole.doc_tok, sents.tokens, sents.sent_tok, sents.doc_sent)
+        if sents.generation != whole.generation:  # the vocabulary was rebuilt in between
+            whole = enc.encode(texts)
+        return EncodedDocs(whole.tokens, whole.doc_tok, sents.tokens, sents.sent_tok, sents.doc_sent,
+                           sents.generation)
 
     # -- batch API --------------------------------------------------------------
     def score_arrays(self, references, candidates: Sequence[str]) -> BatchScores:

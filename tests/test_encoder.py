@@ -206,3 +206,66 @@ def test_porter_loaded_without_the_nltk_package_stems_like_it(shared_data):
     assert out.returncode == 0, out.stderr[-3000:]
     ours, real = json.loads(out.stdout)
     assert ours == real
+
+
+_FILLER = " ".join(f"filler{i}" for i in range(300))
+_CANDS = ["The cats sat on the mat. They ran far away.", "Dogs were running. A dog ran.", "x"]
+_REFS = [["The cat sat on a mat. Then it ran."], ["The dogs ran fast. Running dogs."], ["y z"]]
+_SOURCES = ["The cats sat on the mat, and then they ran far away from it.", None, "x y z"]
+
+
+def _related_encodings(case):
+    """(run, prime, vocabularies) for numbers that need two encodings to share ids: a rougeLsum
+    sentence stream beside the whole-text stream, diagnostics' sources beside the scored
+    candidates, ROUGE-1.5.5's -b quirk stream beside its limited texts."""
+    import pyarrow as pa
+
+    from pipeline import diagnostics, job
+    from pipeline import scorer as scorer_mod
+    from pipeline.rouge155.fast import Rouge155Scorer
+    from pipeline.rouge155.options import Rouge155Options
+
+    def default_vocabs():
+        return [e.vocab for e in scorer_mod._ENCODERS.values()]
+
+    if case == "sentences":
+        scorer = RougeScorer(["rouge1", "rougeLsum"], use_stemmer=True, sentence_splitter="sentencex")
+        return (lambda: scorer.score_arrays(_REFS, _CANDS).scores.tolist(),
+                lambda: scorer.encode([_FILLER]), default_vocabs)
+    if case == "diagnostics":
+        settings = job.ScoringSettings(("rouge1", "rougeL"), diagnostics=True)
+        table = pa.table({"id": list("abc"), "system": ["s"] * 3, "candidate": _CANDS, "references": _REFS,
+                          "source": _SOURCES})
+
+        def run():
+            res = job.scorer_for(settings).score_arrow(table.column("references"), table.column("candidate"))
+            return {k: v.to_pylist() for k, v in diagnostics.for_table(table, res, settings, job.scorer_for).items()}
+        return run, lambda: job.scorer_for(settings).encode([_FILLER]), default_vocabs
+    scorer = Rouge155Scorer(Rouge155Options(length_limit_bytes=30, stem=True))
+    return (lambda: scorer.score_arrays(_REFS, _CANDS).scores.tolist(),
+            lambda: scorer.encoder.encode([_FILLER]), lambda: [scorer.encoder._enc.vocab])
+
+
+@pytest.mark.parametrize("case", ["sentences", "diagnostics", "rouge155-b"])
+def test_a_vocabulary_rebuilt_between_related_encodings_changes_no_number(case, monkeypatch):
+    """The vocabulary is rebuilt at the start of an encoding once it holds over MAX_IDS ids.
+    With the first of two related encodings taking it past the limit, the second starts a new
+    generation of ids; the numbers must be those of a run without any rebuild."""
+    from pipeline import job
+    from pipeline import scorer as scorer_mod
+    from pipeline.text.encoder import Vocabulary
+
+    monkeypatch.setattr(scorer_mod, "_ENCODERS", {})
+    job.scorer_for.cache_clear()
+    want = _related_encodings(case)[0]()
+
+    monkeypatch.setattr(scorer_mod, "_ENCODERS", {})
+    job.scorer_for.cache_clear()
+    run, prime, vocabs = _related_encodings(case)
+    prime()
+    limit = max(v.n_ids for v in vocabs())         # the vocabulary holds just the limit...
+    monkeypatch.setattr(Vocabulary, "MAX_IDS", limit)
+    got = run()                                    # ...so the batch's first encoding passes it
+    job.scorer_for.cache_clear()
+    assert max(v.generation for v in vocabs()) >= 1   # a rebuild did happen mid-batch
+    assert got == want

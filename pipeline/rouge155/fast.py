@@ -115,6 +115,8 @@ class Rouge155Encoder:
         if self.length_limit_bytes:
             # ROUGE-L reads the byte-limited text with its own quirk: a second sentence stream
             s_enc = self._enc.encode(self._transformed(texts, lcs_quirk=True))
+            if s_enc.generation != enc.generation:  # the vocabulary was rebuilt in between
+                enc = self._enc.encode(self._transformed(texts))
             return Encoded(enc.tokens, enc.doc_tok, s_enc.tokens, s_enc.sent_tok, s_enc.doc_sent,
                            self._enc.vocab.n_mapped)
         return Encoded(enc.tokens, enc.doc_tok, enc.tokens, enc.sent_tok, enc.doc_sent, self._enc.vocab.n_mapped)

@@ -38,11 +38,13 @@ class BatchScores:
     ex_doc: np.ndarray | None = None
 
     def candidate_tokens(self):
-        """(tokens, start, end): candidate ``e`` is ``tokens[start[e]:end[e]]``; None if unknown."""
+        """(tokens, start, end, generation): candidate ``e`` is ``tokens[start[e]:end[e]]``, ids
+        of vocabulary generation ``generation`` (``EncodedDocs.generation``); None if unknown."""
         if self.encoded is None:
             return None
         first = self.ex_doc[:-1]
-        return self.encoded.tokens, self.encoded.doc_tok[first], self.encoded.doc_tok[first + 1]
+        return (self.encoded.tokens, self.encoded.doc_tok[first], self.encoded.doc_tok[first + 1],
+                self.encoded.generation)
 
     def __len__(self) -> int:
         return self.scores.shape[0]

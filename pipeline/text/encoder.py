@@ -573,6 +573,9 @@ class EncodedDocs:
     sent_tokens: np.ndarray  # int32
     sent_tok: np.ndarray  # int64, n_sents + 1
     doc_sent: np.ndarray  # int64, n_docs + 1
+    # the vocabulary generation the ids belong to (Vocabulary.generation): ids of two
+    # encodings are comparable only when their generations are equal
+    generation: int = 0
 
     @property
     def same_stream(self) -> bool:
@@ -601,6 +604,7 @@ class Vocabulary:
         self._stem_map = np.full(0, -1, dtype=np.int32)
         self._stem_index: dict[str, int] = {}
         self._stem_done = 0
+        self.generation = 0
 
     @property
     def n_ids(self) -> int:
@@ -612,7 +616,11 @@ class Vocabulary:
         return len(self._stem_index)
 
     def reset(self) -> None:
+        """A new, empty vocabulary: ids given out before are meaningless from here on, which
+        :attr:`generation` (one more at every reset) lets a caller holding some detect."""
+        generation = self.generation
         self.__init__(token_map=self._token_map, valid_token=self._valid_token)
+        self.generation = generation + 1
 
     def grow(self, token_bytes: int) -> None:
         """Make room for one more token of ``token_bytes`` bytes (whatever is short of it)."""
@@ -756,7 +764,7 @@ class DefaultEncoder:
                 stemmed = stemmed[:ntok]
                 sent_tok = sent_tok[: nsent + 1]
             tokens = stemmed
-        return EncodedDocs(tokens, doc_tok, tokens, sent_tok, doc_sent)
+        return EncodedDocs(tokens, doc_tok, tokens, sent_tok, doc_sent, self.vocab.generation)
 
     def _encode_units(self, buf, offs):
         """Raw token ids and (doc_tok, doc_sent, sent_tok) of documents ``buf[offs[d]:offs[d+1]]``

@@ -364,7 +364,7 @@ class UnicodeBatchEncoder:
                     ntok, nsent, doc_tok, doc_sent, sent_tok = _drop_negative(stemmed, doc_tok, doc_sent, sent_tok)
                     stemmed, sent_tok = stemmed[:ntok], sent_tok[: nsent + 1]
                 tokens = stemmed
-        return EncodedDocs(tokens, doc_tok, tokens, sent_tok, doc_sent)
+            return EncodedDocs(tokens, doc_tok, tokens, sent_tok, doc_sent, self.vocab.generation)
 
     def forms(self) -> list[str]:
         """Each id's token (its stem with stemming), by id: for tests and debugging."""
