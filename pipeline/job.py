@@ -1,10 +1,11 @@
 """What one task does, with no knowledge of where it runs (no Dask here).
 
 Planning: :func:`pipeline.io.readers.plan_units` cuts the input into *units* (files or
-row slices of files).  :func:`estimate_unit` reads a unit once and returns the estimated
-cost of every example (about candidate tokens x reference tokens, from characters);
-:func:`split_by_cost` then cuts units into *tasks* of about ``target_cost`` each, so a few
-long documents never leave one worker straggling.  The plan depends on the data and the
+row slices of files).  :func:`plan_unit` reads a unit once and returns the estimated cost
+of every example (about candidate tokens x reference tokens, from characters) and its ids;
+:func:`plan_tasks` drops duplicates across units and :func:`split_by_cost` cuts units into
+*tasks* of about ``target_cost`` each, so a few long documents never leave one worker
+straggling.  The plan depends on the data and the
 settings only (never on the number of workers), so outputs are byte-identical on any
 cluster.
 
@@ -260,95 +261,99 @@ def estimate_costs(table: pa.Table) -> np.ndarray:
     return (cand // CHARS_PER_TOKEN + 1) * (ref_total // CHARS_PER_TOKEN + 1)
 
 
-def estimate_unit(spec, unit: readers.WorkUnit) -> list[int]:
-    """Per-example estimated costs of one unit (runs on a worker during planning)."""
-    table, _ = readers.read_unit(spec, unit)
-    return estimate_costs(table).tolist()
-
-
 class UnitTables:
     """Units read by the plan pass, kept in the worker process for the tasks that score them.
 
     The plan pass must read every unit (costs, ids); without this the tasks read and parse
-    every unit a second time (4-8 us a pair, mostly JSON parsing).  The driver asks the scheduler to
-    run a unit's tasks where its plan ran (a preference, not a restriction).  Bounded by
-    ``budget`` bytes: past it units are not kept and their tasks read them again, as they
-    also do after a worker restart or a resume.  A unit is dropped when the task holding its
-    last rows has read it.  Only units whose tables the plan pass saw exactly are served:
-    one with ``drop_rows`` (cross-unit duplicates, known only after the plan) is read again.
-    Entries belong to one run (its ``token``): a worker that outlives a run (an existing
-    cluster, a failed run) never serves one run's reading of a file to another, and the
-    first unit kept for a new run drops whatever an earlier run left.
+    every unit a second time (4-8 us a pair, mostly JSON parsing).  The driver asks the
+    scheduler to run a kept unit's tasks where its plan ran (a preference, not a
+    restriction).  Bounded by a budget in bytes: past it units are not kept and their tasks
+    read them again, as they also do elsewhere (a stolen task, a restarted worker, a resume).
+    A unit is dropped when the task holding its last rows has read it, when its tasks must
+    read it anew (``drop_rows``: cross-unit duplicates, known only after the plan), and at
+    the end of the run (:func:`release_unit_tables`).  Entries belong to one run (its
+    ``token``): a worker that outlives a run never serves one run's reading of a file to
+    another, and the first unit kept for a new run drops whatever an earlier run left.
     """
 
-    def __init__(self, budget: int):
-        self.budget = budget
+    def __init__(self):
         self.used = 0
-        self._tables: dict = {}
+        self._tables: dict[int, tuple] = {}  # unit index -> (tables, bytes), for self._token's run
         self._token = ""
         self._lock = threading.Lock()
 
-    @staticmethod
-    def key(token: str, spec, unit: readers.WorkUnit) -> str:
-        return json.dumps([token, asdict(readers.InputSpec.from_config(spec)), unit_to_dict(unit)],
-                          sort_keys=True, default=str)
-
-    def put(self, token: str, spec, unit: readers.WorkUnit, tables: tuple[pa.Table, pa.Table],
-            budget: int | None = None) -> None:
-        """Keep ``tables`` for ``token``'s run if they fit; ``budget`` (bytes): this run's budget."""
+    def put(self, token: str, unit: readers.WorkUnit, tables: tuple[pa.Table, pa.Table], budget: int) -> bool:
+        """Keep ``tables`` for ``token``'s run if they fit in ``budget`` bytes; True if kept."""
         if not token:
-            return
+            return False
         n = sum(t.nbytes for t in tables)
         with self._lock:
             if token != self._token:
                 self._tables.clear()
                 self.used = 0
                 self._token = token
-            if budget is not None:
-                self.budget = budget
-            if self.used + n <= self.budget:
-                k = self.key(token, spec, unit)
-                if k not in self._tables:
-                    self._tables[k] = (tables, n)
-                    self.used += n
+            if unit.index in self._tables or self.used + n > budget:
+                return False
+            self._tables[unit.index] = (tables, n)
+            self.used += n
+            return True
 
-    def take(self, token: str, spec, unit: readers.WorkUnit, last: bool) -> tuple[pa.Table, pa.Table] | None:
-        if not token or unit.drop_rows or not self._tables:
-            return None
-        k = self.key(token, spec, unit)
+    def take(self, token: str, unit: readers.WorkUnit, release: bool) -> tuple[pa.Table, pa.Table] | None:
+        """``token``'s kept tables of ``unit`` (dropped if ``release``), or None."""
         with self._lock:
-            hit = self._tables.pop(k, None) if last else self._tables.get(k)
-            if hit is None:
+            if not token or token != self._token:
                 return None
-            if last:
-                self.used -= hit[1]
-            return hit[0]
+            if unit.drop_rows:  # the plan's table still holds the duplicates: read anew
+                release = True
+                hit, found = None, self._tables.get(unit.index)
+            else:
+                hit = found = self._tables.get(unit.index)
+            if found is not None and release:
+                del self._tables[unit.index]
+                self.used -= found[1]
+            return None if hit is None else hit[0]
+
+    def release(self, token: str) -> None:
+        """Drop everything kept for ``token``'s run."""
+        with self._lock:
+            if token == self._token:
+                self.clear_locked()
 
     def clear(self) -> None:
         with self._lock:
-            self._tables.clear()
-            self.used = 0
+            self.clear_locked()
+
+    def clear_locked(self) -> None:
+        self._tables.clear()
+        self.used = 0
 
 
-UNIT_TABLES = UnitTables(512 << 20)  # execution.unit_cache_mb sets each run's budget
+UNIT_TABLES = UnitTables()
 
 
-def plan_unit(spec, unit: readers.WorkUnit, read_token: str = "", keep_mb: int = 512) -> dict:
+def release_unit_tables(token: str) -> None:
+    """The end of a run (on every worker): drop what its plan pass kept here."""
+    UNIT_TABLES.release(token)
+
+
+def plan_unit(spec, unit: readers.WorkUnit, read_token: str = "", keep_mb: int = 0) -> dict:
     """The plan pass over one unit (on a worker): per-example estimated costs and the
     ``(system, id, row)`` keys, so the driver can find duplicates across units.  With a
     ``read_token`` the tables are kept for this run's tasks, up to ``keep_mb`` MiB per
-    worker process (:class:`UnitTables`)."""
+    worker process (:class:`UnitTables`); ``kept`` says whether they were."""
     tables = readers.read_unit(spec, unit)
-    UNIT_TABLES.put(read_token, spec, unit, tables, budget=keep_mb << 20)
-    return {"costs": estimate_costs(tables[0]), "keys": readers.unit_keys(tables[0])}
+    kept = UNIT_TABLES.put(read_token, unit, tables, keep_mb << 20)
+    return {"costs": estimate_costs(tables[0]), "keys": readers.unit_keys(tables[0]), "kept": kept}
 
 
-def plan_tasks(units: list[readers.WorkUnit], target_cost, *planned: dict) -> tuple[list[Task], int]:
+def plan_tasks(units: list[readers.WorkUnit], target_cost, *planned: dict) -> tuple[list[Task], int, list[int]]:
     """The plan from every unit's plan pass (:func:`plan_unit`): cross-unit duplicates dropped,
-    units cut by cost.  Returns (tasks, duplicates dropped).  Runs on a worker in the
-    distributed job, so the ids and costs of the corpus never reach the client."""
+    units cut by cost.  Returns (tasks, duplicates dropped, the units whose tasks can be
+    served what the plan pass kept).  Runs on a worker in the distributed job, so the ids
+    and costs of the corpus never reach the client."""
     units, costs = drop_duplicates(units, list(planned))
-    return split_by_cost(units, costs, target_cost), sum(len(u.drop_rows) for u in units)
+    kept = [u.index for u, p in zip(units, planned) if p.get("kept") and not u.drop_rows]
+    return split_by_cost(units, costs, target_cost), sum(len(u.drop_rows) for u in units), kept
 
 
 def drop_duplicates(units: list[readers.WorkUnit], planned: list[dict]):
@@ -456,8 +461,11 @@ def _test_sleep() -> None:
         time.sleep(float(s))
 
 
-def read_task(spec, task: Task, read_token: str = "") -> tuple[pa.Table, pa.Table]:
-    kept = UNIT_TABLES.take(read_token, spec, task.unit, last=task.hi is None)
+def read_task(spec, task: Task, read_token: str = "", release: bool | None = None) -> tuple[pa.Table, pa.Table]:
+    """The task's rows (and, for its unit's first slice, the unit's quarantine rows): what the
+    plan pass kept (released by the unit's last slice unless ``release`` says otherwise), or
+    read."""
+    kept = UNIT_TABLES.take(read_token, task.unit, task.hi is None if release is None else release)
     table, quarantine = kept if kept is not None else readers.read_unit(spec, task.unit)
     hi = table.num_rows if task.hi is None else task.hi
     table = table.slice(task.lo, max(0, hi - task.lo))
@@ -519,7 +527,7 @@ def split_blocks_for(task: Task, settings: ScoringSettings, target_cost: float) 
 
 def prepare_split(spec, task: Task, ctx: UnitContext) -> dict | None:
     """The texts of an oversized task's one example and its references' sentence counts."""
-    table, _ = read_task(spec, task, ctx.read_token)
+    table, _ = read_task(spec, task, ctx.read_token, release=False)  # finish_split reads it again
     if table.num_rows != 1:
         return None
     refs = table.column("references")[0].as_py()

@@ -12,7 +12,7 @@ import pytest
 
 from _pipeline_corpus import write_records
 from pipeline import job
-from pipeline.io.readers import InputSpec, plan_units, read_unit
+from pipeline.io.readers import InputSpec, UnreadableFileError, plan_units, read_unit
 from pipeline.stats import StatsAccumulator
 
 
@@ -107,7 +107,7 @@ def _ctx(run, **kw):
 def test_score_task_parts_marker_and_resume(tmp_path):
     spec = InputSpec.from_config({"layout": "records", "paths": write_records(tmp_path / "in", 12)})
     units = plan_units(spec)
-    tasks = job.split_by_cost(units, [job.estimate_unit(spec, u) for u in units], target_cost=400)
+    tasks = job.split_by_cost(units, [job.plan_unit(spec, u)["costs"] for u in units], target_cost=400)
     assert len(tasks) > len(units)
     ctx = _ctx(tmp_path / "run")
     results = [job.run_task(spec, t, ctx) for t in tasks]
@@ -132,7 +132,7 @@ def test_score_task_parts_marker_and_resume(tmp_path):
     redo = job.run_task(spec, tasks[0], ctx)
     assert redo["skipped"] == 0 and part.exists()
     # statistics do not depend on the split
-    whole = job.split_by_cost(units, [job.estimate_unit(spec, u) for u in units], target_cost=1e12)
+    whole = job.split_by_cost(units, [job.plan_unit(spec, u)["costs"] for u in units], target_cost=1e12)
     res2 = [job.score_task(spec, t, _ctx(tmp_path / "run2")) for t in whole]
     assert (StatsAccumulator.from_dict(job.merge_results(*res2)["stats"])
             == StatsAccumulator.from_dict(merged["stats"]))
@@ -153,15 +153,17 @@ def test_score_table_status_and_empty():
 def test_plan_pass_tables_serve_this_runs_tasks_only(tmp_path):
     spec = InputSpec.from_config({"layout": "records", "paths": write_records(tmp_path / "in", 12)})
     units = plan_units(spec)
-    planned = [job.plan_unit(spec, u, "run-a") for u in units]
+    planned = [job.plan_unit(spec, u, "run-a", keep_mb=64) for u in units]
+    assert all(p["kept"] for p in planned)
     tasks = job.split_by_cost(units, [p["costs"] for p in planned], target_cost=400)
     truth = {u.index: read_unit(spec, u) for u in units}
+    gone = (FileNotFoundError, UnreadableFileError)  # a JSONL shard, the Parquet shard
     for f in (tmp_path / "in").iterdir():   # from here on only the kept tables can be read
         f.unlink()
     try:
-        with pytest.raises(Exception):
+        with pytest.raises(gone):
             job.read_task(spec, tasks[0], "run-b")          # another run's token is never served
-        with pytest.raises(Exception):
+        with pytest.raises(gone):
             job.read_task(spec, tasks[0])                   # nor a task without a token
         for t in tasks:                                     # each unit's rows, then released
             table, quarantine = job.read_task(spec, t, "run-a")
@@ -170,36 +172,42 @@ def test_plan_pass_tables_serve_this_runs_tasks_only(tmp_path):
             assert table.equals(whole.slice(t.lo, hi - t.lo))
             assert quarantine.num_rows == (q.num_rows if t.lo == 0 else 0)
         assert job.UNIT_TABLES.used == 0
-        with pytest.raises(Exception):
+        with pytest.raises(gone):
             job.read_task(spec, tasks[-1], "run-a")
     finally:
         job.UNIT_TABLES.clear()
 
 
-def test_unit_tables_budget_new_run_and_dropped_rows(tmp_path):
-    spec = InputSpec.from_config({"layout": "records", "paths": write_records(tmp_path / "in", 12)})
-    u = plan_units(spec)[0]
-    tables = read_unit(spec, u)
-    small = job.UnitTables(budget=1)
-    small.put("a", spec, u, tables)
-    assert small.used == 0 and small.take("a", spec, u, last=True) is None   # over budget: not kept
-    cache = job.UnitTables(budget=1 << 30)
-    cache.put("a", spec, u, tables)
-    assert cache.used > 0 and cache.take("a", spec, u, last=False) is not None
+def test_unit_tables_budget_new_run_dropped_rows_and_run_end(tmp_path):
     import dataclasses
-    dup = dataclasses.replace(u, drop_rows=((0, "elsewhere"),))
-    assert cache.take("a", spec, dup, last=False) is None   # its table differs from the plan's
-    cache.put("b", spec, plan_units(spec)[1], read_unit(spec, plan_units(spec)[1]))
-    assert cache.take("a", spec, u, last=True) is None      # a new run drops the old run's units
+
+    spec = InputSpec.from_config({"layout": "records", "paths": write_records(tmp_path / "in", 12)})
+    u0, u1 = plan_units(spec)[:2]
+    tables = read_unit(spec, u0)
+    cache = job.UnitTables()
+    assert not cache.put("a", u0, tables, budget=1)                    # over budget: not kept
+    assert cache.used == 0 and cache.take("a", u0, release=True) is None
+    assert cache.put("a", u0, tables, budget=1 << 30)
+    assert cache.used > 0 and cache.take("a", u0, release=False) is not None
+    dup = dataclasses.replace(u0, drop_rows=((0, "elsewhere"),))
+    assert cache.take("a", dup, release=False) is None     # its table differs from the plan's...
+    assert cache.used == 0                                  # ...and is dropped, not left behind
+    assert cache.put("a", u0, tables, budget=1 << 30)
+    assert cache.put("b", u1, read_unit(spec, u1), budget=1 << 30)
+    assert cache.take("a", u0, release=True) is None       # a new run drops the old run's units
+    cache.release("a")                                      # another run's end leaves b's alone
+    assert cache.take("b", u1, release=False) is not None
+    cache.release("b")
+    assert cache.used == 0 and cache.take("b", u1, release=True) is None
 
 
 def test_unit_cache_mb_zero_keeps_nothing(tmp_path):
     spec = InputSpec.from_config({"layout": "records", "paths": write_records(tmp_path / "in", 12)})
     u = plan_units(spec)[0]
     try:
-        job.plan_unit(spec, u, "run-z", keep_mb=0)
+        assert not job.plan_unit(spec, u, "run-z", keep_mb=0)["kept"]
         assert job.UNIT_TABLES.used == 0
-        job.plan_unit(spec, u, "run-z", keep_mb=64)
+        assert job.plan_unit(spec, u, "run-z", keep_mb=64)["kept"]
         assert job.UNIT_TABLES.used > 0
     finally:
         job.UNIT_TABLES.clear()

@@ -170,20 +170,20 @@ class _Sync:
         return [fn(*args) for args in zip(*iterables)]
 
 
-def make_plan(cfg, spec, run_url: str, so: dict, client=None, log=_log_default,
-              read_token: str = "", where: dict | None = None) -> list[job.Task]:
+def make_plan(cfg, spec, run_url: str, so: dict, client, log, read_token: str) -> tuple[list[job.Task], dict]:
     """Load ``_plan.json`` or plan: units, per-example costs (on the workers), cost slices.
 
-    ``read_token``: the plan pass keeps what it read in the workers for this run's tasks
-    (:class:`pipeline.job.UnitTables`); ``where`` is then filled with the worker that read
-    each unit (unit index -> address), where the driver prefers to run its tasks."""
+    The plan pass keeps what it read in the workers for this run's tasks (``read_token``,
+    :class:`pipeline.job.UnitTables`).  Returns (tasks, where): ``where`` maps each unit
+    whose tables were kept on a worker to that worker's address (empty without Dask or
+    when the plan comes from ``_plan.json``)."""
     stored = with_retries(lambda: writers.read_json(f"{run_url}/_plan.json", so), cfg.execution.retries,
                           "reading _plan.json", log)
     settings = _plan_settings(cfg)
     if stored is not None and stored.get("settings") == settings:
         tasks = [job.task_from_dict(d) for d in stored["tasks"]]
         log(f"plan: {len(tasks)} tasks (from _plan.json)")
-        return tasks
+        return tasks, {}
     t0 = time.perf_counter()
     units = with_retries(lambda: plan_units(spec, cfg.execution.target_rows), cfg.execution.retries,
                          "planning the input", log)
@@ -194,15 +194,16 @@ def make_plan(cfg, spec, run_url: str, so: dict, client=None, log=_log_default,
         keep = cfg.execution.unit_cache_mb
         planned = [with_retries(lambda u=u: job.plan_unit(spec, u, read_token, keep), cfg.execution.retries,
                                 f"reading {u.file}", log) for u in units]
-        tasks, n_dup = job.plan_tasks(units, settings["target_cost"], *planned)
+        tasks, n_dup, _ = job.plan_tasks(units, settings["target_cost"], *planned)
         del planned
+        where = {}
     else:
         from distributed import wait
 
         nonce = uuid.uuid4().hex[:8]
         futs = client.map(job.plan_unit, [spec] * len(units), units, [read_token] * len(units),
                           [cfg.execution.unit_cache_mb] * len(units),
-                          key=[f"rouge-estimate-{nonce}-{u.index:05d}" for u in units],
+                          key=[f"rouge-plan-unit-{nonce}-{u.index:05d}" for u in units],
                           retries=cfg.execution.retries, pure=False)
         wait(futs)
         for u, f in zip(units, futs):
@@ -210,11 +211,8 @@ def make_plan(cfg, spec, run_url: str, so: dict, client=None, log=_log_default,
                 e = f.exception()
                 client.cancel(futs)
                 raise _task_error(e, f"planning unit {u.key}", cfg.execution.retries) from e
-        if where is not None:
-            holders = client.who_has(futs)
-            for u, f in zip(units, futs):
-                if holders.get(f.key):
-                    where[u.index] = holders[f.key][0]
+        holders = client.who_has(futs)
+        held_by = {u.index: holders[f.key][0] for u, f in zip(units, futs) if holders.get(f.key)}
         # Every example's id and cost stay on the workers: one task there finds the
         # duplicates across units and cuts the tasks, so the client's memory does not
         # grow with the corpus.
@@ -222,9 +220,12 @@ def make_plan(cfg, spec, run_url: str, so: dict, client=None, log=_log_default,
                              retries=cfg.execution.retries, pure=False)
         del futs
         try:
-            tasks, n_dup = plan.result()
+            tasks, n_dup, kept = plan.result()
         except Exception as e:  # noqa: BLE001
             raise _task_error(e, "planning the tasks", cfg.execution.retries) from e
+        # a task prefers its unit's worker only where the tables wait for it there: any
+        # worker restriction also keeps the scheduler from queuing the task (it goes out at once)
+        where = {i: held_by[i] for i in kept if i in held_by}
     oversized = sum(t.oversized for t in tasks)
     log(f"plan: {len(units)} units -> {len(tasks)} tasks by estimated cost "
         f"(target {settings['target_cost']:,.0f}; {oversized} oversized single examples; "
@@ -232,7 +233,7 @@ def make_plan(cfg, spec, run_url: str, so: dict, client=None, log=_log_default,
     plan_doc = {"settings": settings, "plan_hash": job.plan_hash(tasks), "tasks": [job.task_to_dict(t) for t in tasks]}
     with_retries(lambda: writers.write_json_atomic(plan_doc, f"{run_url}/_plan.json", so), cfg.execution.retries,
                  "writing _plan.json", log)
-    return tasks
+    return tasks, where
 
 
 def _done_indices(run_url: str, so: dict) -> set[int]:
@@ -281,8 +282,7 @@ def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream
             client.run(warmup_scorer, ctx.scoring)
             log(f"workers warm ({len(client.scheduler_info()['workers'])} workers) in "
                 f"{time.perf_counter() - t0:.2f}s")
-        where: dict[int, str] = {}
-        tasks = make_plan(cfg, spec, run_url, so, client, log, ctx.read_token, where)
+        tasks, where = make_plan(cfg, spec, run_url, so, client, log, ctx.read_token)
         done = with_retries(lambda: _done_indices(run_url, so), retries, "listing finished tasks", log)
         total_rows = sum(t.n_rows for t in tasks)
         bar = Progress(len(tasks), total_rows, stream=stream, enabled=bool(progress))
@@ -308,6 +308,8 @@ def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream
     except BaseException as e:
         _write_failed_summary(run_url, so, sig, chash, e, t_start)
         raise
+    finally:
+        _release_kept(client, ctx.read_token)
     scoring_seconds = time.perf_counter() - t_score
 
     acc = StatsAccumulator.from_dict(final["stats"])
@@ -360,6 +362,18 @@ def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream
                  "writing _summary.json", log)
     with_retries(lambda: writers.mark_success(run_url, so), retries, "writing _SUCCESS", log)
     return RunResult(run_url, summary, rows, exact_rows, sig, chash)
+
+
+def _release_kept(client, token: str) -> None:
+    """Drop what this run's plan pass kept (tables no task released: stolen or skipped last
+    slices, oversized examples), here or on every worker; best effort after a failure."""
+    if client is None:
+        job.release_unit_tables(token)
+        return
+    try:
+        client.run(job.release_unit_tables, token)
+    except Exception:  # noqa: BLE001 - a lost cluster must not hide the run's own error
+        pass
 
 
 def _run_task_sync(spec, t, ctx, n_blocks: int) -> dict:

@@ -1,6 +1,7 @@
 """Input layouts -> the canonical example table, and atomic, deterministic outputs.
 
-fsspec and Arrow only: this package must never import Dask (only ``pipeline.execution`` does).
+fsspec and Arrow (and numba for the JSONL byte check): this package must never import Dask
+(only ``pipeline.execution`` does).
 """
 from pipeline.io.readers import (  # noqa: F401
     CANONICAL_SCHEMA,

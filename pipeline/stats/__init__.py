@@ -1,7 +1,7 @@
 """Corpus statistics: exact mergeable accumulators, Poisson bootstrap, rouge-score's bootstrap.
 
-NumPy only (numba accelerates the bootstrap weights; pyarrow is imported lazily by
-``to_arrow``).  Never imports dask or fsspec.
+NumPy (numba compiles the bootstrap weights and key hashes; pyarrow is imported lazily,
+for ``to_arrow`` and for keys given as an Arrow column).  Never imports dask or fsspec.
 """
 from pipeline.stats.accumulator import (
     CI_METHOD,
