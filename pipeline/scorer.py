@@ -80,12 +80,12 @@ class RougeScorer:
     def encode(self, texts: Sequence[str]) -> EncodedDocs:
         if self._tokenizer is not None:
             compiled = getattr(self._tokenizer, "encode_batch", None)
-            if compiled is not None and self.sentence_splitter == "newline":
+            if compiled is not None and self._one_stream:
                 encoded = compiled(list(texts))
                 if encoded is not None:
                     return encoded
             batch = getattr(self._tokenizer, "tokenize_batch", None)
-            if batch is not None and self.sentence_splitter == "newline":
+            if batch is not None and self._one_stream:
                 marked = batch(list(texts))
                 if marked is not None:
                     return encode_marked(marked, self._raw_index, self._token_index,

@@ -236,3 +236,19 @@ def test_score_table_custom_column_names_and_string_references():
         for t in ("rouge2", "rougeLsum"):
             row = tuple(out.column(f"{t}_{s}")[i].as_py() for s in ("precision", "recall", "fmeasure"))
             assert row == tuple(exp[t])
+
+
+def test_score_arrow_refuses_what_score_arrays_refuses():
+    """The Arrow path lays out the batch itself; it must refuse an example without references
+    (an empty or null list) and mismatched columns, as score_arrays does."""
+    import pyarrow as pa
+
+    scorer = RougeScorer(["rouge1"])
+    cands = pa.array(["a b", "c d"])
+    for refs in (pa.array([["a"], []]), pa.array([["a"], None], pa.list_(pa.string()))):
+        with pytest.raises(ValueError, match="example 1 has no reference"):
+            scorer.score_arrays(refs.to_pylist()[:1] + [[]], cands.to_pylist())
+        with pytest.raises(ValueError, match="example 1 has no reference"):
+            scorer.score_arrow(refs, cands)
+    with pytest.raises(ValueError, match="1 references for 2 candidates"):
+        scorer.score_arrow(pa.array([["a"]]), cands)

@@ -9,7 +9,7 @@ import numpy as np
 
 from pipeline.scoring.kernels import KIND_L, KIND_LSUM, KIND_N, score_batch_kernel
 from pipeline.scoring.types import RougeType
-from pipeline.text.encoder import EncodedDocs
+from pipeline.text.encoder import EncodedDocs, check_reference_counts
 
 _KIND = {"n": KIND_N, "L": KIND_L, "Lsum": KIND_LSUM}
 
@@ -71,8 +71,7 @@ def flatten_examples(references, candidates: Sequence[str]) -> tuple[list[str], 
     if all(type(r) is list for r in references):
         # lists of references (Arrow's to_pylist gives these): flattened in C
         n_refs = np.fromiter(map(len, references), dtype=np.int64, count=n)
-        if n and n_refs.min() == 0:
-            raise ValueError(f"example {int(np.argmin(n_refs))} has no reference")
+        check_reference_counts(n_refs, n)
         return list(chain.from_iterable(chain.from_iterable(zip(zip(candidates), references)))), n_refs
     docs = []
     n_refs = np.empty(n, dtype=np.int64)

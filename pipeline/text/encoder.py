@@ -1,7 +1,7 @@
 """Batch encoder: many texts in, flat token-id arrays (CSR) out.
 
 The default rouge-score tokenizer runs here as a compiled scan, so a batch of
-texts costs one ``str.join`` and two numba calls:
+texts costs one ``str.join`` and a few numba calls:
 
 1. Texts are joined; an ASCII batch is its own UTF-8 (encoding it is one copy), any other
    is encoded once and its document offsets converted to bytes.  Arrow columns are read
@@ -21,7 +21,8 @@ texts costs one ``str.join`` and two numba calls:
 Ids are local to a process and to a :class:`Vocabulary`; scores never depend on
 them, so a vocabulary may be reset between batches to bound memory.
 Custom tokenizers go through :func:`encode_with_tokenizer`, which builds the
-same arrays from Python token lists.
+same arrays from Python token lists (batch tokenizers: :func:`encode_marked`; the unicode
+profile has its own scan, :mod:`pipeline.text.unicode_scan`).
 """
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ from typing import Callable, Sequence
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
-from numba.extending import intrinsic, overload
+from numba.extending import intrinsic
 
 try:  # numba's own code-point read: the scan reads Python's str buffer in place
     from numba.cpython.unicode import _get_code_point
@@ -63,30 +64,6 @@ _LONG = np.uint64(1) << np.uint64(63)
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
-def _code_at(buf, i):
-    """Code unit ``i``: a str's code point, or a byte of a uint8 array (UTF-8)."""
-    raise NotImplementedError  # compiled only, see the overloads below
-
-
-def _is_utf8(buf):
-    raise NotImplementedError
-
-
-@overload(_code_at, inline="always")
-def _code_at_impl(buf, i):
-    if isinstance(buf, types.UnicodeType):
-        return lambda buf, i: np.int64(_get_code_point(buf, i))
-    return lambda buf, i: np.int64(buf[i])
-
-
-@overload(_is_utf8, inline="always")
-def _is_utf8_impl(buf):
-    # a compile-time constant: the other branch is compiled out
-    if isinstance(buf, types.UnicodeType):
-        return lambda buf: False
-    return lambda buf: True
-
-
 _ONES = np.uint64(0x0101010101010101)
 _HIGH = np.uint64(0x8080808080808080)
 _LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
@@ -98,18 +75,6 @@ _CTZ8 = np.array([0] + [(k & -k).bit_length() - 1 for k in range(1, 256)], dtype
 def _ge(x, c):
     """High bit of every byte of ``x`` (all bytes < 0x80) set iff that byte is >= ``c``."""
     return x + (_ONES * np.uint64(0x80 - c))
-
-
-def _word_at(buf, i):
-    """Bytes ``i .. i+7`` of UTF-8 input as a little-endian word (str input: never called)."""
-    raise NotImplementedError  # compiled only
-
-
-@overload(_word_at, inline="always")
-def _word_at_impl(buf, i):
-    if isinstance(buf, types.UnicodeType):  # typed but unreachable: _scan asks _is_utf8 first
-        return lambda buf, i: _HIGH
-    return lambda buf, i: _load_u64(buf, i)
 
 
 @intrinsic
@@ -229,13 +194,13 @@ def _str_to_utf8(text, offs):
 
 @njit(cache=True, nogil=True)
 def _scan(buf, offs, lower_to_ascii, low, tstart, tend, tnl, doc_tok, doc_sent, sent_tok):
-    """Pass 1 over documents ``buf[offs[d]:offs[d+1]]`` (a str, or UTF-8 bytes): every code
+    """Pass 1 over documents ``buf[offs[d]:offs[d+1]]`` of UTF-8 bytes: every code
     unit's class goes to ``low`` (token byte lowercased, or 0/1), each token's start and end
     in ``low`` to ``tstart``/``tend``, then sentence starts and document ends are recorded.
 
     ``lower_to_ascii``: map the two code points whose ``str.lower()`` is ASCII alphanumeric
     (rouge-score); False: they separate like every other non-ASCII unit (ROUGE-1.5.5).
-    UTF-8 input is read eight bytes at a time while they are ASCII: the bytes are classified
+    Input is read eight bytes at a time while they are ASCII: the bytes are classified
     and lowercased as one 64-bit word (SWAR), and token starts and ends come from the word's
     8-bit mask of token bytes.  Any other unit goes one at a time, branch-free (token starts
     and ends are counted and stored unconditionally, since a branch per token end
@@ -253,8 +218,8 @@ def _scan(buf, offs, lower_to_ascii, low, tstart, tend, tnl, doc_tok, doc_sent, 
         pending = 0  # a newline since the last token start
         i = offs[d]
         while i < end:
-            if _is_utf8(buf) and skip == 0 and i + 8 <= end:
-                x = _word_at(buf, i)
+            if skip == 0 and i + 8 <= end:
+                x = _load_u64(buf, i)
                 if (x & _HIGH) == 0:
                     upper = _ge(x, 0x41) & ~_ge(x, 0x5B) & _HIGH
                     x |= upper >> np.uint64(2)  # A-Z -> a-z
@@ -290,28 +255,20 @@ def _scan(buf, offs, lower_to_ascii, low, tstart, tend, tnl, doc_tok, doc_sent, 
                 skip -= 1
                 i += 1
                 continue
-            cp = _code_at(buf, i)
+            cp = buf[i]
             brk = False
             if cp < 128:
                 c = _BYTE_CLASS[cp]
             elif not lower_to_ascii:
                 c = np.uint8(0)
-            elif _is_utf8(buf):  # bytes of other code points separate
-                if cp == 0xE2 and i + 2 < end and _code_at(buf, i + 1) == 0x84 and _code_at(buf, i + 2) == 0xAA:
-                    c = np.uint8(107)  # U+212A KELVIN SIGN lowercases to "k": one unit for three bytes
-                    skip = 2
-                elif cp == 0xC4 and i + 1 < end and _code_at(buf, i + 1) == 0xB0:
-                    c = np.uint8(105)  # U+0130 lowercases to "i" + U+0307: "i", then the token ends
-                    skip = 1
-                    brk = True
-                else:
-                    c = np.uint8(0)
-            elif cp == 0x212A:
-                c = np.uint8(107)
-            elif cp == 0x130:
-                c = np.uint8(105)
+            elif cp == 0xE2 and i + 2 < end and buf[i + 1] == 0x84 and buf[i + 2] == 0xAA:
+                c = np.uint8(107)  # U+212A KELVIN SIGN lowercases to "k": one unit for three bytes
+                skip = 2
+            elif cp == 0xC4 and i + 1 < end and buf[i + 1] == 0xB0:
+                c = np.uint8(105)  # U+0130 lowercases to "i" + U+0307: "i", then the token ends
+                skip = 1
                 brk = True
-            else:  # every other code point separates
+            else:  # the bytes of every other code point separate
                 c = np.uint8(0)
             low[w] = c
             t = np.int64(c > 1)
@@ -740,7 +697,8 @@ class DefaultEncoder:
         else:
             ro = np.arange(len(refs) + 1, dtype=np.int64)
             flat = _string_array(refs)
-        n_refs = np.diff(ro)
+        n_refs = np.diff(ro)  # a null reference list has none
+        check_reference_counts(n_refs, len(cands))
         if len(cands) == 0:
             return _empty_docs(), n_refs
         with self._lock:
@@ -768,7 +726,7 @@ class DefaultEncoder:
 
     def _encode_units(self, buf, offs):
         """Raw token ids and (doc_tok, doc_sent, sent_tok) of documents ``buf[offs[d]:offs[d+1]]``
-        (a str, or UTF-8 bytes); under the lock."""
+        (UTF-8 bytes); under the lock."""
         n_docs = offs.shape[0] - 1
         start, stop = int(offs[0]), int(offs[-1])
         low, tstart, tend, tnl, sent_tok = self._scratch.get(stop - start, n_docs)
@@ -793,6 +751,14 @@ def text_groups(texts: list[str], units: int) -> tuple[np.ndarray, list[tuple[in
         groups.append((a, b))
         a = b
     return ends, groups
+
+
+def check_reference_counts(n_refs: np.ndarray, n_candidates: int) -> None:
+    """ValueError unless there is one reference count per candidate, each at least one."""
+    if len(n_refs) != n_candidates:
+        raise ValueError(f"{len(n_refs)} references for {n_candidates} candidates")
+    if len(n_refs) and n_refs.min() == 0:
+        raise ValueError(f"example {int(np.argmin(n_refs))} has no reference")
 
 
 def _empty_docs() -> EncodedDocs:

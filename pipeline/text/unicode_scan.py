@@ -44,7 +44,7 @@ import numpy as np
 import regex
 from numba import njit
 
-from pipeline.text.encoder import (_BREAK, _END, EncodedDocs, Vocabulary, _code_at, _concat_parts,
+from pipeline.text.encoder import (_BREAK, _END, EncodedDocs, Vocabulary, _concat_parts,
                                    _drop_negative, _empty_docs, _get_code_point, _map_ids, _put_utf8,
                                    _split_marked, _take_docs, text_groups)
 from pipeline.text.unicode import _CJK, _MARKED_PATTERN, _SEA, _WORD, fold
@@ -139,7 +139,7 @@ def _find_chunks(buf, table, starts, ends):
     k = 0
     begin = 0
     for i in range(len(buf)):
-        cp = _code_at(buf, i)
+        cp = np.int64(_get_code_point(buf, i))
         if table[cp] & UNSAFE:
             if i > begin:
                 if k == 0 or starts[k - 1] != begin:
@@ -196,7 +196,7 @@ def _scan_unicode(buf, n_docs, table, turkic, map_keys, map_offs, map_seq, ch_st
             cp = np.int64(ch_seq[q]) if from_chunk else np.int64(map_seq[q])
             q += 1
         elif i < n:
-            cp = _code_at(buf, i)
+            cp = np.int64(_get_code_point(buf, i))
             if k < n_chunks and i == ch_start[k]:
                 q = ch_offs[k]
                 q_end = ch_offs[k + 1] - 1
