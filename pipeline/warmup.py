@@ -8,7 +8,9 @@ from __future__ import annotations
 import time
 
 
-def warmup() -> float:
+def warmup(settings=None) -> float:
+    """Load every kernel; with ``settings`` (a :class:`pipeline.job.ScoringSettings`) also
+    build that run's scorer (a unicode or rouge155 profile's tables) through a task's path."""
     t0 = time.perf_counter()
     from pipeline.scorer import RougeScorer
 
@@ -17,24 +19,19 @@ def warmup() -> float:
     for stem in (False, True):
         RougeScorer(["rouge1", "rouge2", "rougeL", "rougeLsum"], use_stemmer=stem).score_batch(refs, cands)
     RougeScorer(["rougeLsum"], tokenizer=str.split).score_batch(refs, cands)
-    _warm_job()
+    _warm_job(settings)
     return time.perf_counter() - t0
 
 
-def warmup_scorer(settings) -> None:
-    """Build (and cache in this process) the scorer for ``settings`` (a
-    :class:`pipeline.job.ScoringSettings`) and score one example with it."""
-    from pipeline import job
-
-    scorer = job.scorer_for(settings)
-    scorer.score_arrays(["The cat sat on the mat.\nIt was happy."], ["A cat sat on a mat.\nIt is happy."])
-
-
-def _warm_job() -> None:
-    """The job's own compiled parts: diagnostics, statistics, the JSONL byte check, split scoring."""
+def _warm_job(settings=None) -> None:
+    """The job's own compiled parts (a task's scoring, diagnostics and statistics, the JSONL
+    byte check, split scoring), with the run's settings when given."""
+    import numpy as np
     import pyarrow as pa
 
     from pipeline import job
+    from pipeline.io import readers
+    from pipeline.scoring.split import score_split
 
     table = pa.table({
         "id": ["a", "b"], "system": ["s", "s"],
@@ -42,19 +39,10 @@ def _warm_job() -> None:
         "references": [["the cat is on the mat\nhappy it was", "a cat"], ["a b"]],
         "source": ["the cat sat on the mat . it was happy .", None],
     })
-    scores = job.score_table(table, job.ScoringSettings())
-    from pipeline.stats import StatsAccumulator
-
-    types = job.ScoringSettings().rouge_types
-    StatsAccumulator.from_scores(pa.array(["s\x1fa", "s\x1fb"]), scores.column("system"),
-                                 job.score_matrix(scores, types), types, n_boot=10)
-    import numpy as np
-
-    from pipeline.io import readers
-
+    for s in dict.fromkeys([job.ScoringSettings(), settings or job.ScoringSettings()]):
+        scores = job.score_table(table, s)
+        job.unit_stats(scores, job.UnitContext(run_url="", scoring=s, seed=0, n_boot=10))
     readers._jsonl_shape(np.frombuffer(b'{"id": 1}\n', dtype=np.uint8))
-    from pipeline.scoring.split import score_split
-
     score_split(job.scorer_for(job.ScoringSettings()), "a b\nc", ["c a\nb"], 2)
 
 

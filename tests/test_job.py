@@ -213,21 +213,15 @@ def test_unit_cache_mb_zero_keeps_nothing(tmp_path):
         job.UNIT_TABLES.clear()
 
 
-@pytest.mark.parametrize("settings", [
-    job.ScoringSettings(profile="unicode", language="de", stemming="snowball"),
-    job.ScoringSettings(profile="rouge155", rouge_types=("rouge1", "rougeL")),
-    job.ScoringSettings(rouge_types=("rouge1", "rougeSU4")),
-])
-def test_warmup_scorer_builds_the_runs_scorer_once(settings):
-    """The driver runs this on every worker before planning: the task's scorer is then the one
-    already built (scorer_for caches per settings), so no first task pays for it."""
-    from pipeline.warmup import warmup_scorer
+def test_warmup_with_the_runs_settings_builds_what_its_tasks_use():
+    """The driver warms every worker with the run's settings before planning: a unicode
+    profile's compiled batch encoder must then exist, with tokens in its vocabulary, in the
+    very scorer a task gets from scorer_for."""
+    from pipeline.warmup import warmup
 
+    settings = job.ScoringSettings(profile="unicode", language="de", stemming="snowball")
     job.scorer_for.cache_clear()
-    warmup_scorer(settings)
-    info = job.scorer_for.cache_info()
-    assert info.currsize == 1 and info.misses == 1
-    scorer = job.scorer_for(settings)
-    assert job.scorer_for.cache_info().hits == info.hits + 1
-    res = scorer.score_arrays(["Die Katze saß auf der Matte."], ["Die Katze sitzt auf der Matte."])
-    assert res.scores.shape[0] == 1 and res.scores[0, 0, 2] > 0
+    warmup(settings)
+    tokenizer = job.scorer_for(settings)._tokenizer
+    assert tokenizer.__dict__.get("_batch_encoder") is not None
+    assert tokenizer._batch_encoder.vocab.n_ids > 0

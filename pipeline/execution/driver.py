@@ -273,13 +273,12 @@ def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream
 
     try:
         if client is not None:
-            from pipeline.warmup import warmup, warmup_scorer
+            from pipeline.warmup import warmup
 
             t0 = time.perf_counter()
-            client.run(warmup)
-            # this run's scorer too: a unicode or rouge155 profile builds its tables and loads
+            # with this run's settings: a unicode or rouge155 profile builds its tables and loads
             # its kernels here, on every worker at once, not inside each worker's first task
-            client.run(warmup_scorer, ctx.scoring)
+            client.run(warmup, ctx.scoring)
             log(f"workers warm ({len(client.scheduler_info()['workers'])} workers) in "
                 f"{time.perf_counter() - t0:.2f}s")
         tasks, where = make_plan(cfg, spec, run_url, so, client, log, ctx.read_token)
