@@ -41,3 +41,17 @@ def english_records(data_dir: Path, name: str) -> list[dict]:
 def seed_text(seeds_dir: Path, prefix: str) -> str:
     (path,) = Path(seeds_dir).glob(f"{prefix}_*.txt")
     return path.read_text(encoding="utf-8")
+
+
+def run_bounds_checked(code: str, tmp_path: Path, timeout: float) -> None:
+    """Run ``code`` in a fresh interpreter with numba's bounds checking on (kernels compiled
+    anew into a private cache) and assert it printed ``ok``: numba does not check indices,
+    so this is how a test shows that working arrays sized from the input are large enough."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, NUMBA_BOUNDSCHECK="1", NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=timeout)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip() == "ok"

@@ -301,8 +301,10 @@ def test_batch_tokenization_equals_text_by_text(by_language, language, stem):
     import random
 
     rng = random.Random(5)
-    data = [t for r in by_language.get(language, by_language["zh"])[:60]
-            for t in (r["candidate"], r["references"][0])]
+    data = [t for r in by_language.get(language, [])[:60] for t in (r["candidate"], r["references"][0])]
+    if language == "th":  # not in the multilingual data
+        data += ["สวัสดีครับ วันนี้อากาศดีมาก\nฉันชอบกินข้าวผัด", "ภาษาไทยเขียนติดกันโดยไม่เว้นวรรค 2567",
+                 "กรุงเทพมหานคร\n\nเชียงใหม่ ภูเก็ต"]
     pieces = ["\u0301a", "\u0307", "İ", "i\u0307", "I", "\x00", "\n", "\r\n", "\n\n", " ", "ß", "Ǆ", "ﬁ", "①",
               "中文", "สวัสดี", "١٢", "e\u0301", "\u200d", "😀", "x"]
     data += ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 10))) for _ in range(300)]
@@ -449,7 +451,7 @@ def test_compiled_path_expansion_retry_vocabulary_reset_and_threads(monkeypatch)
     batches = [_hard_texts(seed, 40) for seed in range(6)]
     for texts in batches:
         _assert_same(_compiled(tok, texts), _spec(tok, texts), texts)
-    assert tok._batch_encoder.vocab.n_ids < 50 + 40 * 30
+    assert tok._batch_encoder.vocab.generation >= 1  # the vocabulary was rebuilt between batches
 
     monkeypatch.setattr(Vocabulary, "MAX_IDS", 10**9)
     shared = UnicodeTokenizer("tr", stem=True)
@@ -494,12 +496,6 @@ def test_compiled_scan_stays_in_bounds_on_dense_inputs(tmp_path):
     """numba does not check indices: the scan's arrays are sized from the input (one token per
     normalized code point, four bytes each, a retry when normalization expands).  Compiled here
     with bounds checking on, the densest layouts must not index past them."""
-    import os
-    import subprocess
-    import sys
+    from _shared import run_bounds_checked
 
-    env = dict(os.environ, NUMBA_BOUNDSCHECK="1", NUMBA_CACHE_DIR=str(tmp_path / "numba"))
-    out = subprocess.run([sys.executable, "-c", _SCAN_BOUNDS_PROBE], env=env, capture_output=True, text=True,
-                         timeout=900)
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert out.stdout.strip() == "ok"
+    run_bounds_checked(_SCAN_BOUNDS_PROBE, tmp_path, timeout=900)
