@@ -205,7 +205,7 @@ class StatsAccumulator:
         if isinstance(keys, list):
             bases = poisson.example_bases(keys, seed)
         else:  # an Arrow column: hashed from its UTF-8 buffer, no str per key
-            bases = poisson.mix64(poisson.key_hashes_utf8(*utf8_buffers(keys)) ^ np.uint64(poisson.seed_key(seed)))
+            bases = poisson.bases_from_hashes(poisson.key_hashes_utf8(*utf8_buffers(keys)), seed)
         if isinstance(systems, list):
             sys_names = list(dict.fromkeys(systems))
             codes_of = {name: i for i, name in enumerate(sys_names)}

@@ -92,7 +92,13 @@ def key_hashes(keys: Sequence[str]) -> np.ndarray:
 
 def example_bases(keys: Sequence[str], seed: int) -> np.ndarray:
     """Per-example stream seeds ``base = mix64(h(key) ^ seed_key)``."""
-    return mix64(key_hashes(keys) ^ np.uint64(seed_key(seed)))
+    return bases_from_hashes(key_hashes(keys), seed)
+
+
+def bases_from_hashes(hashes: np.ndarray, seed: int) -> np.ndarray:
+    """:func:`example_bases` from the keys' hashes ``h(key)`` (:func:`key_hashes`,
+    :func:`key_hashes_utf8`)."""
+    return mix64(np.asarray(hashes, dtype=np.uint64) ^ np.uint64(seed_key(seed)))
 
 
 def weights_reference(bases: np.ndarray, n_boot: int, out: np.ndarray | None = None) -> np.ndarray:
