@@ -1,6 +1,6 @@
 """End-to-end scaling of the job (issue #3): read, score, write, reduce, in local mode.
 
-    python benchmarks/bench_pipeline.py                         # 200,000 short pairs; 1 and 2 workers
+    python benchmarks/bench_pipeline.py                         # 200,000 short pairs; 1 and 2 workers, 3 rounds
     python benchmarks/bench_pipeline.py --pairs 2000000 --workers 2   # client memory at 2M pairs
     python benchmarks/bench_pipeline.py --corpus '/tmp/c/shard-*.jsonl'  # a corpus written before (--keep)
 
@@ -11,7 +11,10 @@ hosts the scheduler and nannies) and of the largest worker. The reference for th
 is the single-process throughput of the same work in this process (read every shard, score
 with ``job.score_table``, diagnostics included, as a task does); also printed: the whole job
 run in this process without Dask (``--sync``: plan pass, statistics, writes included), which
-separates what the job does per pair from what distributing it costs. Targets: end-to-end >= 70% of
+separates what the job does per pair from what distributing it costs. Both references run in a
+child process (so the client's RSS is the job's alone), and every configuration runs once per
+round, alternating, because this machine's speed drifts by tens of percent between minutes;
+the ratios are medians of per-round ratios. Targets: end-to-end >= 70% of
 single-process x workers; 2 workers >= 1.7x one; client memory flat from 200k to 2M pairs.
 """
 from __future__ import annotations
@@ -19,6 +22,8 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -99,19 +104,41 @@ def run_job(glob: str, out: Path, n_workers: int, diagnostics: bool) -> dict:
             "worker_rss_mib": max(sampler.peaks.values(), default=0) / 2**20}
 
 
+def _measure_in_child(what: str, glob: str, out: Path, diagnostics: bool) -> float:
+    """``single_process_rate`` or ``sync_job_rate`` in a fresh interpreter, so that what they
+    read and allocate never counts in the client's peak RSS measured afterwards here."""
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--measure", what, "--corpus", glob, "--out", str(out)]
+    if not diagnostics:
+        cmd.append("--no-diagnostics")
+    p = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if p.returncode != 0:
+        raise RuntimeError(f"{what} measurement failed:\n{p.stderr}")
+    return float(p.stdout.strip().splitlines()[-1])
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pairs", type=int, default=200_000)
     ap.add_argument("--shards", type=int, default=16)
     ap.add_argument("--workers", default="1,2", help="comma-separated worker counts")
+    ap.add_argument("--repeats", type=int, default=3,
+                    help="rounds of (single process, one-process job, each worker count), alternating, "
+                         "so that the machine's drift hits every configuration alike; medians are reported")
     ap.add_argument("--no-diagnostics", action="store_true")
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder (and its corpus)")
     ap.add_argument("--corpus", default=None, help="glob of an existing records-layout JSONL corpus "
                     "(writing 2M pairs takes ~10 min); --pairs is then ignored")
     ap.add_argument("--skip-single", action="store_true",
                     help="do not measure the single-process reference (no efficiency ratio)")
+    ap.add_argument("--measure", choices=("single", "sync"), help=argparse.SUPPRESS)
+    ap.add_argument("--out", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     diagnostics = not args.no_diagnostics
+    if args.measure:  # the child of _measure_in_child
+        rate = (single_process_rate(args.corpus, diagnostics) if args.measure == "single"
+                else sync_job_rate(args.corpus, Path(args.out), diagnostics))
+        print(rate)
+        return 0
     work = Path(tempfile.mkdtemp(prefix="bench-pipeline-"))
     try:
         t0 = time.perf_counter()
@@ -122,29 +149,50 @@ def main(argv=None) -> int:
             glob = write_corpus(work / "corpus", args.pairs, args.shards)
             print(f"corpus: {args.pairs:,} short pairs in {args.shards} shards ({time.perf_counter() - t0:.0f}s to write)",
                   flush=True)
-        single = None if args.skip_single else single_process_rate(glob, diagnostics)
+        counts = [int(x) for x in args.workers.split(",")]
+        singles, syncs, jobs = [], [], {w: [] for w in counts}
+        for rep in range(args.repeats):
+            print(f"round {rep + 1} of {args.repeats}:", flush=True)
+            if not args.skip_single:
+                singles.append(_measure_in_child("single", glob, work / "unused", diagnostics))
+                print(f"  single process (read + score{' + diagnostics' if diagnostics else ''}): "
+                      f"{singles[-1]:,.0f} pairs/s", flush=True)
+                syncs.append(_measure_in_child("sync", glob, work / f"run-sync-{rep}", diagnostics))
+                print(f"  whole job in one process, no Dask (plan + read + score + statistics + writes): "
+                      f"{syncs[-1]:,.0f} pairs/s", flush=True)
+            for w in counts:
+                r = run_job(glob, work / f"run-{w}-{rep}", w, diagnostics)
+                jobs[w].append(r)
+                print(f"  {w} worker(s): {r['rows']:,} rows in {r['seconds']:.1f}s = {r['rate']:,.0f} pairs/s "
+                      f"end to end; peak RSS client {r['client_rss_mib']:.0f} MiB, largest worker "
+                      f"{r['worker_rss_mib']:.0f} MiB", flush=True)
+            if 1 in jobs and 2 in jobs:
+                print(f"  2 workers / 1 worker in this round: x{jobs[2][-1]['rate'] / jobs[1][-1]['rate']:.2f}")
+        med = statistics.median
+        print(f"\nmedians over {args.repeats} round(s):")
+        single = med(singles) if singles else None
+        sync = med(syncs) if syncs else None
         if single:
-            print(f"single process (read + score{' + diagnostics' if diagnostics else ''}): {single:,.0f} pairs/s",
-                  flush=True)
-        sync = None
-        if not args.skip_single:
-            sync = sync_job_rate(glob, work / "run-sync", diagnostics)
-            print(f"whole job in one process, no Dask (plan + read + score + statistics + writes): "
-                  f"{sync:,.0f} pairs/s", flush=True)
-        results = {}
-        for w in [int(x) for x in args.workers.split(",")]:
-            r = results[w] = run_job(glob, work / f"run-{w}", w, diagnostics)
-            eff = f"{r['rate'] / (single * w):.0%}" if single else "n/a"
-            ok = "" if not single else ("PASS" if r["rate"] / (single * w) >= 0.7 else "MISS")
-            vs_sync = f"; {r['rate'] / (sync * w):.0%} of the one-process job x {w}" if sync else ""
-            print(f"{w} worker(s): {r['rows']:,} rows in {r['seconds']:.1f}s = {r['rate']:,.0f} pairs/s end to end "
-                  f"({eff} of single-process x {w}; target >= 70%: {ok}{vs_sync}); "
-                  f"peak RSS client {r['client_rss_mib']:.0f} MiB, largest worker {r['worker_rss_mib']:.0f} MiB",
-                  flush=True)
-        if 1 in results and 2 in results:
-            sp = results[2]["rate"] / results[1]["rate"]
-            print(f"2 workers / 1 worker: x{sp:.2f} (target >= 1.7: {'PASS' if sp >= 1.7 else 'MISS'})")
-        print(f"load average during the run: {os.getloadavg()[0]:.2f} (other processes share the cores)")
+            print(f"single process: {single:,.0f} pairs/s; whole job in one process: {sync:,.0f} pairs/s")
+        for w in counts:
+            rate = med(r["rate"] for r in jobs[w])
+            line = f"{w} worker(s): {rate:,.0f} pairs/s"
+            if single:
+                # per round: the job against the reference measured in the same round
+                effs = [r["rate"] / (s * w) for r, s in zip(jobs[w], singles)]
+                e = med(effs)
+                line += (f"; {e:.0%} of single-process x {w} (per round {', '.join(f'{x:.0%}' for x in effs)}; "
+                         f"target >= 70%: {'PASS' if e >= 0.7 else 'MISS'}); "
+                         f"{med(r['rate'] / (s * w) for r, s in zip(jobs[w], syncs)):.0%} of the one-process job x {w}")
+            line += (f"; peak RSS client {max(r['client_rss_mib'] for r in jobs[w]):.0f} MiB, largest worker "
+                     f"{max(r['worker_rss_mib'] for r in jobs[w]):.0f} MiB (max over rounds)")
+            print(line)
+        if 1 in jobs and 2 in jobs:
+            ratios = [b["rate"] / a["rate"] for a, b in zip(jobs[1], jobs[2])]
+            sp = med(ratios)
+            print(f"2 workers / 1 worker: x{sp:.2f} median of the per-round ratios "
+                  f"({', '.join(f'x{x:.2f}' for x in ratios)}; target >= 1.7: {'PASS' if sp >= 1.7 else 'MISS'})")
+        print(f"load average at the end: {os.getloadavg()[0]:.2f} (other processes share the cores)")
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
