@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from pipeline.io import readers
 from pipeline.io.readers import CANONICAL_SCHEMA, QUARANTINE_SCHEMA, InputSpec, plan_units, read_unit
 from pipeline.io.writers import (
     escape_system,
@@ -516,3 +517,21 @@ def test_s3_records_paired_and_writers(tmp_path, s3_options):
     with pytest.raises(FileNotFoundError, match="nothing"):
         plan_units(InputSpec.from_config({"paths": "s3://rouge-io-test/nothing*.jsonl",
                                           "storage_options": s3_options}))
+
+
+def _key_table(pairs):
+    return pa.table({"system": [s for s, _ in pairs], "id": [i for _, i in pairs],
+                     "row": list(range(len(pairs)))})
+
+
+def test_find_duplicates_across_units_and_separator_lookalikes():
+    units = [readers.WorkUnit(index=k, layout="records", file=f"f{k}.jsonl", format="jsonl") for k in range(3)]
+    clean = [_key_table([("a", "1"), ("a", "2")]), _key_table([("b", "1")]), _key_table([("a", "3")])]
+    assert readers.find_duplicates(units, clean) == {}
+    # joined with the separator, these two different pairs are the same string: the quick
+    # distinct-key check must not take them for duplicates (the exact grouping decides)
+    lookalike = [_key_table([("a\x1fb", "c")]), _key_table([("a", "b\x1fc")]), _key_table([])]
+    assert readers.find_duplicates(units, lookalike) == {}
+    dup = [_key_table([("a", "1"), ("a", "2")]), _key_table([("b", "1"), ("a", "2")]),
+           _key_table([("a", "1"), ("x\x1fy", "z"), ("x", "y\x1fz")])]
+    assert readers.find_duplicates(units, dup) == {1: ((1, "f0.jsonl line 2"),), 2: ((0, "f0.jsonl line 1"),)}
