@@ -393,12 +393,18 @@ def _submit_task(client, spec, t, ctx, retries: int, nonce: str, n_blocks: int, 
     scheduler may still run them elsewhere (they then read the unit again)."""
     key = f"rouge-task-{nonce}-{t.index:05d}"
     near = {"workers": [where[t.unit.index]], "allow_other_workers": True} if t.unit.index in where else {}
+    # Tasks run in plan order (left alone, each worker took its queue roughly last-submitted
+    # first): the first merges of the statistics tree then run while later tasks score,
+    # instead of all at the end.
+    order = {"priority": -t.index}
     if n_blocks <= 1 or t.index in done:
-        return client.submit(job.run_task, spec, t, ctx, key=key, retries=retries, pure=False, **near)
-    prep = client.submit(job.prepare_split, spec, t, ctx, key=f"{key}-prep", retries=retries, pure=False, **near)
+        return client.submit(job.run_task, spec, t, ctx, key=key, retries=retries, pure=False, **near, **order)
+    prep = client.submit(job.prepare_split, spec, t, ctx, key=f"{key}-prep", retries=retries, pure=False,
+                         **near, **order)
     blocks = [client.submit(job.split_block, prep, k, n_blocks, ctx.scoring, key=f"{key}-block-{k:03d}",
-                            retries=retries, pure=False) for k in range(n_blocks)]
-    return client.submit(job.finish_split, spec, t, ctx, prep, *blocks, key=key, retries=retries, pure=False)
+                            retries=retries, pure=False, **order) for k in range(n_blocks)]
+    return client.submit(job.finish_split, spec, t, ctx, prep, *blocks, key=key, retries=retries, pure=False,
+                         **order)
 
 
 def _run_on_client(client, spec, tasks, ctx, retries: int, done: set, bar, n_blocks: dict, where: dict) -> dict:
