@@ -10,17 +10,40 @@ from __future__ import annotations
 
 import functools
 import gc
+import os
 from collections import namedtuple
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-import numpy as np
-
-from pipeline.scoring.batch import (MAX_BACKTRACK_WORDS, BatchScores, example_offsets, flatten_examples,
-                                    score_encoded)
+from pipeline.scoring import cold
 from pipeline.scoring.types import parse_rouge_types
-from pipeline.text.encoder import DefaultEncoder, EncodedDocs, encode_marked, encode_with_tokenizer
 from pipeline.text.sentences import get_splitter, resolve_splitter_name
 from pipeline.text.tokenizers import as_tokenizer
+
+if TYPE_CHECKING:
+    from pipeline.scoring.batch import BatchScores
+    from pipeline.text.encoder import DefaultEncoder, EncodedDocs
+
+# NumPy, numba and the compiled modules are imported on first use (:func:`_compiled`): a
+# process whose first batches are small scores them in pure Python first (:mod:`pipeline.scoring.cold`).
+_FROZEN = False
+
+
+def _compiled():
+    """The compiled path's modules (imported once; the cold-start tier ends here)."""
+    global _FROZEN
+    from pipeline.scoring import batch
+    from pipeline.text import encoder
+
+    if not _FROZEN:
+        _FROZEN = True
+        cold.used_up()
+        if os.environ.get("ROUGE_PIPELINE_GC_FREEZE", "1") != "0":
+            # numba and llvmlite leave a few hundred thousand long-lived objects behind.  Moved
+            # to the permanent generation, no later collection rescans them: every full
+            # collection gets cheaper and interpreter exit (which collects several times) about
+            # 0.4 s shorter.  ROUGE_PIPELINE_GC_FREEZE=0 leaves the collector alone.
+            gc.freeze()
+    return batch, encoder
 
 
 class Score(namedtuple("Score", ["precision", "recall", "fmeasure"])):
@@ -42,14 +65,14 @@ def _dict_builder(names: tuple[str, ...]):
     return eval(src, {})  # names are validated rouge type names; repr() quotes them
 
 
-_ENCODERS: dict[bool, DefaultEncoder] = {}
+_ENCODERS: dict[bool, "DefaultEncoder"] = {}
 
 
-def default_encoder(use_stemmer: bool) -> DefaultEncoder:
+def default_encoder(use_stemmer: bool) -> "DefaultEncoder":
     """One encoder (and so one vocabulary and stem cache) per process and stemming mode."""
     enc = _ENCODERS.get(use_stemmer)
     if enc is None:
-        enc = _ENCODERS[use_stemmer] = DefaultEncoder(use_stemmer)
+        enc = _ENCODERS[use_stemmer] = _compiled()[1].DefaultEncoder(use_stemmer)
     return enc
 
 
@@ -69,6 +92,8 @@ class RougeScorer:
         self._tokenizer = None if tokenizer is None else as_tokenizer(tokenizer)
         self._token_index: dict = {}
         self._raw_index: dict = {}  # raw token -> id of its form (batch tokenizers)
+        # the cold-start tier implements the default tokenizer with newline sentences only
+        self._cold_ok = self._tokenizer is None and self._one_stream
 
     @property
     def tokenizer_name(self) -> str:
@@ -79,6 +104,7 @@ class RougeScorer:
     # -- encoding ---------------------------------------------------------------
     def encode(self, texts: Sequence[str]) -> EncodedDocs:
         if self._tokenizer is not None:
+            encoder = _compiled()[1]
             compiled = getattr(self._tokenizer, "encode_batch", None)
             if compiled is not None and self._one_stream:
                 encoded = compiled(list(texts))
@@ -88,12 +114,12 @@ class RougeScorer:
             if batch is not None and self._one_stream:
                 marked = batch(list(texts))
                 if marked is not None:
-                    return encode_marked(marked, self._raw_index, self._token_index,
-                                         getattr(self._tokenizer, "stem_token", None))
+                    return encoder.encode_marked(marked, self._raw_index, self._token_index,
+                                                 getattr(self._tokenizer, "stem_token", None))
             split = self._splitter if self._needs_sentences else None
             compose = (self.sentence_splitter == "newline"
                        and getattr(self._tokenizer, "tokens_never_span_newlines", False))
-            return encode_with_tokenizer(texts, self._tokenizer.tokenize, split, self._token_index, compose)
+            return encoder.encode_with_tokenizer(texts, self._tokenizer.tokenize, split, self._token_index, compose)
         enc = default_encoder(self.use_stemmer)
         whole = enc.encode(texts)
         if self._one_stream:
@@ -104,31 +130,37 @@ class RougeScorer:
         sents = enc.encode(marked)
         if sents.generation != whole.generation:  # the vocabulary was rebuilt in between
             whole = enc.encode(texts)
-        return EncodedDocs(whole.tokens, whole.doc_tok, sents.tokens, sents.sent_tok, sents.doc_sent,
-                           sents.generation)
+        return _compiled()[1].EncodedDocs(whole.tokens, whole.doc_tok, sents.tokens, sents.sent_tok,
+                                          sents.doc_sent, sents.generation)
 
     # -- batch API --------------------------------------------------------------
     def score_arrays(self, references, candidates: Sequence[str]) -> BatchScores:
         """Columnar scoring.  ``references[i]`` is one text or a list of texts."""
-        docs, n_refs = flatten_examples(references, candidates)
-        return score_encoded(self.encode(docs), example_offsets(n_refs), self.types)
+        batch = _compiled()[0]
+        docs, n_refs = batch.flatten_examples(references, candidates)
+        return batch.score_encoded(self.encode(docs), batch.example_offsets(n_refs), self.types)
 
     def score_arrow(self, references, candidates) -> BatchScores:
         """:meth:`score_arrays` on Arrow columns (``references``: strings or lists of strings).
         With the default tokenizer the UTF-8 buffers are tokenized in place."""
         if self._tokenizer is None and self._one_stream:
             enc, n_refs = default_encoder(self.use_stemmer).encode_arrow(candidates, references)
-            return score_encoded(enc, example_offsets(n_refs), self.types)
+            batch = _compiled()[0]
+            return batch.score_encoded(enc, batch.example_offsets(n_refs), self.types)
         return self.score_arrays(references.to_pylist(), candidates.to_pylist())
 
     def score_batch(self, targets, predictions) -> list[dict[str, Score]]:
+        if self._cold_ok:
+            small = cold.try_score(self.types, self.use_stemmer, targets, predictions)
+            if small is not None:
+                return [dict(zip(d, map(_NEW_SCORE, d.values()))) for d in small]
         res = self.score_arrays(targets, predictions)
-        too_long = np.flatnonzero(res.status)
+        too_long = res.status.nonzero()[0]
         if too_long.size:
             raise ValueError(
                 f"example {int(too_long[0])}: a rougeLsum sentence pair is too long to backtrack "
-                f"within {MAX_BACKTRACK_WORDS} words of memory; split the text into sentences "
-                "(newlines) or leave out rougeLsum")
+                f"within {_compiled()[0].MAX_BACKTRACK_WORDS} words of memory; split the text into "
+                "sentences (newlines) or leave out rougeLsum")
         return self.to_dicts(res)
 
     def to_dicts(self, res: BatchScores) -> list[dict[str, Score]]:

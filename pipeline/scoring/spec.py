@@ -46,10 +46,14 @@ def lcs_table(ref: Tokens, cand: Tokens) -> list[list[int]]:
     return t
 
 
-def rouge_l(ref: Tokens, cand: Tokens) -> Triple:
+def lcs_length(ref: Tokens, cand: Tokens) -> int:
+    return lcs_table(ref, cand)[-1][-1]
+
+
+def rouge_l(ref: Tokens, cand: Tokens, lcs_length=lcs_length) -> Triple:
     if not ref or not cand:
         return 0.0, 0.0, 0.0
-    lcs = lcs_table(ref, cand)[-1][-1]
+    lcs = lcs_length(ref, cand)
     precision, recall = lcs / len(cand), lcs / len(ref)
     return precision, recall, fmeasure(precision, recall)
 
@@ -74,7 +78,7 @@ def lcs_positions(ref: Tokens, cand: Tokens) -> list[int]:
     return picked[::-1]
 
 
-def rouge_lsum(ref_sents: Sequence[Tokens], cand_sents: Sequence[Tokens]) -> Triple:
+def rouge_lsum(ref_sents: Sequence[Tokens], cand_sents: Sequence[Tokens], lcs_positions=lcs_positions) -> Triple:
     """Summary-level LCS (ROUGE paper section 3.2) as rouge-score computes it.
 
     Each reference sentence takes the union of its LCS positions against every
@@ -105,16 +109,19 @@ def score_tokens(
     cand: Tokens,
     ref_sents: Sequence[Tokens],
     cand_sents: Sequence[Tokens],
+    lcs_length=lcs_length,
+    lcs_positions=lcs_positions,
 ) -> dict[str, Triple]:
-    """Every requested type for one reference, from already tokenized text."""
+    """Every requested type for one reference, from already tokenized text.  The LCS
+    primitives can be swapped for equivalent ones (:mod:`pipeline.scoring.cold`)."""
     out = {}
     for rt in parse_rouge_types(rouge_types):
         if rt.kind == "n":
             out[rt.name] = rouge_n(ref, cand, rt.n)
         elif rt.kind == "L":
-            out[rt.name] = rouge_l(ref, cand)
+            out[rt.name] = rouge_l(ref, cand, lcs_length)
         else:
-            out[rt.name] = rouge_lsum(ref_sents, cand_sents)
+            out[rt.name] = rouge_lsum(ref_sents, cand_sents, lcs_positions)
     return out
 
 

@@ -1,0 +1,145 @@
+"""The cold-start tier: a process's first small batches, scored in pure Python.
+
+Before the compiled path scores its first pair, a fresh process imports NumPy and numba and
+loads the cached kernels, which initialises numba's typing and target registries: ~0.7 s on
+the 2-core machine this was measured on, more than scoring a hundred short pairs takes.  Many
+calls are that small (a notebook cell, a unit test, a command that scores one file), so, as
+an interpreter runs code before a JIT has compiled it, a process scores its first batches
+here, in pure Python, and moves to the compiled path for good once it has scored
+:data:`BUDGET_CHARS` characters of text here (about what this tier scores in the time the
+load takes), when a call is larger than what is left of that budget or holds a text longer
+than :data:`MAX_TEXT_CHARS`, or as soon as anything in the process has loaded the compiled
+path.  Only :meth:`pipeline.RougeScorer.score_batch` (and so ``score`` and ``score_multi``)
+with the default tokenizer and newline sentences comes here; the columnar and Arrow calls
+always use the compiled path.
+
+The numbers are the specification's (:mod:`pipeline.scoring.spec`: same tokenizer, same
+formulas, same union-LCS tie-break and clipping), with its two LCS primitives replaced by
+bit-parallel ones on Python ints, so no O(m*n) table is built.  Tests compare this tier with
+rouge-score and with the compiled path pair by pair.  ``ROUGE_PIPELINE_COLD_START=0`` turns
+the tier off.
+"""
+from __future__ import annotations
+
+import os
+from typing import Sequence
+
+from pipeline.scoring import spec
+from pipeline.text.tokenizers import DefaultTokenizer
+
+# Measured on the benchmark corpora: short pairs (3-4 lines a side) run at ~0.8 million
+# characters/s here, pairs of ~15 lines a side at ~0.25 million (rougeLsum backtracks every
+# pair of lines): the budget is ~0.2-0.6 s of work, about what loading the compiled path
+# costs.  100 short pairs are ~73,000 characters.  A longer text goes to the compiled path
+# (whose LCS is the one that scales), and so ends the tier.
+BUDGET_CHARS = 150_000
+MAX_TEXT_CHARS = 2_000
+_left = BUDGET_CHARS
+
+
+def enabled() -> bool:
+    return os.environ.get("ROUGE_PIPELINE_COLD_START", "1") != "0"
+
+
+def _columns(ref: Sequence[str], cand: Sequence[str]) -> list[int]:
+    """Bit-parallel LCS (Allison-Dix / Hyyro): ``cols[j]`` has a zero at bit ``k`` where row
+    ``k + 1`` of column ``j`` of the LCS table is one more than row ``k``, so
+    ``LCS(ref[:i], cand[:j])`` is the number of zeros among the lowest ``i`` bits."""
+    masks: dict[str, int] = {}
+    for k, tok in enumerate(ref):
+        masks[tok] = masks.get(tok, 0) | (1 << k)
+    full = (1 << len(ref)) - 1
+    v = full
+    cols = [v]
+    get = masks.get
+    for tok in cand:
+        u = v & get(tok, 0)
+        v = ((v + u) | (v - u)) & full
+        cols.append(v)
+    return cols
+
+
+def lcs_length(ref: Sequence[str], cand: Sequence[str]) -> int:
+    return len(ref) - _columns(ref, cand)[-1].bit_count()
+
+
+def lcs_positions(ref: Sequence[str], cand: Sequence[str]) -> list[int]:
+    """:func:`pipeline.scoring.spec.lcs_positions` (the same walk and tie-break), with the
+    table's entries counted from the bit columns."""
+    cols = _columns(ref, cand)
+    i, j, picked = len(ref), len(cand), []
+    while i > 0 and j > 0:
+        if ref[i - 1] == cand[j - 1]:
+            picked.append(i - 1)
+            i, j = i - 1, j - 1
+            continue
+        # table[i][j-1] > table[i-1][j], each as i (or i-1) minus the ones below that row
+        left = i - (cols[j - 1] & ((1 << i) - 1)).bit_count()
+        up = i - 1 - (cols[j] & ((1 << (i - 1)) - 1)).bit_count()
+        if left > up:
+            j -= 1
+        else:
+            i -= 1
+    return picked[::-1]
+
+
+def _examples(targets, predictions) -> list[tuple[list[str], str]] | None:
+    """``[(references, candidate)]`` when every input is plain text (a str, or a non-empty
+    list or tuple of str for several references); None otherwise, so that the compiled path,
+    which words every error, sees anything unusual."""
+    if len(targets) != len(predictions):
+        return None
+    out = []
+    for refs, cand in zip(targets, predictions):
+        if type(cand) is not str:
+            return None
+        if type(refs) is str:
+            refs = [refs]
+        elif type(refs) in (list, tuple) and refs and all(type(r) is str for r in refs):
+            refs = list(refs)
+        else:
+            return None
+        out.append((refs, cand))
+    return out
+
+
+def try_score(types, use_stemmer: bool, targets, predictions) -> list[dict[str, tuple]] | None:
+    """``(p, r, f)`` per type per example, or None when the batch belongs to the compiled path
+    (the tier is off or used up, the batch is larger than what is left, or its input is not
+    plain text)."""
+    global _left
+    if _left <= 0 or not types or not enabled():
+        return None
+    examples = _examples(targets, predictions)
+    if examples is None:
+        return None
+    longest = max((max(len(c), *map(len, refs)) for refs, c in examples), default=0)
+    chars = sum(len(c) + sum(map(len, refs)) for refs, c in examples)
+    if chars > _left or longest > MAX_TEXT_CHARS:
+        _left = 0  # the compiled path pays off from here on
+        return None
+    _left -= chars
+    tok = DefaultTokenizer(use_stemmer).tokenize
+    cache: dict[str, tuple[list[str], list[list[str]]]] = {}
+
+    def encode(text: str) -> tuple[list[str], list[list[str]]]:
+        hit = cache.get(text)
+        if hit is None:
+            # "\n" separates tokens, so the text's tokens are its lines' tokens in order
+            sents = [tok(s) for s in text.split("\n") if s]
+            hit = cache[text] = ([t for s in sents for t in s], sents)
+        return hit
+
+    out = []
+    for refs, cand in examples:
+        c, c_sents = encode(cand)
+        per_ref = [spec.score_tokens(types, r, c, r_sents, c_sents, lcs_length, lcs_positions)
+                   for r, r_sents in map(encode, refs)]
+        out.append(spec.best_by_fmeasure(per_ref))
+    return out
+
+
+def used_up() -> None:
+    """The compiled path is loaded: every later batch goes there."""
+    global _left
+    _left = 0
