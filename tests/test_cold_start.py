@@ -31,6 +31,15 @@ def unlimited(monkeypatch):
     monkeypatch.setenv("ROUGE_PIPELINE_COLD_START", "1")
     monkeypatch.setattr(cold, "_left", 1 << 62)
     monkeypatch.setattr(cold, "MAX_TEXT_CHARS", 1 << 62)
+    monkeypatch.setattr(cold, "_numba_loaded", lambda: False)  # this test process has loaded it
+
+
+@pytest.fixture
+def fresh(monkeypatch):
+    """The tier as a fresh process has it (full budget, limits as shipped)."""
+    monkeypatch.setenv("ROUGE_PIPELINE_COLD_START", "1")
+    monkeypatch.setattr(cold, "_left", cold.BUDGET_CHARS)
+    monkeypatch.setattr(cold, "_numba_loaded", lambda: False)
 
 
 def cold_scores(types, refs, cands, use_stemmer=False):
@@ -127,33 +136,95 @@ def test_hypothesis_pairs(unlimited, use_stemmer, refs, cand):
 
 # --- what goes where -----------------------------------------------------------------------------
 
-def test_unusual_input_goes_to_the_compiled_path(unlimited):
+def test_unusual_input_goes_to_the_compiled_path(unlimited, monkeypatch):
     types = parse_rouge_types(["rouge1"])
-    assert cold.try_score(types, False, [[]], ["a"]) is None        # no reference: the compiled path words it
-    assert cold.try_score(types, False, ["a"], [None]) is None
-    assert cold.try_score(types, False, [["a", 3]], ["a"]) is None
-    assert cold.try_score(types, False, ["a", "b"], ["a"]) is None
+    for refs, cands in ([[]], ["a"]), (["a"], [None]), ([["a", 3]], ["a"]), (["a", "b"], ["a"]), \
+                       ((r for r in ["a"]), ["a"]):
+        monkeypatch.setattr(cold, "_left", 1 << 62)
+        assert cold.try_score(types, False, refs, cands) is None   # the compiled path words any error
+        assert cold._left == 0   # ... and is loaded by then: the tier ends
+    monkeypatch.setattr(cold, "_left", 1 << 62)
     assert cold.try_score([], False, ["a"], ["a"]) is None
-    assert cold.try_score(types, False, [("a", "b")], ["a"]) is not None
+    assert cold.try_score(types, False, [("a", "b")], ["a"]) == [{"rouge1": (1.0, 1.0, 1.0)}]
     scorer = RougeScorer(["rouge1"])
     with pytest.raises(ValueError, match="no reference"):
         scorer.score_batch([[]], ["a"])
 
 
-def test_budget_and_length_limit(monkeypatch):
-    monkeypatch.setenv("ROUGE_PIPELINE_COLD_START", "1")
+def test_budget_and_length_limit(fresh, monkeypatch):
     types = parse_rouge_types(["rouge1"])
-    monkeypatch.setattr(cold, "_left", 10)
-    assert cold.try_score(types, False, ["a" * 11], [""]) is None
+    monkeypatch.setattr(cold, "_left", 60)
+    assert cold.try_score(types, False, ["a" * 11], [""]) is None   # 50 + 11 > 60
     assert cold._left == 0  # a batch over the budget ends the tier
     assert cold.try_score(types, False, ["a"], ["a"]) is None
     monkeypatch.setattr(cold, "_left", cold.BUDGET_CHARS)
     assert cold.try_score(types, False, ["a b"], ["a"]) is not None
-    assert cold._left == cold.BUDGET_CHARS - 4
+    assert cold._left == cold.BUDGET_CHARS - cold.EXAMPLE_CHARS - 4
+    # rougeLsum is charged per pair of lines: 3 reference lines x 2 candidate lines
+    left = cold._left
+    assert cold.try_score(parse_rouge_types(["rougeLsum"]), False, ["a\nb\nc"], ["a\nb"]) is not None
+    assert cold._left == left - cold.EXAMPLE_CHARS - 8 - 6 * cold.LINE_PAIR_CHARS
+    many_lines = "a\n" * (cold.MAX_TEXT_CHARS // 2)
+    assert cold.try_score(types, False, [many_lines], [many_lines]) is not None   # no rougeLsum: lines are free
+    assert cold.try_score(parse_rouge_types(["rougeLsum"]), False, [many_lines], [many_lines]) is None
+    monkeypatch.setattr(cold, "_left", cold.BUDGET_CHARS)
     assert cold.try_score(types, False, ["a " * cold.MAX_TEXT_CHARS], ["a"]) is None
     monkeypatch.setattr(cold, "_left", cold.BUDGET_CHARS)
+    assert cold.try_score(types, False, ["a"] * 10 ** 6, ["a"] * 10 ** 6) is None   # refused before copying
+    monkeypatch.setattr(cold, "_left", cold.BUDGET_CHARS)
+    monkeypatch.setattr(cold, "_numba_loaded", lambda: True)
+    assert cold.try_score(types, False, ["a"], ["a"]) is None and cold._left == 0   # numba is loaded anyway
+    monkeypatch.setattr(cold, "_left", cold.BUDGET_CHARS)
+    monkeypatch.setattr(cold, "_numba_loaded", lambda: False)
     monkeypatch.setenv("ROUGE_PIPELINE_COLD_START", "0")
     assert cold.try_score(types, False, ["a"], ["a"]) is None
+
+
+def test_routing_through_the_scorer(fresh):
+    ours = RougeScorer(["rouge1", "rougeLsum"]).score_batch(["a b\nc"], ["b a c"])
+    assert cold._left < cold.BUDGET_CHARS   # the default scorer's small batch was scored here
+    assert ours == rouge_score_scores(["rouge1", "rougeLsum"], ["a b\nc"], ["b a c"])
+    left = cold._left
+    # a custom tokenizer, sentences from a segmenter, no types, the columnar API: never this tier
+    assert RougeScorer(["rouge1"], tokenizer=str.split).score("Hello, world", "hello world")["rouge1"].fmeasure == 0.5
+    split = RougeScorer(["rougeLsum"], split_summaries=True, sentence_splitter="sentencex")
+    assert split.score("The cat sat. The dog ran.", "the dog ran the cat sat")["rougeLsum"].fmeasure == 1.0  # 0.5 by lines
+    assert RougeScorer([]).score_batch(["a"], ["a"]) == [{}]
+    RougeScorer(["rouge1"]).score_arrays(["a"], ["a"])
+    assert cold._left == left
+
+
+LINE_BREAKS = ["\r", "\r\n", "\u2028", "\u2029", "\x85", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e"]
+
+
+def test_characters_that_are_not_newlines_do_not_split_lines(unlimited):
+    """Only "\n" separates rougeLsum's sentences (str.splitlines would also split at these)."""
+    refs, cands = [], []
+    for br in LINE_BREAKS:
+        refs += ["a b", f"a{br}b", "a b\nc", f"b a{br}c"]
+        cands += [f"b{br}a", "b a", f"c{br}b a", "c\nb a"]
+    ours = cold_scores(["rougeLsum", "rougeL"], refs, cands)
+    assert not mismatches(ours, rouge_score_scores(["rougeLsum", "rougeL"], refs, cands))
+    assert ours[0]["rougeLsum"] == rouge_score_scores(["rougeLsum"], ["a b"], ["b\ra"])[0]["rougeLsum"] != (1.0, 1.0, 1.0)
+
+
+tiny = st.lists(st.sampled_from(["a", "b", " ", "\n", *LINE_BREAKS]), max_size=24).map("".join)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ref=tiny, cand=tiny)
+def test_hypothesis_two_letters_and_line_breaks(unlimited, ref, cand):
+    assert not mismatches(cold_scores(TYPES, [ref], [cand]), rouge_score_scores(TYPES, [ref], [cand]))
+
+
+def test_warmup_loads_the_kernels_with_the_tier_on():
+    code = ("import pipeline.warmup as w; w.warmup()\n"
+            "from pipeline.text import encoder as e\n"
+            "print(bool(e._map_ids.signatures), bool(e._str_to_utf8.signatures))")
+    out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, ROUGE_PIPELINE_COLD_START="1"),
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.split() == ["True", "True"]
 
 
 CHILD = r"""

@@ -7,9 +7,9 @@ calls are that small (a notebook cell, a unit test, a command that scores one fi
 an interpreter runs code before a JIT has compiled it, a process scores its first batches
 here, in pure Python, and moves to the compiled path for good once it has scored
 :data:`BUDGET_CHARS` characters of text here (about what this tier scores in the time the
-load takes), when a call is larger than what is left of that budget or holds a text longer
-than :data:`MAX_TEXT_CHARS`, or as soon as anything in the process has loaded the compiled
-path.  Only :meth:`pipeline.RougeScorer.score_batch` (and so ``score`` and ``score_multi``)
+load takes; rougeLsum's pairs of lines are charged too), when a call costs more than what
+is left of that budget or holds a text longer than :data:`MAX_TEXT_CHARS`, or as soon as
+anything in the process has loaded numba.  Only :meth:`pipeline.RougeScorer.score_batch` (and so ``score`` and ``score_multi``)
 with the default tokenizer and newline sentences comes here; the columnar and Arrow calls
 always use the compiled path.
 
@@ -22,19 +22,30 @@ the tier off.
 from __future__ import annotations
 
 import os
+import sys
+import threading
 from typing import Sequence
 
 from pipeline.scoring import spec
 from pipeline.text.tokenizers import DefaultTokenizer
 
+# The budget is in characters, plus a charge per example and per pair of lines (rougeLsum
+# runs an LCS with backtracking for every reference line against every candidate line).
 # Measured on the benchmark corpora: short pairs (3-4 lines a side) run at ~0.8 million
-# characters/s here, pairs of ~15 lines a side at ~0.25 million (rougeLsum backtracks every
-# pair of lines): the budget is ~0.2-0.6 s of work, about what loading the compiled path
-# costs.  100 short pairs are ~73,000 characters.  A longer text goes to the compiled path
-# (whose LCS is the one that scales), and so ends the tier.
+# characters/s here, pairs of ~15 lines a side at ~0.25 million, one line pair costs ~1-5 us.
+# The budget is ~0.2-0.6 s of work, about what loading the compiled path costs; 100 short
+# pairs are ~75,000.  A longer text goes to the compiled path (whose LCS is the one that
+# scales), and so ends the tier.
 BUDGET_CHARS = 150_000
 MAX_TEXT_CHARS = 2_000
+EXAMPLE_CHARS = 50
+LINE_PAIR_CHARS = 4
 _left = BUDGET_CHARS
+_lock = threading.Lock()
+
+
+def _numba_loaded() -> bool:
+    return "numba" in sys.modules
 
 
 def enabled() -> bool:
@@ -64,34 +75,26 @@ def lcs_length(ref: Sequence[str], cand: Sequence[str]) -> int:
 
 
 def lcs_positions(ref: Sequence[str], cand: Sequence[str]) -> list[int]:
-    """:func:`pipeline.scoring.spec.lcs_positions` (the same walk and tie-break), with the
-    table's entries counted from the bit columns."""
+    """:func:`pipeline.scoring.spec.lcs_positions`: the same walk, the table's entries counted
+    from the bit columns."""
     cols = _columns(ref, cand)
-    i, j, picked = len(ref), len(cand), []
-    while i > 0 and j > 0:
-        if ref[i - 1] == cand[j - 1]:
-            picked.append(i - 1)
-            i, j = i - 1, j - 1
-            continue
-        # table[i][j-1] > table[i-1][j], each as i (or i-1) minus the ones below that row
-        left = i - (cols[j - 1] & ((1 << i) - 1)).bit_count()
-        up = i - 1 - (cols[j] & ((1 << (i - 1)) - 1)).bit_count()
-        if left > up:
-            j -= 1
-        else:
-            i -= 1
-    return picked[::-1]
+    return spec.lcs_walk(ref, cand, lambda i, j: i - (cols[j] & ((1 << i) - 1)).bit_count())
 
 
-def _examples(targets, predictions) -> list[tuple[list[str], str]] | None:
-    """``[(references, candidate)]`` when every input is plain text (a str, or a non-empty
-    list or tuple of str for several references); None otherwise, so that the compiled path,
-    which words every error, sees anything unusual."""
-    if len(targets) != len(predictions):
+def _examples(targets, predictions, lsum: bool, left: int):
+    """``([(references, candidate)], cost)`` when every input is plain text (a str, or a
+    non-empty list or tuple of str for several references) and the batch costs at most
+    ``left``; None otherwise (the compiled path words every input error).  Gives up as soon as
+    the cost passes ``left``, so a large batch is not copied only to be sent on."""
+    try:
+        if len(targets) != len(predictions) or len(predictions) * EXAMPLE_CHARS > left:
+            return None
+    except TypeError:  # no len(): the compiled path says what it accepts
         return None
     out = []
+    cost = 0
     for refs, cand in zip(targets, predictions):
-        if type(cand) is not str:
+        if type(cand) is not str or len(cand) > MAX_TEXT_CHARS:
             return None
         if type(refs) is str:
             refs = [refs]
@@ -99,26 +102,37 @@ def _examples(targets, predictions) -> list[tuple[list[str], str]] | None:
             refs = list(refs)
         else:
             return None
+        cost += EXAMPLE_CHARS + len(cand)
+        c_lines = cand.count("\n") + 1 if lsum else 0
+        for r in refs:
+            if len(r) > MAX_TEXT_CHARS:
+                return None
+            cost += len(r) + (LINE_PAIR_CHARS * c_lines * (r.count("\n") + 1) if lsum else 0)
+        if cost > left:
+            return None
         out.append((refs, cand))
-    return out
+    return out, cost
 
 
 def try_score(types, use_stemmer: bool, targets, predictions) -> list[dict[str, tuple]] | None:
-    """``(p, r, f)`` per type per example, or None when the batch belongs to the compiled path
-    (the tier is off or used up, the batch is larger than what is left, or its input is not
-    plain text)."""
+    """``(p, r, f)`` per type per example, or None when the batch belongs to the compiled path:
+    the tier is off or used up, numba is already loaded in this process (by the job, a
+    benchmark, anything), the batch costs more than what is left (which ends the tier), or
+    its input is not plain text."""
     global _left
     if _left <= 0 or not types or not enabled():
         return None
-    examples = _examples(targets, predictions)
-    if examples is None:
+    if _numba_loaded():
+        used_up()
         return None
-    longest = max((max(len(c), *map(len, refs)) for refs, c in examples), default=0)
-    chars = sum(len(c) + sum(map(len, refs)) for refs, c in examples)
-    if chars > _left or longest > MAX_TEXT_CHARS:
-        _left = 0  # the compiled path pays off from here on
-        return None
-    _left -= chars
+    lsum = any(t.kind == "Lsum" for t in types)
+    with _lock:  # check and spend the budget in one step
+        found = _examples(targets, predictions, lsum, _left)
+        if found is None:
+            _left = 0  # the compiled path pays off from here on
+            return None
+        examples, cost = found
+        _left -= cost
     tok = DefaultTokenizer(use_stemmer).tokenize
     cache: dict[str, tuple[list[str], list[list[str]]]] = {}
 
@@ -142,4 +156,5 @@ def try_score(types, use_stemmer: bool, targets, predictions) -> list[dict[str, 
 def used_up() -> None:
     """The compiled path is loaded: every later batch goes there."""
     global _left
-    _left = 0
+    with _lock:
+        _left = 0

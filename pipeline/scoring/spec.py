@@ -66,12 +66,18 @@ def lcs_positions(ref: Tokens, cand: Tokens) -> list[int]:
     only when that is strictly better, and on a tie the reference token is dropped.
     """
     t = lcs_table(ref, cand)
+    return lcs_walk(ref, cand, lambda i, j: t[i][j])
+
+
+def lcs_walk(ref: Tokens, cand: Tokens, table) -> list[int]:
+    """rouge-score's backtracking from the bottom-right corner; ``table(i, j)`` is the LCS
+    length of ``ref[:i]`` and ``cand[:j]``."""
     i, j, picked = len(ref), len(cand), []
     while i > 0 and j > 0:
         if ref[i - 1] == cand[j - 1]:
             picked.append(i - 1)
             i, j = i - 1, j - 1
-        elif t[i][j - 1] > t[i - 1][j]:
+        elif table(i, j - 1) > table(i - 1, j):
             j -= 1
         else:
             i -= 1
