@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import gc
-import os
 from collections import namedtuple
 from typing import TYPE_CHECKING, Sequence
 
@@ -25,24 +24,18 @@ if TYPE_CHECKING:
 
 # NumPy, numba and the compiled modules are imported on first use (:func:`_compiled`): a
 # process whose first batches are small scores them in pure Python first (:mod:`pipeline.scoring.cold`).
-_FROZEN = False
+_LOADED = False
 
 
 def _compiled():
     """The compiled path's modules (imported once; the cold-start tier ends here)."""
-    global _FROZEN
+    global _LOADED
     from pipeline.scoring import batch
     from pipeline.text import encoder
 
-    if not _FROZEN:
-        _FROZEN = True
+    if not _LOADED:
+        _LOADED = True
         cold.used_up()
-        if os.environ.get("ROUGE_PIPELINE_GC_FREEZE", "1") != "0":
-            # numba and llvmlite leave a few hundred thousand long-lived objects behind.  Moved
-            # to the permanent generation, no later collection rescans them: every full
-            # collection gets cheaper and interpreter exit (which collects several times) about
-            # 0.4 s shorter.  ROUGE_PIPELINE_GC_FREEZE=0 leaves the collector alone.
-            gc.freeze()
     return batch, encoder
 
 
