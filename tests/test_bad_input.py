@@ -316,3 +316,31 @@ def test_config_errors_name_the_field(tmp_path, override, message):
     base = [f"input.paths={f}", f"output.url={tmp_path}/run", "execution.mode=sync"]
     with pytest.raises(ConfigError, match=message):
         load_config(None, base + [override])
+
+
+def test_key_separator_in_a_system_name_is_quarantined(tmp_path):
+    # joined as f"{system}\x1f{id}" (the bootstrap's example key), ("a\x1fb", "c") and ("a", "b\x1fc")
+    # would be one key: the run failed with "example keys must be unique"
+    recs = [json.dumps({"id": "c", "system": "a\x1fb", "candidate": "x y", "references": ["x"]}),
+            json.dumps({"id": "b\x1fc", "system": "a", "candidate": "x", "references": ["x y"]}),
+            _rec("d", system="a")]
+    f = _write(tmp_path / "in" / "sep.jsonl", recs)
+    res = _run({"paths": str(f)}, tmp_path / "run")
+    assert _keys(_scores(tmp_path / "run")) == [("a", "b\x1fc"), ("a", "d")]   # an id may hold it
+    (reason,) = _quarantine(tmp_path / "run").column("reason").to_pylist()
+    assert reason == (f"file://{f} line 1: the system 'a\\x1fb' contains U+001F, which separates system "
+                      "and id in example keys")
+    assert res.summary["quarantined_by_reason"] == {"the system contains U+001F, which separates system "
+                                                    "and id in example keys": 1}
+
+
+def test_key_separator_in_a_dataframe_system_name_is_an_error():
+    import pandas as pd
+
+    from pipeline.execution.dataframe import _partition_stats
+
+    df = pd.DataFrame({"id": ["1", "2"], "system": ["a", "a\x1fb"], "rouge1_precision": [1.0, 0.5],
+                       "rouge1_recall": [1.0, 0.5], "rouge1_fmeasure": [1.0, 0.5]})
+    with pytest.raises(ValueError, match=r"system name 'a\\x1fb' contains U\+001F"):
+        _partition_stats(df, ["rouge1"], 1, 10, "id", "system")
+    assert _partition_stats(df.iloc[:1], ["rouge1"], 1, 10, "id", "system")["systems"][0]["count"] == 1

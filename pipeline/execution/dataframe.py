@@ -88,6 +88,9 @@ def _partition_stats(df: pd.DataFrame, rouge_types, seed, n_boot, id_col, system
             mat[:, t, k] = df[f"{name}_{stat}"].to_numpy(dtype=np.float64)
     from pipeline.stats import StatsAccumulator
 
+    bad = next((s for s in systems if "\x1f" in s), None)
+    if bad is not None:  # two different (system, id) pairs could then share one example key
+        raise ValueError(f"system name {bad!r} contains U+001F, which separates system and id in example keys")
     keys = [f"{s}\x1f{i}" for s, i in zip(systems, ids)]
     return StatsAccumulator.from_scores(keys, systems, mat, types, seed=seed, n_boot=n_boot).to_dict()
 

@@ -785,6 +785,11 @@ def _plan_lines(spec: InputSpec, target_rows):
     return units
 
 
+# The separator of the statistics' example keys f"{system}\x1f{id}": not allowed in a system name
+# (an id may hold it: the first separator of a key always ends its system).
+KEY_SEPARATOR = "\x1f"
+
+
 # --------------------------------------------------------------------------- duplicates across units
 def unit_keys(table: pa.Table) -> pa.Table:
     """The ``(system, id, row)`` columns of a canonical table (what the plan pass sends back)."""
@@ -841,6 +846,12 @@ class _Out:
             self.q[k].append(v)
 
     def add(self, id_, system, candidate, refs, source, row, file, where):
+        if KEY_SEPARATOR in system:
+            # f"{system}\x1f{id}" keys the bootstrap weights: with the separator inside a system
+            # name, two different (system, id) pairs could share one key
+            self.quarantine(id_, system, file, row, f"{where}: the system {system!r} contains U+001F, "
+                                                    "which separates system and id in example keys")
+            return
         key = (system, id_)
         if self.drop and row in self.drop:
             # A duplicate of an earlier unit's row (plan time): later rows of this unit with
@@ -994,7 +1005,9 @@ def _records_fast(spec: InputSpec, unit: WorkUnit, out: _Out) -> bool:
             return False
     else:
         return False
-    keys = pc.binary_join_element_wise(systems, ids, "\x1f")
+    if pc.any(pc.match_substring(systems, KEY_SEPARATOR)).as_py():
+        return False  # quarantined, with the reason, by the line-by-line reader
+    keys = pc.binary_join_element_wise(systems, ids, KEY_SEPARATOR)
     if pc.count_distinct(keys).as_py() != table.num_rows:
         return False
     rows = pa.array(np.arange(unit.row_start, unit.row_start + table.num_rows, dtype=np.int64))
