@@ -341,6 +341,7 @@ def plan_unit(spec, unit: readers.WorkUnit, read_token: str = "", keep_mb: int =
     ``(system, id, row)`` keys, so the driver can find duplicates across units.  With a
     ``read_token`` the tables are kept for this run's tasks, up to ``keep_mb`` MiB per
     worker process (:class:`UnitTables`); ``kept`` says whether they were."""
+    _test_sleep(TEST_PLAN_SLEEP_ENV)
     tables = readers.read_unit(spec, unit)
     kept = UNIT_TABLES.put(read_token, unit, tables, keep_mb << 20)
     return {"costs": estimate_costs(tables[0]), "keys": readers.unit_keys(tables[0]), "kept": kept}
@@ -455,8 +456,12 @@ def marker_url(run_url: str, index: int) -> str:
 TEST_TASK_SLEEP_ENV = "ROUGE_PIPELINE_TEST_TASK_SLEEP"
 
 
-def _test_sleep() -> None:
-    s = os.environ.get(TEST_TASK_SLEEP_ENV)
+# TEST HOOK (tests/test_faults.py only): the same for every plan-pass task.
+TEST_PLAN_SLEEP_ENV = "ROUGE_PIPELINE_TEST_PLAN_SLEEP"
+
+
+def _test_sleep(var: str = TEST_TASK_SLEEP_ENV) -> None:
+    s = os.environ.get(var)
     if s:
         time.sleep(float(s))
 

@@ -26,6 +26,7 @@ from _pipeline_corpus import config, run_outputs, write_records
 from pipeline import job
 from pipeline.config import RunConfig
 from pipeline.execution.driver import RunFailedError, run
+from pipeline.io.readers import UnreadableFileError
 
 distributed = pytest.importorskip("distributed")
 
@@ -40,6 +41,13 @@ def _log(_):
 
 def _outputs(run_dir: Path) -> dict[str, bytes]:
     return run_outputs(run_dir, markers=True)
+
+
+def _wait_idle(client, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while any(client.processing().values()):
+        assert time.monotonic() < deadline, "tasks still running"
+        time.sleep(0.05)
 
 
 def _markers(run_dir: Path) -> int:
@@ -158,6 +166,10 @@ def test_permanent_storage_error_fails_cleanly(fault_client, corpus, flaky_dir, 
                                                  r"injected permanent storage error writing .*scores/system=sysB/"):
             run(_cfg(corpus, run_dir, retries=1), fault_client, progress=False, log=_log)
     finally:
+        # Tasks already running when the run failed go on (Dask cannot stop a running task):
+        # only once they are done may writes succeed again, or one of them would write here
+        # after the run has returned.
+        _wait_idle(fault_client)
         perm.unlink()
     assert not (run_dir / "_SUCCESS").exists()
     assert not (run_dir / "stats").exists()
@@ -233,3 +245,29 @@ def test_driver_sigkilled_mid_run_resumes_byte_identical(corpus, clean, tmp_path
     assert "resume:" in err and "(from _plan.json)" in err
     assert (run_dir / "_SUCCESS").exists()
     assert _outputs(run_dir) == _outputs(clean_dir)
+
+
+def test_a_unit_that_cannot_be_planned_ends_the_plan_pass_at_once(fault_client, tmp_path):
+    """The first plan-pass failure cancels the rest of the pass: the run does not read the
+    whole corpus before it says which file is broken."""
+    from distributed import get_task_stream
+
+    root = tmp_path / "in"
+    root.mkdir()
+    (root / "a-broken.jsonl.gz").write_bytes(b"this is not gzip data")
+    for k in range(10):
+        (root / f"shard-{k:02d}.jsonl").write_text(
+            json.dumps({"id": str(k), "candidate": "the cat sat", "references": ["the cat"]}) + "\n")
+    fault_client.run(os.environ.__setitem__, job.TEST_PLAN_SLEEP_ENV, "0.5")
+    try:
+        with get_task_stream(fault_client) as ts:
+            with pytest.raises(UnreadableFileError, match=r"a-broken\.jsonl\.gz: cannot read the file"):
+                run(_cfg(str(root / "*.jsonl*"), tmp_path / "run", retries=0), fault_client, progress=False, log=_log)
+            fault_client.run(lambda: None)  # the cancelled tasks' records reach the stream
+    finally:
+        fault_client.run(os.environ.pop, job.TEST_PLAN_SLEEP_ENV, None)
+    planned = [t for t in ts.data if str(t["key"]).startswith("rouge-plan-unit-") and t.get("status") == "OK"]
+    # 2 workers, 0.5 s per unit, the broken unit first: 10 more units would take 2.5 s; a plan
+    # pass that waited for all of them would have finished every one
+    assert len(planned) < 10, planned
+    assert not (tmp_path / "run" / "_SUCCESS").exists()

@@ -198,19 +198,19 @@ def make_plan(cfg, spec, run_url: str, so: dict, client, log, read_token: str) -
         del planned
         where = {}
     else:
-        from distributed import wait
+        from distributed import as_completed
 
         nonce = uuid.uuid4().hex[:8]
         futs = client.map(job.plan_unit, [spec] * len(units), units, [read_token] * len(units),
                           [cfg.execution.unit_cache_mb] * len(units),
                           key=[f"rouge-plan-unit-{nonce}-{u.index:05d}" for u in units],
                           retries=cfg.execution.retries, pure=False)
-        wait(futs)
-        for u, f in zip(units, futs):
-            if f.status == "error":  # reported with the unit, then raised
+        unit_of = {f.key: u for u, f in zip(units, futs)}
+        for f in as_completed(futs):
+            if f.status == "error":  # the first unit that fails (after its retries) ends the plan
                 e = f.exception()
                 client.cancel(futs)
-                raise _task_error(e, f"planning unit {u.key}", cfg.execution.retries) from e
+                raise _task_error(e, f"planning unit {unit_of[f.key].key}", cfg.execution.retries) from e
         holders = client.who_has(futs)
         held_by = {u.index: holders[f.key][0] for u, f in zip(units, futs) if holders.get(f.key)}
         # Every example's id and cost stay on the workers: one task there finds the
