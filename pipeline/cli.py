@@ -224,8 +224,13 @@ def _fast_exit() -> None:
     gc.freeze()
 
 
+_EXIT_HOOKED = False
+
+
 def main(argv=None) -> int:
-    if argv is None:  # run as the command, not called from Python
+    global _EXIT_HOOKED
+    if argv is None and not _EXIT_HOOKED:  # run as the command, not called from Python
+        _EXIT_HOOKED = True
         atexit.register(_fast_exit)
     args = _parser().parse_args(argv)
     if args.command == "score":

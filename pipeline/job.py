@@ -18,6 +18,7 @@ name, so a retried or repeated task overwrites its own files and never duplicate
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import hashlib
 import json
@@ -280,6 +281,9 @@ class UnitTables:
         self.used = 0
         self._tables: dict[int, tuple] = {}  # unit index -> (tables, bytes), for self._token's run
         self._token = ""
+        # runs already released here: a plan task still running when its run failed (Dask
+        # cannot stop a running task) must not keep tables that nothing will release
+        self._ended: collections.deque = collections.deque(maxlen=256)
         self._lock = threading.Lock()
 
     def put(self, token: str, unit: readers.WorkUnit, tables: tuple[pa.Table, pa.Table], budget: int) -> bool:
@@ -288,6 +292,8 @@ class UnitTables:
             return False
         n = sum(t.nbytes for t in tables)
         with self._lock:
+            if token in self._ended:
+                return False
             if token != self._token:
                 self._tables.clear()
                 self.used = 0
@@ -314,8 +320,10 @@ class UnitTables:
             return None if hit is None else hit[0]
 
     def release(self, token: str) -> None:
-        """Drop everything kept for ``token``'s run."""
+        """Drop everything kept for ``token``'s run; nothing more is kept for it afterwards."""
         with self._lock:
+            if token and token not in self._ended:
+                self._ended.append(token)
             if token == self._token:
                 self.clear_locked()
 

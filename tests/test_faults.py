@@ -43,9 +43,14 @@ def _outputs(run_dir: Path) -> dict[str, bytes]:
     return run_outputs(run_dir, markers=True)
 
 
+def _running_on(dask_worker) -> int:
+    # cancelled tasks leave the scheduler's books at once but go on running in the worker
+    return len(dask_worker.state.executing) + len(dask_worker.state.long_running)
+
+
 def _wait_idle(client, timeout: float = 120.0) -> None:
     deadline = time.monotonic() + timeout
-    while any(client.processing().values()):
+    while any(client.run(_running_on).values()):
         assert time.monotonic() < deadline, "tasks still running"
         time.sleep(0.05)
 
@@ -258,14 +263,18 @@ def test_a_unit_that_cannot_be_planned_ends_the_plan_pass_at_once(fault_client, 
     for k in range(10):
         (root / f"shard-{k:02d}.jsonl").write_text(
             json.dumps({"id": str(k), "candidate": "the cat sat", "references": ["the cat"]}) + "\n")
-    fault_client.run(os.environ.__setitem__, job.TEST_PLAN_SLEEP_ENV, "0.5")
+    var = job.TEST_PLAN_SLEEP_ENV
+    # a lambda: a bound method of os.environ would be pickled with a copy of the mapping
+    fault_client.run(lambda: os.environ.__setitem__(var, "0.5"))
     try:
         with get_task_stream(fault_client) as ts:
             with pytest.raises(UnreadableFileError, match=r"a-broken\.jsonl\.gz: cannot read the file"):
                 run(_cfg(str(root / "*.jsonl*"), tmp_path / "run", retries=0), fault_client, progress=False, log=_log)
-            fault_client.run(lambda: None)  # the cancelled tasks' records reach the stream
+            _wait_idle(fault_client)
     finally:
-        fault_client.run(os.environ.pop, job.TEST_PLAN_SLEEP_ENV, None)
+        fault_client.run(lambda: os.environ.pop(var, None))
+    # plan tasks that were running when the run failed kept nothing after its end
+    assert set(fault_client.run(lambda: job.UNIT_TABLES.used).values()) == {0}
     planned = [t for t in ts.data if str(t["key"]).startswith("rouge-plan-unit-") and t.get("status") == "OK"]
     # 2 workers, 0.5 s per unit, the broken unit first: 10 more units would take 2.5 s; a plan
     # pass that waited for all of them would have finished every one

@@ -199,6 +199,10 @@ def test_unit_tables_budget_new_run_dropped_rows_and_run_end(tmp_path):
     assert cache.take("b", u1, release=False) is not None
     cache.release("b")
     assert cache.used == 0 and cache.take("b", u1, release=True) is None
+    # a plan task still running when its run ended (and was released) keeps nothing
+    assert not cache.put("b", u1, read_unit(spec, u1), budget=1 << 30)
+    assert cache.used == 0
+    assert cache.put("c", u1, read_unit(spec, u1), budget=1 << 30)
 
 
 def test_unit_cache_mb_zero_keeps_nothing(tmp_path):

@@ -206,11 +206,19 @@ def make_plan(cfg, spec, run_url: str, so: dict, client, log, read_token: str) -
                           key=[f"rouge-plan-unit-{nonce}-{u.index:05d}" for u in units],
                           retries=cfg.execution.retries, pure=False)
         unit_of = {f.key: u for u, f in zip(units, futs)}
+        # The first unit that fails (after its retries) ends the plan pass: the rest is cancelled,
+        # so a broken file is named without reading the whole corpus first (with several broken
+        # files, the one named is the first to fail).
         for f in as_completed(futs):
-            if f.status == "error":  # the first unit that fails (after its retries) ends the plan
-                e = f.exception()
-                client.cancel(futs)
+            status = f.status
+            if status == "finished":
+                continue
+            e = f.exception() if status == "error" else None  # before the cancel, which would mask it
+            client.cancel(futs)
+            if e is not None:
                 raise _task_error(e, f"planning unit {unit_of[f.key].key}", cfg.execution.retries) from e
+            raise RunFailedError(f"planning unit {unit_of[f.key].key}: its task was {status} "
+                                 "(the scheduler or another client cancelled it, or the connection was lost)")
         holders = client.who_has(futs)
         held_by = {u.index: holders[f.key][0] for u, f in zip(units, futs) if holders.get(f.key)}
         # Every example's id and cost stay on the workers: one task there finds the
