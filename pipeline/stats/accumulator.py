@@ -170,7 +170,8 @@ class StatsAccumulator:
         """Statistics of one partition.
 
         ``keys[i]``: the example's unique key (the bootstrap weights are a function of it and
-        ``seed`` only; the pipeline passes ``f"{system}\\x1f{id}"``); ``systems[i]``: its system
+        ``seed`` only; the pipeline passes ``f"{system}\\x1f{id}"``, and refuses system names that
+        hold ``"\\x1f"``, so different pairs never share a key); ``systems[i]``: its system
         (a single ``str`` applies to all); ``scores``: float64 ``(n, len(type_names), 3)`` of
         precision, recall, fmeasure in ``[0, 1]``.
         """
