@@ -170,11 +170,11 @@ def test_permanent_storage_error_fails_cleanly(fault_client, corpus, flaky_dir, 
         with pytest.raises(RunFailedError, match=r"task .*shard-.* failed after 1 retries: OSError: .*"
                                                  r"injected permanent storage error writing .*scores/system=sysB/"):
             run(_cfg(corpus, run_dir, retries=1), fault_client, progress=False, log=_log)
+        # Dask cannot stop a running task: the failed run waited for its tasks that were
+        # running, so none can write here after it returned (once the error below is lifted)
+        assert not any(fault_client.run(_running_on).values())
     finally:
-        # Tasks already running when the run failed go on (Dask cannot stop a running task):
-        # only once they are done may writes succeed again, or one of them would write here
-        # after the run has returned.
-        _wait_idle(fault_client)
+        _wait_idle(fault_client)  # whatever happened above, leave an idle cluster to the next test
         perm.unlink()
     assert not (run_dir / "_SUCCESS").exists()
     assert not (run_dir / "stats").exists()
@@ -270,7 +270,7 @@ def test_a_unit_that_cannot_be_planned_ends_the_plan_pass_at_once(fault_client, 
         with get_task_stream(fault_client) as ts:
             with pytest.raises(UnreadableFileError, match=r"a-broken\.jsonl\.gz: cannot read the file"):
                 run(_cfg(str(root / "*.jsonl*"), tmp_path / "run", retries=0), fault_client, progress=False, log=_log)
-            _wait_idle(fault_client)
+            assert not any(fault_client.run(_running_on).values())  # the run waited for its plan tasks
     finally:
         fault_client.run(lambda: os.environ.pop(var, None))
     # plan tasks that were running when the run failed kept nothing after its end

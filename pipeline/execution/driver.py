@@ -215,6 +215,7 @@ def make_plan(cfg, spec, run_url: str, so: dict, client, log, read_token: str) -
                 continue
             e = f.exception() if status == "error" else None  # before the cancel, which would mask it
             client.cancel(futs)
+            _drain(client, nonce)
             if e is not None:
                 raise _task_error(e, f"planning unit {unit_of[f.key].key}", cfg.execution.retries) from e
             raise RunFailedError(f"planning unit {unit_of[f.key].key}: its task was {status} "
@@ -447,9 +448,36 @@ def _run_on_client(client, spec, tasks, ctx, retries: int, done: set, bar, n_blo
             return level[0].result()
         except Exception as e:  # noqa: BLE001
             raise _task_error(e, "merging the task statistics", retries) from e
-    except BaseException:
+    except BaseException as e:
         client.cancel(list(pending) + merges)
+        if isinstance(e, Exception):  # not on Ctrl-C: the user asked to stop now
+            _drain(client, nonce)
         raise
+
+
+# How long a failed run waits for its tasks that were already running (see _drain).
+DRAIN_TIMEOUT_S = 120.0
+
+
+def _executing_keys(dask_worker) -> list[str]:
+    return [str(ts.key) for ts in (*dask_worker.state.executing, *dask_worker.state.long_running)]
+
+
+def _drain(client, marker: str, timeout: float = DRAIN_TIMEOUT_S) -> None:
+    """Wait until no task whose key holds ``marker`` runs on any worker any more.  Cancelling
+    does not stop a running task (Dask cannot): without this wait, a failed run's tasks could
+    still write into the run folder after the run has returned, and a local cluster closed
+    right after would kill them mid-write.  Best effort: a cluster that cannot answer ends
+    the wait."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            running = client.run(_executing_keys, on_error="ignore")
+        except Exception:  # noqa: BLE001 - a lost cluster: nothing left to wait for here
+            return
+        if not any(marker in k for keys in running.values() if isinstance(keys, list) for k in keys):
+            return
+        time.sleep(0.05)
 
 
 def _write_failed_summary(run_url: str, so: dict, sig: str, chash: str, e: BaseException, t_start: float) -> None:
