@@ -22,20 +22,13 @@ if TYPE_CHECKING:
     from pipeline.scoring.batch import BatchScores
     from pipeline.text.encoder import DefaultEncoder, EncodedDocs
 
-# NumPy, numba and the compiled modules are imported on first use (:func:`_compiled`): a
-# process whose first batches are small scores them in pure Python first (:mod:`pipeline.scoring.cold`).
-_LOADED = False
-
-
 def _compiled():
-    """The compiled path's modules (imported once; the cold-start tier ends here)."""
-    global _LOADED
+    """The compiled path's modules, imported on first use: a process whose first batches are
+    small scores them in pure Python (:mod:`pipeline.scoring.cold`), which ends once numba is
+    imported, here or anywhere."""
     from pipeline.scoring import batch
     from pipeline.text import encoder
 
-    if not _LOADED:
-        _LOADED = True
-        cold.used_up()
     return batch, encoder
 
 
@@ -85,8 +78,9 @@ class RougeScorer:
         self._tokenizer = None if tokenizer is None else as_tokenizer(tokenizer)
         self._token_index: dict = {}
         self._raw_index: dict = {}  # raw token -> id of its form (batch tokenizers)
-        # the cold-start tier implements the default tokenizer with newline sentences only
-        self._cold_ok = self._tokenizer is None and self._one_stream
+        # the default tokenizer over one token stream: the Arrow buffers are scanned in place,
+        # and the cold-start tier (which implements only that) may take small batches
+        self._default_stream = self._tokenizer is None and self._one_stream
 
     @property
     def tokenizer_name(self) -> str:
@@ -136,14 +130,14 @@ class RougeScorer:
     def score_arrow(self, references, candidates) -> BatchScores:
         """:meth:`score_arrays` on Arrow columns (``references``: strings or lists of strings).
         With the default tokenizer the UTF-8 buffers are tokenized in place."""
-        if self._tokenizer is None and self._one_stream:
+        if self._default_stream:
             enc, n_refs = default_encoder(self.use_stemmer).encode_arrow(candidates, references)
             batch = _compiled()[0]
             return batch.score_encoded(enc, batch.example_offsets(n_refs), self.types)
         return self.score_arrays(references.to_pylist(), candidates.to_pylist())
 
     def score_batch(self, targets, predictions) -> list[dict[str, Score]]:
-        if self._cold_ok:
+        if self._default_stream:
             small = cold.try_score(self.types, self.use_stemmer, targets, predictions)
             if small is not None:
                 return [dict(zip(d, map(_NEW_SCORE, d.values()))) for d in small]

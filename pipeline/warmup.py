@@ -14,7 +14,7 @@ def warmup(settings=None) -> float:
     t0 = time.perf_counter()
     from pipeline.scorer import RougeScorer, _compiled
 
-    _compiled()  # the compiled path from here on: the cold-start tier would load no kernel
+    _compiled()  # imports numba, which ends the cold-start tier (that tier would load no kernel)
 
     refs = ["The cat sat on the mat.\nIt was happy.", "a b c \u2014 caf\u00e9"]  # non-ASCII: the UTF-8 kernel
     cands = ["The cat is sitting on the mat.\nIt is happy.", "b a"]

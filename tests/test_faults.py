@@ -25,7 +25,8 @@ import _flaky_fs
 from _pipeline_corpus import config, run_outputs, write_records
 from pipeline import job
 from pipeline.config import RunConfig
-from pipeline.execution.driver import RunFailedError, run
+# what the driver polls: cancelled tasks leave the scheduler's books at once but go on running
+from pipeline.execution.driver import RunFailedError, _executing_keys, run
 from pipeline.io.readers import UnreadableFileError
 
 distributed = pytest.importorskip("distributed")
@@ -43,14 +44,9 @@ def _outputs(run_dir: Path) -> dict[str, bytes]:
     return run_outputs(run_dir, markers=True)
 
 
-def _running_on(dask_worker) -> int:
-    # cancelled tasks leave the scheduler's books at once but go on running in the worker
-    return len(dask_worker.state.executing) + len(dask_worker.state.long_running)
-
-
 def _wait_idle(client, timeout: float = 120.0) -> None:
     deadline = time.monotonic() + timeout
-    while any(client.run(_running_on).values()):
+    while any(client.run(_executing_keys).values()):
         assert time.monotonic() < deadline, "tasks still running"
         time.sleep(0.05)
 
@@ -172,7 +168,7 @@ def test_permanent_storage_error_fails_cleanly(fault_client, corpus, flaky_dir, 
             run(_cfg(corpus, run_dir, retries=1), fault_client, progress=False, log=_log)
         # Dask cannot stop a running task: the failed run waited for its tasks that were
         # running, so none can write here after it returned (once the error below is lifted)
-        assert not any(fault_client.run(_running_on).values())
+        assert not any(fault_client.run(_executing_keys).values())
     finally:
         _wait_idle(fault_client)  # whatever happened above, leave an idle cluster to the next test
         perm.unlink()
@@ -270,7 +266,7 @@ def test_a_unit_that_cannot_be_planned_ends_the_plan_pass_at_once(fault_client, 
         with get_task_stream(fault_client) as ts:
             with pytest.raises(UnreadableFileError, match=r"a-broken\.jsonl\.gz: cannot read the file"):
                 run(_cfg(str(root / "*.jsonl*"), tmp_path / "run", retries=0), fault_client, progress=False, log=_log)
-            assert not any(fault_client.run(_running_on).values())  # the run waited for its plan tasks
+            assert not any(fault_client.run(_executing_keys).values())  # the run waited for its plan tasks
     finally:
         fault_client.run(lambda: os.environ.pop(var, None))
     # plan tasks that were running when the run failed kept nothing after its end
