@@ -1,13 +1,14 @@
 """A sacrebleu-style signature of every setting that changes a number.
 
-    rouge:1,2,L,Lsum|tok:default|stem:porter-nltk3.10.4|split:newline|multiref:max_f|bs:poisson-1000|ci:95|seed:12345|profile:rouge-score-0.1.2|v:0.1.0
+    rouge:1,2,L,Lsum|tok:default|stem:porter-nltk3.10.4|split:newline|multiref:max_f|bs:poisson-1000-buckets4096|ci:95|seed:12345|profile:rouge-score-0.1.2|v:0.1.0
 
 * ``rouge``: the ROUGE types, in the configured order, without the ``rouge`` prefix.
 * ``tok``: the tokenizer.  ``stem``: ``porter-nltk<version>`` when stemming is in effect,
   ``no`` otherwise.  As in rouge-score, a non-default tokenizer makes ``use_stemmer`` a
   no-op, so the signature says ``stem:no`` then.
 * ``split``: the sentence splitter used for rougeLsum (recorded even without rougeLsum).
-* ``multiref``: the multi-reference rule.  ``bs``: ``<bootstrap>-<n_boot>`` or ``none``.
+* ``multiref``: the multi-reference rule.  ``bs``: ``<bootstrap>-<n_boot>`` (``poisson``: with
+  ``-buckets<K>``, the bucketed Poisson bootstrap's bucket count) or ``none``.
   ``ci``: the confidence level in percent.  ``seed``: the bootstrap seed.
 * ``profile``: whose numbers are reproduced.  ``v``: the pipeline version.
 * With ``profile:unicode`` (issue #8), ``tok`` is the tokenizer's name, which records the
@@ -79,6 +80,10 @@ class Signature:
         stemming = sc.use_stemmer and sc.tokenizer == "default"
         stem = f"porter-nltk{_nltk_version()}" if stemming else "no"
         bs = f"{st.bootstrap}-{st.n_boot}" if st.n_boot > 0 else "none"
+        if st.n_boot > 0 and st.bootstrap == "poisson":
+            from pipeline.stats.accumulator import BOOT_BUCKETS
+
+            bs += f"-buckets{BOOT_BUCKETS}"
         tok, split, lang = sc.tokenizer, sc.sentence_splitter, getattr(sc, "language", "en")
         if sc.profile == "unicode":
             from pipeline.text.profiles import signature_parts

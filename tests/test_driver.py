@@ -12,11 +12,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from _bootstrap_definition import direct_ci
 from _pipeline_corpus import config, run_outputs, write_lines, write_paired, write_records
 from pipeline import job
 from pipeline.config import RunConfig
 from pipeline.execution.driver import RunFolderError, StrictModeError, run
 from pipeline.stats import stats_schema
+from pipeline.stats.accumulator import BOOT_BUCKETS
 
 distributed = pytest.importorskip("distributed")
 
@@ -121,7 +123,8 @@ def test_partition_sizes_give_identical_scores_and_statistics(corpus, client2, t
 
 
 def test_schema_of_every_output_and_statistics_against_numpy(corpus, client2, tmp_path):
-    res = run(_cfg(corpus, tmp_path / "s", execution=TARGET), client2, progress=False, log=_log)
+    cfg = _cfg(corpus, tmp_path / "s", execution=TARGET)
+    res = run(cfg, client2, progress=False, log=_log)
     run_dir = tmp_path / "s"
     sig = res.signature.encode()
     types = res_types = ["rouge1", "rouge2", "rougeL", "rougeLsum"]
@@ -162,6 +165,15 @@ def test_schema_of_every_output_and_statistics_against_numpy(corpus, client2, tm
         for key, qv in (("q05", 0.05), ("q25", 0.25), ("median", 0.5), ("q75", 0.75), ("q95", 0.95)):
             assert abs(row[key] - np.quantile(x, qv)) <= 1e-4 + 1e-12
         assert row["ci_low"] <= row["mean"] <= row["ci_high"]
+    # the intervals by their definition, from the per-example Parquet and the bootstrap keys
+    ids = table.column("id").to_pylist()
+    cols = [f"{t}_{s}" for t in types for s in ("precision", "recall", "fmeasure")]
+    for name in ("sysA", "sysB"):
+        sel = systems == name
+        mat = np.column_stack([table.column(c).to_numpy()[sel] for c in cols])
+        want = direct_ci([f"{name}\x1f{i}" for i, ok in zip(ids, sel) if ok], mat, cfg.stats.seed,
+                         cfg.stats.n_boot, BOOT_BUCKETS)
+        assert [(r["ci_low"], r["ci_high"]) for r in res.rows if r["system"] == name] == want
     del res_types
 
 

@@ -25,7 +25,7 @@ def test_default_signature():
     import nltk
 
     sig = Signature.from_config(cfg())
-    assert str(sig) == ("rouge:1,2,L,Lsum|tok:default|stem:no|split:newline|multiref:max_f|bs:poisson-1000"
+    assert str(sig) == ("rouge:1,2,L,Lsum|tok:default|stem:no|split:newline|multiref:max_f|bs:poisson-1000-buckets4096"
                         f"|ci:95|seed:12345|profile:rouge-score-0.1.2|v:{__version__}")
     stem = Signature.from_config(cfg(scoring={"use_stemmer": True}))
     assert stem.stem == f"porter-nltk{nltk.__version__}" == "porter-nltk3.10.4"

@@ -21,6 +21,12 @@ stream seeded by ``base``.
 
 The caller chooses the key; the pipeline uses ``f"{system}\\x1f{id}"`` so that the same id in
 two systems gets independent weights.
+
+Buckets (what :mod:`pipeline.stats.accumulator` resamples): with ``K = 2**k`` buckets, an
+example's bucket is the top ``k`` bits of ``base(key)``, and bucket ``j`` draws its weights
+from the same stream with ``bucket_base(j) = mix64(((j + 1) * BUCKET_SALT) ^ seed_key)``.
+The bucket is a pure function of (seed, key), so it does not depend on how the corpus is
+partitioned either.
 """
 from __future__ import annotations
 
@@ -35,6 +41,7 @@ GAMMA = 0x9E3779B97F4A7C15
 C1 = 0xBF58476D1CE4E5B9
 C2 = 0x94D049BB133111EB
 M64 = (1 << 64) - 1
+BUCKET_SALT = 0xD1B54A32D192ED03  # odd, so (j + 1) * salt is distinct for every bucket index
 LUT_BITS = 12
 
 
@@ -99,6 +106,29 @@ def bases_from_hashes(hashes: np.ndarray, seed: int) -> np.ndarray:
     """:func:`example_bases` from the keys' hashes ``h(key)`` (:func:`key_hashes`,
     :func:`key_hashes_utf8`)."""
     return mix64(np.asarray(hashes, dtype=np.uint64) ^ np.uint64(seed_key(seed)))
+
+
+def bucket_bits(n_buckets: int) -> int:
+    """``k`` for ``n_buckets = 2**k`` (1 <= n_buckets <= 2**24); ValueError otherwise."""
+    if isinstance(n_buckets, bool) or not isinstance(n_buckets, (int, np.integer)) \
+            or not 1 <= n_buckets <= 1 << 24 or n_buckets & (n_buckets - 1):
+        raise ValueError(f"the number of bootstrap buckets must be a power of two from 1 to 2**24, got {n_buckets!r}")
+    return int(n_buckets).bit_length() - 1
+
+
+def buckets_of(bases: np.ndarray, n_buckets: int) -> np.ndarray:
+    """The bucket (int64 in ``[0, n_buckets)``) of every example: the top bits of its base."""
+    k = bucket_bits(n_buckets)
+    bases = np.asarray(bases, dtype=np.uint64)
+    if k == 0:
+        return np.zeros(bases.shape, dtype=np.int64)
+    return (bases >> np.uint64(64 - k)).astype(np.int64)
+
+
+def bucket_bases(seed: int, buckets: np.ndarray) -> np.ndarray:
+    """Stream seeds of the given bucket indices: ``mix64(((j + 1) * BUCKET_SALT) ^ seed_key)``."""
+    j = np.asarray(buckets, dtype=np.uint64)
+    return mix64(((j + np.uint64(1)) * np.uint64(BUCKET_SALT)) ^ np.uint64(seed_key(seed)))
 
 
 def weights_reference(bases: np.ndarray, n_boot: int, out: np.ndarray | None = None) -> np.ndarray:
