@@ -37,6 +37,8 @@ execution:
   target_rows: null                   # rows per work unit (null: one unit per input file)
   target_cost: null                   # estimated cost per task, for the driver's planning
   unit_cache_mb: 512                  # per worker: units the plan pass read, kept for their tasks (0: off)
+  worker_profile: false               # local mode: Dask's statistical profiler in the workers (the
+                                      #   dashboard's Profile page); it cost ~10% of the job's throughput
 strict: false                         # true: any quarantined record fails the run
 storage_options: {}                   # fsspec options for input and output (input.storage_options wins)
 ```
@@ -245,6 +247,7 @@ class ExecutionConfig:
     target_rows: int | None = None
     target_cost: int | float | None = None
     unit_cache_mb: int = 512
+    worker_profile: bool = False
 
     def validate(self):
         _check_choice(self.mode, "execution.mode", MODES)
@@ -260,6 +263,7 @@ class ExecutionConfig:
         _check_int(self.retries, "execution.retries")
         _check_int(self.target_rows, "execution.target_rows", minimum=1, allow_none=True)
         _check_int(self.unit_cache_mb, "execution.unit_cache_mb", minimum=0)
+        _check_bool(self.worker_profile, "execution.worker_profile")
         t = self.target_cost
         if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or t <= 0):
             raise ConfigError(f"execution.target_cost: expected a positive number, got {t!r}")

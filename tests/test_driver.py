@@ -271,3 +271,15 @@ def test_dataframe_api_on_the_cluster(corpus, client2, tmp_path):
     direct = job.score_table(pa.table({"id": pdf["id"], "system": [""] * len(pdf), "candidate": pdf["candidate"],
                                        "references": [r["references"] for r in recs]}), job.ScoringSettings(("rouge1", "rougeL")))
     assert scored["rougeL_fmeasure"].tolist() == direct.column("rougeL_fmeasure").to_pylist()
+
+
+def test_local_workers_run_without_the_statistical_profiler(client1):
+    """Off by default (it held the GIL every 10 ms: ~10% of the job); ``worker_profile`` opts in."""
+    from pipeline.execution.cluster import open_client
+
+    def callbacks(dask_worker):
+        return sorted(dask_worker.periodic_callbacks)
+
+    assert all("profile" not in cb and "heartbeat" in cb for cb in client1.run(callbacks).values())
+    with open_client("local", n_workers=1, dashboard_address=None, worker_profile=True) as client:
+        assert all("profile" in cb for cb in client.run(callbacks).values())

@@ -51,7 +51,7 @@ from pipeline.io import writers
 from pipeline.io.paths import get_fs
 from pipeline.io.readers import plan_units
 from pipeline.signature import Signature
-from pipeline.stats import StatsAccumulator, rows_to_arrow
+from pipeline.stats import rows_to_arrow
 
 FAN_IN = 8
 META_SIGNATURE = "rouge_pipeline.signature"
@@ -310,9 +310,10 @@ def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream
                                  f"task {t.key}", log)
                 results.append(r)
                 bar.update(t.n_rows, skipped=bool(r.get("skipped")))
-            final = _tree_sync(results)
+            final = job.finalize_result(_tree_sync(results), cfg.stats.confidence)
         else:
-            final = _run_on_client(client, spec, tasks, ctx, retries, done, bar, n_blocks, where)
+            final = _run_on_client(client, spec, tasks, ctx, retries, done, bar, n_blocks, where,
+                                   cfg.stats.confidence)
     except BaseException as e:
         _write_failed_summary(run_url, so, sig, chash, e, t_start)
         raise
@@ -320,8 +321,7 @@ def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream
         _release_kept(client, ctx.read_token)
     scoring_seconds = time.perf_counter() - t_score
 
-    acc = StatsAccumulator.from_dict(final["stats"])
-    rows = acc.finalize(cfg.stats.confidence)
+    rows = final["stats_rows"]
     summary = {
         "status": "ok",
         "signature": sig,
@@ -416,8 +416,10 @@ def _submit_task(client, spec, t, ctx, retries: int, nonce: str, n_blocks: int, 
                          **order)
 
 
-def _run_on_client(client, spec, tasks, ctx, retries: int, done: set, bar, n_blocks: dict, where: dict) -> dict:
-    """Submit every task and the merge tree; raise the first task failure (after its retries)."""
+def _run_on_client(client, spec, tasks, ctx, retries: int, done: set, bar, n_blocks: dict, where: dict,
+                   confidence: float) -> dict:
+    """Submit every task, the merge tree and its finalisation (:func:`job.finalize_result`);
+    raise the first task failure (after its retries)."""
     from distributed import as_completed
 
     nonce = uuid.uuid4().hex[:8]
@@ -430,6 +432,9 @@ def _run_on_client(client, spec, tasks, ctx, retries: int, done: set, bar, n_blo
                  for i in range(0, len(level), FAN_IN)]
         merges += level
         depth += 1
+    root = client.submit(job.finalize_result, level[0], confidence, key=f"rouge-final-{nonce}",
+                         retries=retries, pure=False)
+    merges.append(root)
     # a finished task's result (its statistics) is released once its merge has run:
     # only the futures still pending are held here
     pending = set(futures)
@@ -445,7 +450,7 @@ def _run_on_client(client, spec, tasks, ctx, retries: int, done: set, bar, n_blo
             del f
             bar.update(t.n_rows, skipped=t.index in done)
         try:
-            return level[0].result()
+            return root.result()
         except Exception as e:  # noqa: BLE001
             raise _task_error(e, "merging the task statistics", retries) from e
     except BaseException as e:
@@ -518,7 +523,7 @@ def run_config(cfg, progress: bool | None = True, log=_log_default, stream=None)
     from pipeline.execution.cluster import dashboard_link, open_client
 
     ex = cfg.execution
-    with open_client(ex.mode, ex.scheduler, ex.n_workers, ex.memory_limit) as client:
+    with open_client(ex.mode, ex.scheduler, ex.n_workers, ex.memory_limit, worker_profile=ex.worker_profile) as client:
         link = dashboard_link(client)
         if link:
             log(f"dashboard: {link}")
