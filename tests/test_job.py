@@ -104,6 +104,40 @@ def _ctx(run, **kw):
                            metadata={"rouge_pipeline.signature": "sig"}, **kw)
 
 
+def _keys(pairs):
+    return pa.table({"system": [s for s, _ in pairs], "id": [i for _, i in pairs], "row": list(range(len(pairs)))})
+
+
+def test_key_hashes_are_equal_exactly_for_equal_keys():
+    a = job.key_hashes(_keys([("a", "1"), ("a", "2"), ("b", "1"), ("a\x1fb", "c"), ("a", "b\x1fc"), ("", "")]))
+    b = job.key_hashes(_keys([("b", "1"), ("a", "1")]))
+    assert a.dtype == np.uint64 and len(set(a.tolist())) == 6
+    assert b.tolist() == [a[2], a[0]]
+    assert job.key_hashes(_keys([])).shape == (0,)
+
+
+def test_drop_duplicates_trusts_hashes_only_to_rule_duplicates_out():
+    units = [job.readers.WorkUnit(index=k, layout="records", file=f"f{k}.jsonl", format="jsonl") for k in range(2)]
+
+    def planned(pairs, hashes=None):
+        keys = _keys(pairs)
+        return {"costs": [1] * len(pairs), "keys": keys,
+                "key_hashes": job.key_hashes(keys) if hashes is None else np.array(hashes, dtype=np.uint64)}
+
+    clean = [planned([("a", "1")]), planned([("a", "2")])]
+    new_units, costs = job.drop_duplicates(units, clean)
+    assert [u.drop_rows for u in new_units] == [(), ()] and costs == [[1], [1]]
+    # equal hashes of different keys (a collision): the exact search decides, nothing dropped
+    collide = [planned([("a", "1")], [7]), planned([("a", "2")], [7])]
+    assert [u.drop_rows for u in job.drop_duplicates(units, collide)[0]] == [(), ()]
+    # a real duplicate, with and without hashes
+    for dup in ([planned([("a", "1")]), planned([("a", "1"), ("a", "3")])],
+                [{k: v for k, v in p.items() if k != "key_hashes"} for p in
+                 (planned([("a", "1")]), planned([("a", "1"), ("a", "3")]))]):
+        new_units, costs = job.drop_duplicates(units, dup)
+        assert new_units[1].drop_rows == ((0, "f0.jsonl line 1"),) and costs == [[1], [1]]
+
+
 def test_score_task_parts_marker_and_resume(tmp_path):
     spec = InputSpec.from_config({"layout": "records", "paths": write_records(tmp_path / "in", 12)})
     units = plan_units(spec)
