@@ -357,8 +357,11 @@ class RunConfig:
         return _redact(out) if redact else out
 
     def hashed_settings(self) -> dict:
-        """The settings that change numbers or inputs (never output, execution or credentials)."""
+        """The settings that change numbers or inputs (never output, execution or credentials),
+        and the format of the statistics kept in task markers (a folder written with another
+        cannot be resumed: its markers' statistics would not merge with this run's)."""
         from pipeline import __version__
+        from pipeline.stats.accumulator import BOOT_BUCKETS, FORMAT_VERSION
 
         spec = self.input_spec().to_dict()
         spec.pop("storage_options", None)
@@ -367,6 +370,7 @@ class RunConfig:
             "scoring": {k: v for k, v in dataclasses.asdict(self.scoring).items()
                         if HASH_DEFAULTS.get(k, object()) != v},
             "stats": dataclasses.asdict(self.stats),
+            "stats_format": [FORMAT_VERSION, BOOT_BUCKETS],
             "version": __version__,
         }
 

@@ -7,8 +7,9 @@
   ``no`` otherwise.  As in rouge-score, a non-default tokenizer makes ``use_stemmer`` a
   no-op, so the signature says ``stem:no`` then.
 * ``split``: the sentence splitter used for rougeLsum (recorded even without rougeLsum).
-* ``multiref``: the multi-reference rule.  ``bs``: ``<bootstrap>-<n_boot>`` (``poisson``: with
-  ``-buckets<K>``, the bucketed Poisson bootstrap's bucket count) or ``none``.
+* ``multiref``: the multi-reference rule.  ``bs``: ``<bootstrap>-<n_boot>-buckets<K>`` (``K``:
+  the bucketed Poisson bootstrap's bucket count, whose interval ``stats.parquet`` holds in both
+  modes) or ``none``.
   ``ci``: the confidence level in percent.  ``seed``: the bootstrap seed.
 * ``profile``: whose numbers are reproduced.  ``v``: the pipeline version.
 * With ``profile:unicode`` (issue #8), ``tok`` is the tokenizer's name, which records the
@@ -80,7 +81,7 @@ class Signature:
         stemming = sc.use_stemmer and sc.tokenizer == "default"
         stem = f"porter-nltk{_nltk_version()}" if stemming else "no"
         bs = f"{st.bootstrap}-{st.n_boot}" if st.n_boot > 0 else "none"
-        if st.n_boot > 0 and st.bootstrap == "poisson":
+        if st.n_boot > 0:  # stats.parquet's interval (``exact`` adds rouge-score's beside it)
             from pipeline.stats.accumulator import BOOT_BUCKETS
 
             bs += f"-buckets{BOOT_BUCKETS}"

@@ -149,3 +149,17 @@ def test_config_hash(tmp_path):
               "input.columns.candidate=summary", "scoring.rouge_types=[rouge1]"):
         assert load_config(write(tmp_path, BASE), [o]).config_hash() != h, o
     assert "secret" not in json.dumps(cfg.hashed_settings())
+
+
+def test_config_hash_changes_with_the_statistics_format(tmp_path, monkeypatch):
+    """A run folder whose task markers hold statistics in another format (or with another bucket
+    count) is one made with other settings: resuming it would merge incompatible statistics."""
+    from pipeline.stats import accumulator
+
+    cfg = load_config(write(tmp_path, BASE))
+    h = cfg.config_hash()
+    assert cfg.hashed_settings()["stats_format"] == [accumulator.FORMAT_VERSION, accumulator.BOOT_BUCKETS]
+    for name, value in (("FORMAT_VERSION", accumulator.FORMAT_VERSION - 1), ("BOOT_BUCKETS", 1024)):
+        with monkeypatch.context() as m:
+            m.setattr(accumulator, name, value)
+            assert cfg.config_hash() != h, name

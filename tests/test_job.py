@@ -162,6 +162,12 @@ def test_score_task_parts_marker_and_resume(tmp_path):
     # resume: marker + files present -> skipped; a missing part file -> rescored
     again = job.run_task(spec, tasks[0], ctx)
     assert again["skipped"] == 1 and again["stats"] == results[0]["stats"]
+    # a marker whose statistics are in another format is not trusted: the task is scored again
+    marker_path = tmp_path / "run" / "_done" / "unit-00000.json"
+    old = json.loads(marker_path.read_text())
+    marker_path.write_text(json.dumps({**old, "stats": {**old["stats"], "version": 2}}))
+    assert job.load_done(tasks[0], ctx) is None
+    assert job.run_task(spec, tasks[0], ctx)["skipped"] == 0
     part.unlink()
     redo = job.run_task(spec, tasks[0], ctx)
     assert redo["skipped"] == 0 and part.exists()

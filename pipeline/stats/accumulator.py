@@ -455,6 +455,8 @@ def _replicate_sums(st: _System, seed: int, n_boot: int) -> tuple[list[int], lis
     """Per replicate with any weight: ``2**26 * sum_k w_bk n_k`` and, per column,
     ``sum_k w_bk S_k``, as exact Python ints.  Only non-empty buckets draw weights (an empty
     bucket adds nothing whatever its weight), so a small corpus costs little."""
+    if st.count >= 1 << 48:  # 20 * count must stay below 2**53 for the float64 product below
+        raise OverflowError("more than 2**48 examples in one system")
     nz = np.flatnonzero(st.bucket_n) if n_boot else np.zeros(0, dtype=np.int64)
     m = st.bucket_s.shape[1] * 3
     if not nz.size:

@@ -109,20 +109,19 @@ def bases_from_hashes(hashes: np.ndarray, seed: int) -> np.ndarray:
 
 
 def bucket_bits(n_buckets: int) -> int:
-    """``k`` for ``n_buckets = 2**k`` (1 <= n_buckets <= 2**24); ValueError otherwise."""
+    """``k`` for ``n_buckets = 2**k`` (2 <= n_buckets <= 2**24); ValueError otherwise.  (One
+    bucket would put every example in one group: an interval of width 0.  Few buckets give a
+    poor one: the pipeline uses 4096.)"""
     if isinstance(n_buckets, bool) or not isinstance(n_buckets, (int, np.integer)) \
-            or not 1 <= n_buckets <= 1 << 24 or n_buckets & (n_buckets - 1):
-        raise ValueError(f"the number of bootstrap buckets must be a power of two from 1 to 2**24, got {n_buckets!r}")
+            or not 2 <= n_buckets <= 1 << 24 or n_buckets & (n_buckets - 1):
+        raise ValueError(f"the number of bootstrap buckets must be a power of two from 2 to 2**24, got {n_buckets!r}")
     return int(n_buckets).bit_length() - 1
 
 
 def buckets_of(bases: np.ndarray, n_buckets: int) -> np.ndarray:
     """The bucket (int64 in ``[0, n_buckets)``) of every example: the top bits of its base."""
     k = bucket_bits(n_buckets)
-    bases = np.asarray(bases, dtype=np.uint64)
-    if k == 0:
-        return np.zeros(bases.shape, dtype=np.int64)
-    return (bases >> np.uint64(64 - k)).astype(np.int64)
+    return (np.asarray(bases, dtype=np.uint64) >> np.uint64(64 - k)).astype(np.int64)
 
 
 def bucket_bases(seed: int, buckets: np.ndarray) -> np.ndarray:
