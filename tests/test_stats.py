@@ -302,6 +302,24 @@ def test_bucketed_interval_matches_the_example_level_bootstrap():
     assert all(0.8 < x < 1.25 for x in ratios), ratios
 
 
+@pytest.mark.parametrize("n_boot,buckets,hist_bins", [(0, 4096, 64), (40, 16, 10), (40, 4096, 10000), (7, 2, 3)])
+def test_compiled_partition_pass_equals_the_numpy_specification(n_boot, buckets, hist_bins):
+    from pipeline.stats import accumulator as acc_mod
+
+    rng = np.random.default_rng(n_boot + buckets + hist_bins)
+    n, T = 3000, 4
+    x = rng.random((n, T * 3))
+    # exact bin edges, 0, 1 and their neighbours: the histogram's floor must agree to the bin
+    edges = np.arange(hist_bins + 1) / hist_bins
+    x[: 3 * len(edges)].flat[: len(edges)] = edges
+    x[-5:] = [[0.0], [1.0], [np.nextafter(1.0, 0)], [np.nextafter(0.0, 1)], [0.5]]
+    X = fp.to_fixed(x)
+    b = poisson.buckets_of(poisson.example_bases([f"s\x1f{i}" for i in range(n)], 3), buckets)
+    compiled = acc_mod._system_stats(X, x, b, T, n_boot, hist_bins, buckets)
+    spec = acc_mod._system_stats_numpy(X, x, b, T, n_boot, hist_bins, buckets)
+    assert compiled.equals(spec) and compiled.count == n
+
+
 def test_bucket_count_must_be_a_power_of_two():
     keys, systems, scores = make_data(10, 1)
     for bad in (0, 1, 3, 1000, 2**25, True, 4.0):

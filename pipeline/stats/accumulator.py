@@ -423,6 +423,75 @@ def _n_distinct(values) -> int:
 
 def _system_stats(X: np.ndarray, x: np.ndarray, buckets: np.ndarray, T: int, n_boot: int,
                   hist_bins: int, boot_buckets: int) -> _System:
+    """One system's sufficient statistics: one compiled pass over the rows (exact sums, the
+    histogram, the bootstrap buckets) when numba is there; :func:`_system_stats_numpy`, the
+    specification it is tested against, otherwise."""
+    if _partition_kernel is None:  # pragma: no cover
+        return _system_stats_numpy(X, x, buckets, T, n_boot, hist_bins, boot_buckets)
+    n, m = X.shape
+    K = boot_buckets if n_boot else 0
+    sum_x, sum_x2 = [0] * m, [0] * m
+    limbs = np.zeros((m, 9), dtype=np.int64)
+    hist = np.zeros((m, hist_bins), dtype=np.int64)
+    bucket_n = np.zeros(K, dtype=np.int64)
+    bucket_s = np.zeros((K, m), dtype=np.int64)
+    for start in range(0, n, fp._SUM_CHUNK):
+        sl = slice(start, start + fp._SUM_CHUNK)
+        limbs[:] = 0
+        _partition_kernel(np.ascontiguousarray(X[sl]), np.ascontiguousarray(x[sl]),
+                          np.ascontiguousarray(buckets[sl], dtype=np.int64), hist_bins, K,
+                          limbs, hist, bucket_n, bucket_s)
+        fp.add_limb_sums(sum_x, sum_x2, limbs)
+    return _System(
+        count=n,
+        sum_x=tuple(sum_x),
+        sum_x2=tuple(sum_x2),
+        min=x.min(axis=0).reshape(T, 3),
+        max=x.max(axis=0).reshape(T, 3),
+        hist=hist.reshape(T, 3, hist_bins),
+        bucket_n=bucket_n,
+        bucket_s=bucket_s.reshape(K, T, 3),
+    )
+
+
+_partition_kernel = None
+assert fp.FIXED_BITS - BOOT_BITS == 26  # the kernel's X26 = (X + 2**25) >> 26
+if poisson._numba is not None:
+
+    @poisson._numba.njit(cache=True, nogil=True)
+    def _partition_kernel(X, x, buckets, hist_bins, n_buckets, limbs, hist, bucket_n, bucket_s):  # pragma: no cover
+        # the operations of _system_stats_numpy, row by row (integer arithmetic, and the same
+        # IEEE multiply and floor for the histogram bin)
+        n, m = X.shape
+        bins = np.float64(hist_bins)
+        for i in range(n):
+            k = buckets[i]
+            if n_buckets:
+                bucket_n[k] += 1
+            for j in range(m):
+                v = X[i, j]
+                l0 = v & 0x3FFFF
+                l1 = (v >> 18) & 0x3FFFF
+                l2 = v >> 36
+                limbs[j, 0] += l0
+                limbs[j, 1] += l1
+                limbs[j, 2] += l2
+                limbs[j, 3] += l0 * l0
+                limbs[j, 4] += l1 * l1
+                limbs[j, 5] += l2 * l2
+                limbs[j, 6] += l0 * l1
+                limbs[j, 7] += l0 * l2
+                limbs[j, 8] += l1 * l2
+                h = np.int64(np.floor(x[i, j] * bins))
+                if h > hist_bins - 1:
+                    h = hist_bins - 1
+                hist[j, h] += 1
+                if n_buckets:
+                    bucket_s[k, j] += (v + (1 << 25)) >> 26
+
+
+def _system_stats_numpy(X: np.ndarray, x: np.ndarray, buckets: np.ndarray, T: int, n_boot: int,
+                        hist_bins: int, boot_buckets: int) -> _System:
     n, m = X.shape
     sum_x, sum_x2 = fp.exact_column_sums(X)
     # Histogram: floor(x * bins) (exact IEEE operations: deterministic), x == 1 in the last bin.

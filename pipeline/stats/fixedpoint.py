@@ -55,20 +55,19 @@ def exact_column_sums(X: np.ndarray) -> tuple[list[int], list[int]]:
         l0 = c & _M18
         l1 = (c >> _L18) & _M18
         l2 = c >> (2 * _L18)
-        s0, s1, s2 = l0.sum(axis=0), l1.sum(axis=0), l2.sum(axis=0)
-        q00, q11, q22 = (l0 * l0).sum(axis=0), (l1 * l1).sum(axis=0), (l2 * l2).sum(axis=0)
-        q01, q02, q12 = (l0 * l1).sum(axis=0), (l0 * l2).sum(axis=0), (l1 * l2).sum(axis=0)
-        for j in range(m):
-            s[j] += int(s0[j]) + (int(s1[j]) << 18) + (int(s2[j]) << 36)
-            q[j] += (
-                int(q00[j])
-                + (int(q11[j]) << 36)
-                + (int(q22[j]) << 72)
-                + (int(q01[j]) << 19)
-                + (int(q02[j]) << 37)
-                + (int(q12[j]) << 55)
-            )
+        add_limb_sums(s, q, np.stack([l0.sum(axis=0), l1.sum(axis=0), l2.sum(axis=0),
+                                      (l0 * l0).sum(axis=0), (l1 * l1).sum(axis=0), (l2 * l2).sum(axis=0),
+                                      (l0 * l1).sum(axis=0), (l0 * l2).sum(axis=0), (l1 * l2).sum(axis=0)], axis=1))
     return s, q
+
+
+def add_limb_sums(s: list[int], q: list[int], limbs: np.ndarray) -> None:
+    """Add one chunk's limb sums to the exact ``s`` and ``q``: ``limbs[j]`` holds column ``j``'s
+    sums of ``l0, l1, l2, l0*l0, l1*l1, l2*l2, l0*l1, l0*l2, l1*l2`` with
+    ``X = l0 + l1 * 2**18 + l2 * 2**36`` (chunks of at most ``_SUM_CHUNK`` rows: exact in int64)."""
+    for j, (s0, s1, s2, q00, q11, q22, q01, q02, q12) in enumerate(limbs.tolist()):
+        s[j] += s0 + (s1 << 18) + (s2 << 36)
+        q[j] += q00 + (q11 << 36) + (q22 << 72) + (q01 << 19) + (q02 << 37) + (q12 << 55)
 
 
 def normalize_pair(hi: np.ndarray, lo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
