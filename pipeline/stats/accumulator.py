@@ -454,9 +454,10 @@ def _system_stats(X: np.ndarray, x: np.ndarray, buckets: np.ndarray, T: int, n_b
     )
 
 
-_partition_kernel = None
 assert fp.FIXED_BITS - BOOT_BITS == 26  # the kernel's X26 = (X + 2**25) >> 26
-if poisson._numba is not None:
+if poisson._numba is None:  # pragma: no cover
+    _partition_kernel = None
+else:
 
     @poisson._numba.njit(cache=True, nogil=True)
     def _partition_kernel(X, x, buckets, hist_bins, n_buckets, limbs, hist, bucket_n, bucket_s):  # pragma: no cover
