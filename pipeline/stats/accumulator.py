@@ -442,15 +442,19 @@ def _system_stats(X: np.ndarray, x: np.ndarray, buckets: np.ndarray, T: int, n_b
                           np.ascontiguousarray(buckets[sl], dtype=np.int64), hist_bins, K,
                           limbs, hist, bucket_n, bucket_s)
         fp.add_limb_sums(sum_x, sum_x2, limbs)
+    return _new_system(x, T, sum_x, sum_x2, hist, bucket_n, bucket_s)
+
+
+def _new_system(x, T, sum_x, sum_x2, hist, bucket_n, bucket_s) -> _System:
     return _System(
-        count=n,
+        count=x.shape[0],
         sum_x=tuple(sum_x),
         sum_x2=tuple(sum_x2),
         min=x.min(axis=0).reshape(T, 3),
         max=x.max(axis=0).reshape(T, 3),
-        hist=hist.reshape(T, 3, hist_bins),
+        hist=hist.reshape(T, 3, -1),
         bucket_n=bucket_n,
-        bucket_s=bucket_s.reshape(K, T, 3),
+        bucket_s=bucket_s.reshape(bucket_s.shape[0], T, 3),
     )
 
 
@@ -509,16 +513,7 @@ def _system_stats_numpy(X: np.ndarray, x: np.ndarray, buckets: np.ndarray, T: in
             sl = slice(start, start + _BINCOUNT_ROWS)
             for j in range(m):  # float64 sums of integers < 2**53: exact
                 bucket_s[:, j] += np.bincount(buckets[sl], weights=x26[sl, j], minlength=K).astype(np.int64)
-    return _System(
-        count=n,
-        sum_x=tuple(sum_x),
-        sum_x2=tuple(sum_x2),
-        min=x.min(axis=0).reshape(T, 3),
-        max=x.max(axis=0).reshape(T, 3),
-        hist=hist,
-        bucket_n=bucket_n,
-        bucket_s=bucket_s.reshape(K, T, 3),
-    )
+    return _new_system(x, T, sum_x, sum_x2, hist, bucket_n, bucket_s)
 
 
 def _replicate_sums(st: _System, seed: int, n_boot: int) -> tuple[list[int], list[list[int]]]:
