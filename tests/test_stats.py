@@ -412,6 +412,17 @@ def test_to_dict_from_dict_round_trip():
     assert canon(StatsAccumulator.from_dict(json.loads(text)).merge(other)) == canon(acc.merge(other))
     with pytest.raises(ValueError):
         StatsAccumulator.from_dict({**d, "version": 99})
+    # contents that from_scores and merge cannot produce are refused
+    from pipeline.stats.accumulator import pack_ints
+    sys0 = d["systems"][0]
+    n_k = np.array(_ints(sys0["bucket_n"]))
+    moved = n_k.copy()
+    j = int(np.flatnonzero(moved)[0])
+    moved[j] -= 1
+    for bad in ({"count": sys0["count"] + 1}, {"count": 0}, {"bucket_n": pack_ints(moved)},
+                {"bucket_n": pack_ints(np.where(np.arange(len(n_k)) == j, -1, n_k))}):
+        with pytest.raises(ValueError, match="disagree"):
+            StatsAccumulator.from_dict({**d, "systems": [{**sys0, **bad}, *d["systems"][1:]]})
 
 
 def test_to_arrow_and_json():

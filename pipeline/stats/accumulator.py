@@ -360,6 +360,12 @@ class StatsAccumulator:
             )
             if len(st.sum_x) != m or len(st.sum_x2) != m:
                 raise ValueError("sum_x/sum_x2 length does not match type_names")
+            # counts that cannot come from from_scores/merge (a damaged or hand-edited marker)
+            n = st.count
+            if (n < 1 or (st.hist < 0).any() or (st.bucket_n < 0).any() or (st.bucket_s < 0).any()
+                    or not (st.hist.reshape(m, H).sum(axis=1) == n).all()
+                    or (K and int(st.bucket_n.sum()) != n)):
+                raise ValueError(f"system {s['system']!r}: counts, histogram and bootstrap buckets disagree")
             systems[s["system"]] = st
         acc._systems = dict(sorted(systems.items()))
         return acc
