@@ -21,7 +21,7 @@ def direct_ci(keys: list[str], columns: np.ndarray, seed: int, n_boot: int, buck
     s_k: dict[int, list[int]] = {}
     for key, row in zip(keys, np.asarray(columns, dtype=np.float64).tolist()):
         h = int.from_bytes(hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
-        b = poisson.mix64_int(h ^ sk) >> (64 - k) if k else 0
+        b = poisson.mix64_int(h ^ sk) >> (64 - k)
         # x -> X = round(x * 2**52) (half to even) -> X26 = round(X / 2**26) (half up)
         x26 = [(round(Fraction(v) * 2**52) + 2**25) >> 26 for v in row]
         n_k[b] = n_k.get(b, 0) + 1

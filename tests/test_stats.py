@@ -228,15 +228,6 @@ def test_exact_column_sums():
     assert fp.to_fixed(np.array([0.0, 1.0, 0.5, 2.0**-53, 3 * 2.0**-53])).tolist() == [0, 2**52, 2**51, 0, 2]
 
 
-def test_pair_normalisation():
-    vals = [0, 1, 2**32 - 1, 2**32, 2**93 + 12345, 7 * 2**61 + 2**31]
-    hi, lo = fp.ints_to_pair(vals, (len(vals),))
-    assert fp.pair_to_ints(hi, lo) == vals
-    h2, l2 = fp.normalize_pair(hi + hi, lo + lo)
-    assert fp.pair_to_ints(h2, l2) == [2 * v for v in vals]
-    assert (l2 >= 0).all() and (l2 < 2**32).all()
-
-
 # ----------------------------------------------------------------------------- confidence interval
 def test_ci_covers_the_mean_and_shrinks_with_n():
     widths = []

@@ -16,14 +16,17 @@ order, gives byte-identical results):
   finalisation replicate ``b`` gives every bucket a weight ``w_bk ~ Poisson(1)``, a pure
   function of ``(seed, k, b)``, and its mean is ``sum_k w_bk S_k / (2**26 sum_k w_bk n_k)``.
 
-Why buckets: weighting every example in every replicate cost ~5 ns x 1000 replicates per
-example, more than the rest of the statistics and a third of a task; per bucket it is O(n)
-per partition plus O(buckets x replicates) once.  Resampling buckets of examples assigned at
+Why buckets: weighting every example in every replicate (1,000 weights per example) made the
+statistics 1.75 s of the one-process job's 8.1 s for 200,000 pairs (cProfile; 0.74 s of it
+generating the weights); per bucket it is O(n) per partition plus O(buckets x replicates)
+once (0.32 s).  Resampling buckets of examples assigned at
 random is a cluster bootstrap, valid for the mean of independent examples.  While buckets
 hold one example each it is the example-level Poisson bootstrap; with many examples per
 bucket it estimates the variance of the mean from ``boot_buckets`` groups, so the width of
 the interval carries an extra relative error of about ``1/sqrt(2 * boot_buckets)`` (1.1% at
-4096), below the Monte-Carlo error of the percentile endpoints at 1000 replicates (~4%).
+4096, from the chi-square approximation of a variance estimated from that many groups), below
+the Monte-Carlo error of the percentile endpoints at 1000 replicates (~4% by the usual normal
+approximation of a sample quantile; both computed, not measured).
 The replicate means use the scores rounded to 2**-26 (<= 1.5e-8 each); the mean, std and
 quantiles do not.
 
@@ -70,6 +73,9 @@ _L26 = 26
 _M26 = (1 << _L26) - 1
 # Rows per bincount: a float64 bucket sum of X26 <= 2**26 stays exact below 2**27 rows.
 _BINCOUNT_ROWS = 1 << 26
+# X26 = round(X / 2**_X26_SHIFT) (half up) from the 52-bit fixed point X
+_X26_SHIFT = fp.FIXED_BITS - BOOT_BITS
+_X26_HALF = 1 << (_X26_SHIFT - 1)
 
 
 
@@ -228,11 +234,13 @@ class StatsAccumulator:
 
         X = fp.to_fixed(scores).reshape(n, T * 3)
         flat = scores.reshape(n, T * 3)
-        if isinstance(keys, list):
-            bases = poisson.example_bases(keys, seed)
+        if not n_boot:  # the keys' hashes only place examples in bootstrap buckets
+            buckets = np.zeros(n, dtype=np.int64)
+        elif isinstance(keys, list):
+            buckets = poisson.buckets_of(poisson.example_bases(keys, seed), boot_buckets)
         else:  # an Arrow column: hashed from its UTF-8 buffer, no str per key
-            bases = poisson.bases_from_hashes(poisson.key_hashes_utf8(*utf8_buffers(keys)), seed)
-        buckets = poisson.buckets_of(bases, boot_buckets)
+            hashes = poisson.key_hashes_utf8(*utf8_buffers(keys))
+            buckets = poisson.buckets_of(poisson.bases_from_hashes(hashes, seed), boot_buckets)
         if isinstance(systems, list):
             sys_names = list(dict.fromkeys(systems))
             codes_of = {name: i for i, name in enumerate(sys_names)}
@@ -444,9 +452,7 @@ def _system_stats(X: np.ndarray, x: np.ndarray, buckets: np.ndarray, T: int, n_b
     for start in range(0, n, fp._SUM_CHUNK):
         sl = slice(start, start + fp._SUM_CHUNK)
         limbs[:] = 0
-        _partition_kernel(np.ascontiguousarray(X[sl]), np.ascontiguousarray(x[sl]),
-                          np.ascontiguousarray(buckets[sl], dtype=np.int64), hist_bins, K,
-                          limbs, hist, bucket_n, bucket_s)
+        _partition_kernel(X[sl], x[sl], buckets[sl], hist_bins, K, limbs, hist, bucket_n, bucket_s)
         fp.add_limb_sums(sum_x, sum_x2, limbs)
     return _new_system(x, T, sum_x, sum_x2, hist, bucket_n, bucket_s)
 
@@ -464,7 +470,6 @@ def _new_system(x, T, sum_x, sum_x2, hist, bucket_n, bucket_s) -> _System:
     )
 
 
-assert fp.FIXED_BITS - BOOT_BITS == 26  # the kernel's X26 = (X + 2**25) >> 26
 if poisson._numba is None:  # pragma: no cover
     _partition_kernel = None
 else:
@@ -480,10 +485,10 @@ else:
             if n_buckets:
                 bucket_n[k] += 1
             for j in range(m):
-                v = X[i, j]
-                l0 = v & 0x3FFFF
-                l1 = (v >> 18) & 0x3FFFF
-                l2 = v >> 36
+                v = X[i, j]  # limbs as in fixedpoint.exact_column_sums
+                l0 = v & fp._M18
+                l1 = (v >> fp._L18) & fp._M18
+                l2 = v >> (2 * fp._L18)
                 limbs[j, 0] += l0
                 limbs[j, 1] += l1
                 limbs[j, 2] += l2
@@ -498,7 +503,7 @@ else:
                     h = hist_bins - 1
                 hist[j, h] += 1
                 if n_buckets:
-                    bucket_s[k, j] += (v + (1 << 25)) >> 26
+                    bucket_s[k, j] += (v + _X26_HALF) >> _X26_SHIFT
 
 
 def _system_stats_numpy(X: np.ndarray, x: np.ndarray, buckets: np.ndarray, T: int, n_boot: int,
@@ -514,7 +519,7 @@ def _system_stats_numpy(X: np.ndarray, x: np.ndarray, buckets: np.ndarray, T: in
     bucket_n = np.bincount(buckets, minlength=K).astype(np.int64) if K else np.zeros(0, dtype=np.int64)
     bucket_s = np.zeros((K, m), dtype=np.int64)
     if K:
-        x26 = ((X + (1 << (fp.FIXED_BITS - BOOT_BITS - 1))) >> (fp.FIXED_BITS - BOOT_BITS)).astype(np.float64)
+        x26 = ((X + _X26_HALF) >> _X26_SHIFT).astype(np.float64)
         for start in range(0, n, _BINCOUNT_ROWS):
             sl = slice(start, start + _BINCOUNT_ROWS)
             for j in range(m):  # float64 sums of integers < 2**53: exact

@@ -8,7 +8,7 @@ scaling), so ``X`` is a pure function of ``x`` and ``|x - X / 2**52| <= 2**-53``
 All sums are then integer sums, so they are exact and do not depend on the order in
 which examples are added or partitions are merged: merging is integer addition.
 NumPy ``int64`` is only used in chunks whose bounds are proven below; everything that
-can outgrow 64 bits is held as a Python ``int`` or as a normalised ``(hi, lo)`` pair.
+can outgrow 64 bits is held as a Python ``int``.
 """
 from __future__ import annotations
 
@@ -22,9 +22,6 @@ _M18 = (1 << _L18) - 1
 # l0, l1 < 2**18 and l2 <= 2**16, so every limb product is < 2**36 and a sum of up to
 # 2**26 of them is < 2**62: exact in int64.
 _SUM_CHUNK = 1 << 24
-
-LO_BITS = 32
-LO_MASK = (1 << LO_BITS) - 1
 
 
 def to_fixed(x: np.ndarray) -> np.ndarray:
@@ -68,20 +65,3 @@ def add_limb_sums(s: list[int], q: list[int], limbs: np.ndarray) -> None:
     for j, (s0, s1, s2, q00, q11, q22, q01, q02, q12) in enumerate(limbs.tolist()):
         s[j] += s0 + (s1 << 18) + (s2 << 36)
         q[j] += q00 + (q11 << 36) + (q22 << 72) + (q01 << 19) + (q02 << 37) + (q12 << 55)
-
-
-def normalize_pair(hi: np.ndarray, lo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Canonical form of the integer ``hi * 2**32 + lo`` (int64 arrays): ``0 <= lo < 2**32``."""
-    carry = lo >> LO_BITS  # arithmetic shift: floor division, also right for negatives
-    return hi + carry, lo & LO_MASK
-
-
-def pair_to_ints(hi: np.ndarray, lo: np.ndarray) -> list[int]:
-    return [(int(h) << LO_BITS) + int(l) for h, l in zip(hi.ravel().tolist(), lo.ravel().tolist())]
-
-
-def ints_to_pair(values, shape) -> tuple[np.ndarray, np.ndarray]:
-    vals = [int(v) for v in values]
-    hi = np.array([v >> LO_BITS for v in vals], dtype=np.int64).reshape(shape)
-    lo = np.array([v & LO_MASK for v in vals], dtype=np.int64).reshape(shape)
-    return hi, lo
