@@ -286,11 +286,16 @@ class UnitTables:
         self._ended: collections.deque = collections.deque(maxlen=256)
         self._lock = threading.Lock()
 
-    def put(self, token: str, unit: readers.WorkUnit, tables: tuple[pa.Table, pa.Table], budget: int) -> bool:
-        """Keep ``tables`` for ``token``'s run if they fit in ``budget`` bytes; True if kept."""
+    def put(self, token: str, unit: readers.WorkUnit, tables: tuple[pa.Table, pa.Table] | None, budget: int,
+            prepared: dict | None = None) -> bool:
+        """Keep ``tables`` for ``token``'s run if they fit in ``budget`` bytes; True if kept.
+        With ``prepared`` (the unit's task output, :func:`encode_outputs`, which
+        :func:`plan_unit` made) that is kept instead of the tables."""
         if not token:
             return False
-        n = sum(t.nbytes for t in tables)
+        if prepared is not None:
+            tables = None
+        n = prepared["nbytes"] if prepared is not None else sum(t.nbytes for t in tables)
         with self._lock:
             if token in self._ended:
                 return False
@@ -300,12 +305,13 @@ class UnitTables:
                 self._token = token
             if unit.index in self._tables or self.used + n > budget:
                 return False
-            self._tables[unit.index] = (tables, n)
+            self._tables[unit.index] = (tables, n, prepared)
             self.used += n
             return True
 
-    def take(self, token: str, unit: readers.WorkUnit, release: bool) -> tuple[pa.Table, pa.Table] | None:
-        """``token``'s kept tables of ``unit`` (dropped if ``release``), or None."""
+    def take(self, token: str, unit: readers.WorkUnit, release: bool, with_prepared: bool = False):
+        """``token``'s kept tables of ``unit`` (dropped if ``release``), or None; with
+        ``with_prepared``, ``(tables, prepared)``: one of them is None."""
         with self._lock:
             if not token or token != self._token:
                 return None
@@ -317,7 +323,9 @@ class UnitTables:
             if found is not None and release:
                 del self._tables[unit.index]
                 self.used -= found[1]
-            return None if hit is None else hit[0]
+            if hit is None or (hit[0] is None and not with_prepared):
+                return None
+            return (hit[0], hit[2]) if with_prepared else hit[0]
 
     def release(self, token: str) -> None:
         """Drop everything kept for ``token``'s run; nothing more is kept for it afterwards."""
@@ -344,16 +352,39 @@ def release_unit_tables(token: str) -> None:
     UNIT_TABLES.release(token)
 
 
-def plan_unit(spec, unit: readers.WorkUnit, read_token: str = "", keep_mb: int = 0) -> dict:
+def plan_unit(spec, unit: readers.WorkUnit, read_token: str = "", keep_mb: int = 0,
+              ctx: UnitContext | None = None, target_cost: float | None = None) -> dict:
     """The plan pass over one unit (on a worker): per-example estimated costs and the
     ``(system, id, row)`` keys, so the driver can find duplicates across units.  With a
     ``read_token`` the tables are kept for this run's tasks, up to ``keep_mb`` MiB per
-    worker process (:class:`UnitTables`); ``kept`` says whether they were."""
+    worker process (:class:`UnitTables`); ``kept`` says whether they were.
+
+    With ``ctx``, a unit that will be one task (its cost below ``target_cost``) is also
+    scored here, its statistics reduced and its files encoded, and kept so: the task then
+    only writes them.  Scoring the
+    table while it is fresh from the reader leaves no idle barrier between reading and
+    scoring, lets the scheduler balance the expensive part (plan tasks go to whichever
+    worker is free), and touches the text once while it is in cache.  The numbers are the
+    task's own (the same function of the same rows); a unit whose rows change after the
+    plan (cross-unit duplicates) is read and scored again by its task."""
     _test_sleep(TEST_PLAN_SLEEP_ENV)
     tables = readers.read_unit(spec, unit)
-    kept = UNIT_TABLES.put(read_token, unit, tables, keep_mb << 20)
+    costs = estimate_costs(tables[0])
     keys = readers.unit_keys(tables[0])
-    return {"costs": estimate_costs(tables[0]), "keys": keys, "key_hashes": key_hashes(keys), "kept": kept}
+    prepared = None
+    if ctx is not None and read_token and keep_mb > 0 and one_task(costs, target_cost):
+        prepared = encode_outputs(*_score_rows(tables[0], tables[1], ctx, unit.format), ctx)
+    kept = UNIT_TABLES.put(read_token, unit, tables, keep_mb << 20, prepared)
+    if not kept and prepared is not None:  # over the budget as encoded output: the tables alone
+        kept = UNIT_TABLES.put(read_token, unit, tables, keep_mb << 20)
+    return {"costs": costs, "keys": keys, "key_hashes": key_hashes(keys), "kept": kept}
+
+
+def one_task(costs: np.ndarray, target_cost: float | None) -> bool:
+    """Whether :func:`split_by_cost` makes exactly one task ``[0:]`` of a unit with ``costs``
+    that is not an oversized example, so what the plan pass scores is exactly that task's rows."""
+    tasks = split_by_cost([None], [costs], target_cost)
+    return len(tasks) == 1 and not tasks[0].oversized
 
 
 def key_hashes(keys: pa.Table) -> np.ndarray | None:
@@ -501,17 +532,84 @@ def _test_sleep(var: str = TEST_TASK_SLEEP_ENV) -> None:
         time.sleep(float(s))
 
 
-def read_task(spec, task: Task, read_token: str = "", release: bool | None = None) -> tuple[pa.Table, pa.Table]:
+def read_task(spec, task: Task, read_token: str = "", release: bool | None = None,
+              with_prepared: bool = False):
     """The task's rows (and, for its unit's first slice, the unit's quarantine rows): what the
     plan pass kept (released by the unit's last slice unless ``release`` says otherwise), or
-    read."""
-    kept = UNIT_TABLES.take(read_token, task.unit, task.hi is None if release is None else release)
-    table, quarantine = kept if kept is not None else readers.read_unit(spec, task.unit)
+    read.  With ``with_prepared``, ``(table, quarantine, prepared)``: where the plan pass
+    encoded this whole-unit task's output (:func:`encode_outputs`), that, and no tables."""
+    kept = UNIT_TABLES.take(read_token, task.unit, task.hi is None if release is None else release,
+                            with_prepared=True)
+    tables, prepared = kept if kept is not None else (None, None)
+    if prepared is not None:
+        if with_prepared and task.lo == 0 and task.hi is None:
+            return None, None, prepared
+        prepared = None  # not this task's rows (a plan from elsewhere): read them
+    table, quarantine = tables if tables is not None else readers.read_unit(spec, task.unit)
     hi = table.num_rows if task.hi is None else task.hi
     table = table.slice(task.lo, max(0, hi - task.lo))
     if task.lo != 0:
         quarantine = quarantine.schema.empty_table()
-    return table, quarantine
+    return (table, quarantine, None) if with_prepared else (table, quarantine)
+
+
+def _score_rows(table: pa.Table, quarantine: pa.Table, ctx: UnitContext, fmt: str, split_positions=None):
+    """(scores, quarantine rows): the rows scored, the too-long ones added to the quarantine."""
+    scores, too_long = score_table(table, ctx.scoring, quarantine=True, fmt=fmt,
+                                   split_positions=split_positions if table.num_rows == 1 else None)
+    if too_long.num_rows:
+        quarantine = pa.concat_tables([quarantine, too_long])
+    return scores, quarantine
+
+
+def encode_outputs(scores: pa.Table, quarantine: pa.Table, ctx: UnitContext) -> dict:
+    """Everything a task writes, as bytes, and its counts and statistics: a function of its rows
+    only (not of its index, which names the files), so the plan pass can make it."""
+    parts = []
+    systems = pc.unique(scores.column("system")).to_pylist() if scores.num_rows else []
+    for system in sorted(systems):
+        part = scores.filter(pc.equal(scores.column("system"), system))
+        parts.append((system, writers.parquet_bytes(part, ctx.metadata)))
+    q_bytes = writers.parquet_bytes(quarantine, ctx.metadata) if quarantine.num_rows else None
+    stats = unit_stats(scores, ctx)
+    stats_dict = stats.to_dict()
+    return {
+        "parts": parts,
+        "quarantine": q_bytes,
+        "rows": scores.num_rows,
+        "quarantined": quarantine.num_rows,
+        "quarantine_reasons": _reason_counts(quarantine),
+        "systems": sorted(systems),
+        "cand_tokens": int(pc.sum(scores.column("cand_tokens")).as_py() or 0),
+        "ref_tokens": int(pc.sum(scores.column("ref_tokens")).as_py() or 0),
+        "stats": stats,
+        "stats_dict": stats_dict,
+        # what keeping it costs (UnitTables' budget): the files, and the statistics' arrays
+        "nbytes": sum(len(b) for _, b in parts) + len(q_bytes or b"") + stats.nbytes(),
+    }
+
+
+def write_outputs(prepared: dict, task: Task, ctx: UnitContext) -> dict:
+    """Write a task's encoded output (:func:`encode_outputs`) under its deterministic names,
+    then its completion marker; returns the task's result."""
+    so = ctx.storage_options
+    run = ctx.run_url.rstrip("/")
+    files = []
+    for system, data in prepared["parts"]:
+        url = writers.partition_path(run, "scores", system) + writers.part_name(task.index)
+        writers.write_bytes_atomic(data, url, so)
+        files.append(url[len(run) + 1:])
+    if prepared["quarantine"] is not None:
+        url = f"{run}/quarantine/" + writers.part_name(task.index)
+        writers.write_bytes_atomic(prepared["quarantine"], url, so)
+        files.append(url[len(run) + 1:])
+    result = {"unit": task.index, "tasks": 1, "files": files,
+              **{k: prepared[k] for k in ("rows", "quarantined", "quarantine_reasons", "systems",
+                                          "cand_tokens", "ref_tokens")}}
+    writers.write_json_atomic({**result, "stats": prepared["stats_dict"]}, marker_url(run, task.index), so)
+    result["stats"] = prepared["stats"]
+    result["skipped"] = 0
+    return result
 
 
 def score_task(spec, task: Task, ctx: UnitContext, split_positions=None) -> dict:
@@ -520,39 +618,13 @@ def score_task(spec, task: Task, ctx: UnitContext, split_positions=None) -> dict
     The returned ``"stats"`` is the :class:`StatsAccumulator` itself (Dask pickles its arrays
     as they are, and the merges only add them); the marker holds its ``to_dict``."""
     _test_sleep()
-    table, quarantine = read_task(spec, task, ctx.read_token)
-    scores, too_long = score_table(table, ctx.scoring, quarantine=True, fmt=task.unit.format,
-                                   split_positions=split_positions if table.num_rows == 1 else None)
-    if too_long.num_rows:
-        quarantine = pa.concat_tables([quarantine, too_long])
-    so = ctx.storage_options
-    run = ctx.run_url.rstrip("/")
-    systems = sorted(set(scores.column("system").to_pylist()))
-    files = []
-    for system in systems:
-        part = scores.filter(pc.equal(scores.column("system"), system))
-        url = writers.partition_path(run, "scores", system) + writers.part_name(task.index)
-        writers.write_parquet_atomic(part, url, so, ctx.metadata)
-        files.append(url[len(run) + 1:])
-    if quarantine.num_rows:
-        url = f"{run}/quarantine/" + writers.part_name(task.index)
-        writers.write_parquet_atomic(quarantine, url, so, ctx.metadata)
-        files.append(url[len(run) + 1:])
-    result = {
-        "unit": task.index,
-        "tasks": 1,
-        "rows": scores.num_rows,
-        "quarantined": quarantine.num_rows,
-        "quarantine_reasons": _reason_counts(quarantine),
-        "systems": systems,
-        "cand_tokens": int(pc.sum(scores.column("cand_tokens")).as_py() or 0),
-        "ref_tokens": int(pc.sum(scores.column("ref_tokens")).as_py() or 0),
-        "files": files,
-        "stats": unit_stats(scores, ctx),
-    }
-    writers.write_json_atomic({**result, "stats": result["stats"].to_dict()}, marker_url(run, task.index), so)
-    result["skipped"] = 0
-    return result
+    if split_positions is None:
+        table, quarantine, prepared = read_task(spec, task, ctx.read_token, with_prepared=True)
+    else:
+        (table, quarantine), prepared = read_task(spec, task, ctx.read_token), None
+    if prepared is None:
+        prepared = encode_outputs(*_score_rows(table, quarantine, ctx, task.unit.format, split_positions), ctx)
+    return write_outputs(prepared, task, ctx)
 
 
 # --------------------------------------------------------------------------- long documents

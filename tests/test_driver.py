@@ -88,6 +88,19 @@ def test_one_vs_two_workers_byte_identical_and_sync(corpus, client1, client2, tm
         assert (Path(r.run_url) / "_SUCCESS").exists()
 
 
+def test_plan_pass_scoring_gives_the_tasks_own_bytes(corpus, client2, tmp_path):
+    """By default every unit that is one task is scored by the plan pass and its task only
+    writes (job.plan_unit); with nothing kept (unit_cache_mb 0) every task reads and scores
+    its rows itself.  Both give the same files, markers included, on 2 workers and in-process."""
+    a = run(_cfg(corpus, tmp_path / "kept"), client2, progress=False, log=_log)
+    b = run(_cfg(corpus, tmp_path / "read", execution={"unit_cache_mb": 0}), client2, progress=False, log=_log)
+    c = run(_cfg(corpus, tmp_path / "sync"), None, progress=False, log=_log)
+    assert a.summary["quarantined"] > 0 and a.summary["tasks"] > 1
+    oa = _outputs(tmp_path / "kept", markers=True)
+    assert oa == _outputs(tmp_path / "read", markers=True) == _outputs(tmp_path / "sync", markers=True)
+    assert a.rows == b.rows == c.rows
+
+
 def test_exact_bootstrap_matches_rouge_score(corpus, client2, tmp_path):
     rouge_scoring = pytest.importorskip("rouge_score.scoring")
     cfg = _cfg(corpus, tmp_path / "ex", stats={"bootstrap": "exact", "n_boot": 100})
@@ -281,6 +294,8 @@ def test_local_workers_run_without_the_statistical_profiler(client1):
         return sorted(dask_worker.periodic_callbacks)
 
     assert all("profile" not in cb and "heartbeat" in cb for cb in client1.run(callbacks).values())
+    # and its scheduler gives a worker its next task when it is free (none queued behind)
+    assert client1.run_on_scheduler(lambda dask_scheduler: dask_scheduler.WORKER_SATURATION) == 1.0
     with open_client("local", n_workers=1, dashboard_address=None, worker_profile=True) as client:
         assert all("profile" in cb for cb in client.run(callbacks).values())
 
@@ -292,3 +307,24 @@ def test_local_workers_keep_glibc_malloc_defaults(client1, client2):
     for client in (client1, client2):
         got = client.run(lambda: __import__("os").environ.get("MALLOC_TRIM_THRESHOLD_"))
         assert list(got.values()) and all(v is None for v in got.values())
+
+
+def test_progress_lines_with_and_without_a_row_total():
+    import io
+
+    from pipeline.execution.progress import Progress
+
+    out = io.StringIO()
+    plan = Progress(4, None, stream=out, tty=False, interval=0.0, label="plan pass (read, score)", unit="units")
+    for _ in range(4):
+        plan.update(0)
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("plan pass (read, score): 1/4 units ( 25.0%), ETA ")
+    assert lines[-1] == "plan pass (read, score): 4/4 units (100.0%), ETA 00:00"
+    out = io.StringIO()
+    bar = Progress(2, 30, stream=out, tty=False, interval=0.0)
+    bar.update(10, skipped=True)
+    bar.update(20)
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("scoring: 1/2 tasks, 10/30 pairs ( 33.3%), 0 pairs/s")
+    assert lines[-1].startswith("scoring: 2/2 tasks, 30/30 pairs (100.0%)") and bar.scored_rows == 20

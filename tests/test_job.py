@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -213,6 +214,57 @@ def test_plan_pass_tables_serve_this_runs_tasks_only(tmp_path):
         assert job.UNIT_TABLES.used == 0
         with pytest.raises(gone):
             job.read_task(spec, tasks[-1], "run-a")
+    finally:
+        job.UNIT_TABLES.clear()
+
+
+def test_plan_pass_scores_units_that_are_one_task(tmp_path):
+    """A unit that will be one task is scored, reduced and encoded by its plan pass; its task
+    then only writes: the same files, marker and result as a task that reads and scores."""
+    from _pipeline_corpus import run_files
+
+    root = tmp_path / "in"
+    spec = InputSpec.from_config({"layout": "records", "paths": write_records(root, 12)})
+    units = plan_units(spec)
+    settings = job.ScoringSettings()
+
+    def ctx(run, token):
+        return job.UnitContext(run_url=str(tmp_path / run), scoring=settings, seed=3, n_boot=50,
+                               metadata={"rouge_pipeline.signature": "t"}, read_token=token)
+
+    kept, fresh = ctx("kept", "run-p"), ctx("fresh", "")
+    try:
+        planned = [job.plan_unit(spec, u, "run-p", 64, kept, job.DEFAULT_TARGET_COST) for u in units]
+        tasks = job.plan_tasks(units, job.DEFAULT_TARGET_COST, *planned)[0]
+        assert len(tasks) == len(units) and all(p["kept"] for p in planned)
+        for u in units:   # kept as the encoded output, not as tables
+            tables, prepared = job.UNIT_TABLES.take("run-p", u, release=False, with_prepared=True)
+            assert tables is None and prepared["rows"] > 0
+        shutil.rmtree(root)   # from here on only what the plan pass made can serve the tasks
+        got = [job.score_task(spec, t, kept) for t in tasks]
+        assert job.UNIT_TABLES.used == 0
+        write_records(root, 12)
+        want = [job.score_task(spec, t, fresh) for t in tasks]
+    finally:
+        job.UNIT_TABLES.clear()
+    assert sum(r["quarantined"] for r in got) > 0
+    for g, w in zip(got, want):
+        assert g["stats"].to_dict() == w["stats"].to_dict()
+        assert {k: v for k, v in g.items() if k != "stats"} == {k: v for k, v in w.items() if k != "stats"}
+    files = run_files(tmp_path / "kept", "**/*.*")
+    assert len(files) > len(tasks) and files == run_files(tmp_path / "fresh", "**/*.*")
+
+
+def test_plan_pass_leaves_units_cut_into_several_tasks_to_them(tmp_path):
+    spec = InputSpec.from_config({"layout": "records", "paths": write_records(tmp_path / "in", 12)})
+    u = plan_units(spec)[0]
+    c = job.UnitContext(run_url=str(tmp_path / "r"), scoring=job.ScoringSettings(), seed=0, n_boot=0,
+                        read_token="run-q")
+    try:
+        p = job.plan_unit(spec, u, "run-q", 64, c, target_cost=400)
+        assert not job.one_task(p["costs"], 400) and job.one_task(p["costs"], 1e12)
+        tables, prepared = job.UNIT_TABLES.take("run-q", u, release=False, with_prepared=True)
+        assert prepared is None and tables[0].num_rows == len(p["costs"])
     finally:
         job.UNIT_TABLES.clear()
 

@@ -116,7 +116,12 @@ def local_cluster(n_workers: int | None = None, memory_limit=None, dashboard_add
     ``worker_profile``: Dask's statistical profiler in the workers.  Off by default: it
     samples the task thread's stack every 10 ms, holding the GIL, and the 200,000-pair job
     ran ~10% faster without it (two workers, alternating runs); the dashboard's Profile page
-    stays empty then."""
+    stays empty then.
+
+    The scheduler hands a worker its next plan task only when it is free (worker saturation
+    1.0; Dask's default 1.1 sends each one-thread worker a second task to queue): the plan
+    pass reads and scores the units, a few tenths of a second each, and a unit queued behind a
+    slow one on one worker while the other worker idles was the run's tail."""
     import dask
     from distributed import LocalCluster
 
@@ -134,6 +139,7 @@ def local_cluster(n_workers: int | None = None, memory_limit=None, dashboard_add
         os.environ[_MALLOC_TRIM] = _MALLOC_TRIM_AT_START
     # the nannies hand this configuration to the worker processes they start
     with dask.config.set({"distributed.worker.profile.enabled": bool(worker_profile),
+                          "distributed.scheduler.worker-saturation": 1.0,  # read by the scheduler made here
                           "distributed.nanny.pre-spawn-environ": environ}):
         return LocalCluster(**kw)
 

@@ -170,11 +170,13 @@ class _Sync:
         return [fn(*args) for args in zip(*iterables)]
 
 
-def make_plan(cfg, spec, run_url: str, so: dict, client, log, read_token: str) -> tuple[list[job.Task], dict]:
+def make_plan(cfg, spec, run_url: str, so: dict, client, log, ctx: job.UnitContext,
+              bar=None) -> tuple[list[job.Task], dict]:
     """Load ``_plan.json`` or plan: units, per-example costs (on the workers), cost slices.
 
-    The plan pass keeps what it read in the workers for this run's tasks (``read_token``,
-    :class:`pipeline.job.UnitTables`).  Returns (tasks, where): ``where`` maps each unit
+    The plan pass keeps what it read in the workers for this run's tasks (``ctx.read_token``,
+    :class:`pipeline.job.UnitTables`), scored where a unit is one task (:func:`job.plan_unit`);
+    ``bar(units)`` makes the progress display of that pass.  Returns (tasks, where): ``where`` maps each unit
     whose tables were kept on a worker to that worker's address (empty without Dask or
     when the plan comes from ``_plan.json``)."""
     stored = with_retries(lambda: writers.read_json(f"{run_url}/_plan.json", so), cfg.execution.retries,
@@ -190,10 +192,15 @@ def make_plan(cfg, spec, run_url: str, so: dict, client, log, read_token: str) -
     # The plan pass reads every unit once (on the workers): estimated costs, and the ids, so
     # duplicates across units (shards, or row slices of one shard) are found here, where every
     # id is seen.  The first occurrence in (file, row) order is kept.
+    read_token, keep, target = ctx.read_token, cfg.execution.unit_cache_mb, settings["target_cost"]
+    progress = bar(len(units)) if bar is not None else None
     if client is None:
-        keep = cfg.execution.unit_cache_mb
-        planned = [with_retries(lambda u=u: job.plan_unit(spec, u, read_token, keep), cfg.execution.retries,
-                                f"reading {u.file}", log) for u in units]
+        planned = []
+        for u in units:
+            planned.append(with_retries(lambda u=u: job.plan_unit(spec, u, read_token, keep, ctx, target),
+                                        cfg.execution.retries, f"reading {u.file}", log))
+            if progress is not None:
+                progress.update(0)
         tasks, n_dup, _ = job.plan_tasks(units, settings["target_cost"], *planned)
         del planned
         where = {}
@@ -202,7 +209,7 @@ def make_plan(cfg, spec, run_url: str, so: dict, client, log, read_token: str) -
 
         nonce = uuid.uuid4().hex[:8]
         futs = client.map(job.plan_unit, [spec] * len(units), units, [read_token] * len(units),
-                          [cfg.execution.unit_cache_mb] * len(units),
+                          [keep] * len(units), [ctx] * len(units), [target] * len(units),
                           key=[f"rouge-plan-unit-{nonce}-{u.index:05d}" for u in units],
                           retries=cfg.execution.retries, pure=False)
         unit_of = {f.key: u for u, f in zip(units, futs)}
@@ -212,6 +219,8 @@ def make_plan(cfg, spec, run_url: str, so: dict, client, log, read_token: str) -
         for f in as_completed(futs):
             status = f.status
             if status == "finished":
+                if progress is not None:
+                    progress.update(0)
                 continue
             e = f.exception() if status == "error" else None  # before the cancel, which would mask it
             client.cancel(futs)
@@ -290,13 +299,15 @@ def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream
             client.run(warmup, ctx.scoring)
             log(f"workers warm ({len(client.scheduler_info()['workers'])} workers) in "
                 f"{time.perf_counter() - t0:.2f}s")
-        tasks, where = make_plan(cfg, spec, run_url, so, client, log, ctx.read_token)
+        t_plan = time.perf_counter()
+        tasks, where = make_plan(cfg, spec, run_url, so, client, log, ctx,
+                                 bar=lambda n: Progress(n, None, stream=stream, enabled=bool(progress),
+                                                        label="plan pass (read, score)", unit="units"))
         done = with_retries(lambda: _done_indices(run_url, so), retries, "listing finished tasks", log)
         total_rows = sum(t.n_rows for t in tasks)
         bar = Progress(len(tasks), total_rows, stream=stream, enabled=bool(progress))
         if done:
             log(f"resume: {len(done & {t.index for t in tasks})} of {len(tasks)} tasks already done")
-        t_score = time.perf_counter()
         target_cost = cfg.execution.target_cost or job.DEFAULT_TARGET_COST
         n_blocks = {t.index: job.split_blocks_for(t, ctx.scoring, target_cost) for t in tasks}
         n_split = sum(1 for b in n_blocks.values() if b > 1)
@@ -319,7 +330,8 @@ def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream
         raise
     finally:
         _release_kept(client, ctx.read_token)
-    scoring_seconds = time.perf_counter() - t_score
+    # from the plan pass on: it reads, and scores every unit that is one task
+    scoring_seconds = time.perf_counter() - t_plan
 
     rows = final["stats_rows"]
     summary = {
@@ -338,7 +350,7 @@ def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream
         "mode": "sync" if client is None else "dask",
         "workers": 1 if client is None else len(client.scheduler_info()["workers"]),
         "scoring_seconds": round(scoring_seconds, 3),
-        "pairs_per_s": round(bar.rate(), 1),
+        "pairs_per_s": round(bar.scored_rows / scoring_seconds, 1) if scoring_seconds > 0 else 0.0,
     }
     if cfg.strict and final["quarantined"]:
         summary["status"] = "failed: strict mode and quarantined records"

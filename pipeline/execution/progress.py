@@ -16,10 +16,12 @@ def _fmt_eta(seconds: float) -> str:
 
 class Progress:
     """``update(rows)`` after every finished task.  Rows of resumed (skipped) tasks count toward
-    completion but not toward the pairs/s rate."""
+    completion but not toward the pairs/s rate.  With ``total_rows=None`` (a pass whose row
+    count is not known beforehand) it counts tasks (``unit`` names them) and estimates the ETA
+    from them."""
 
-    def __init__(self, total_tasks: int, total_rows: int, stream=None, interval: float = 10.0,
-                 tty: bool | None = None, enabled: bool = True, label: str = "scoring"):
+    def __init__(self, total_tasks: int, total_rows: int | None, stream=None, interval: float = 10.0,
+                 tty: bool | None = None, enabled: bool = True, label: str = "scoring", unit: str = "tasks"):
         self.stream = stream if stream is not None else sys.stderr
         self.tty = (hasattr(self.stream, "isatty") and self.stream.isatty()) if tty is None else tty
         self.total_tasks, self.total_rows = total_tasks, total_rows
@@ -27,6 +29,7 @@ class Progress:
         self.interval = interval if not self.tty else 0.2
         self.enabled = enabled
         self.label = label
+        self.unit = unit
         self.t0 = time.perf_counter()
         self._last = 0.0
 
@@ -35,6 +38,13 @@ class Progress:
         return self.scored_rows / dt if dt > 0 else 0.0
 
     def line(self) -> str:
+        if self.total_rows is None:
+            dt = time.perf_counter() - self.t0
+            left = self.total_tasks - self.tasks
+            eta = dt * left / self.tasks if self.tasks else float("nan")
+            pct = 100.0 * self.tasks / max(1, self.total_tasks)
+            return (f"{self.label}: {self.tasks}/{self.total_tasks} {self.unit} ({pct:5.1f}%), "
+                    f"ETA {_fmt_eta(eta)}")
         rate = self.rate()
         left = self.total_rows - self.rows
         eta = left / rate if rate > 0 else float("nan")
@@ -56,7 +66,8 @@ class Progress:
         self._last = now
         if self.tty:
             width = 30
-            frac = self.rows / self.total_rows if self.total_rows else self.tasks / max(1, self.total_tasks)
+            frac = (self.rows / self.total_rows if self.total_rows
+                    else self.tasks / max(1, self.total_tasks))
             bar = "#" * int(width * frac) + "-" * (width - int(width * frac))
             self.stream.write(f"\r[{bar}] {self.line()}")
             if done:

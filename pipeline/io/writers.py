@@ -135,19 +135,36 @@ def _write_bytes_atomic(url: str, write, storage_options: dict | None) -> str:
     return url
 
 
+def _with_metadata(table: pa.Table, metadata: dict | None) -> pa.Table:
+    if not metadata:
+        return table
+    meta = dict(table.schema.metadata or {})
+    meta.update({str(k).encode("utf-8"): _json_meta(v) for k, v in metadata.items()})
+    return table.replace_schema_metadata(meta)
+
+
 def write_parquet_atomic(table: pa.Table, url: str, storage_options: dict | None = None,
                          metadata: dict | None = None) -> str:
     """Write ``table`` to ``url`` atomically; ``metadata`` goes into the Arrow schema metadata
     (values that are not ``str``/``bytes`` are stored as compact, key-sorted JSON)."""
-    if metadata:
-        meta = dict(table.schema.metadata or {})
-        meta.update({str(k).encode("utf-8"): _json_meta(v) for k, v in metadata.items()})
-        table = table.replace_schema_metadata(meta)
+    table = _with_metadata(table, metadata)
 
     def write(f):
         pq.write_table(table, f, compression="zstd")
 
     return _write_bytes_atomic(url, write, storage_options)
+
+
+def parquet_bytes(table: pa.Table, metadata: dict | None = None) -> bytes:
+    """The bytes :func:`write_parquet_atomic` writes for ``table`` (encoded now, written later)."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(_with_metadata(table, metadata), sink, compression="zstd")
+    return sink.getvalue().to_pybytes()
+
+
+def write_bytes_atomic(data: bytes, url: str, storage_options: dict | None = None) -> str:
+    """Write ``data`` to ``url`` atomically."""
+    return _write_bytes_atomic(url, lambda f: f.write(data), storage_options)
 
 
 def write_json_atomic(obj: Any, url: str, storage_options: dict | None = None) -> str:

@@ -304,6 +304,11 @@ class StatsAccumulator:
                 f"types={self.type_names}, seed={self.seed}, n_boot={self.n_boot}, "
                 f"hist_bins={self.hist_bins}, boot_buckets={self.boot_buckets})")
 
+    def nbytes(self) -> int:
+        """The bytes of its arrays (what keeping it in memory costs, about)."""
+        return sum(a.nbytes for st in self._systems.values()
+                   for a in (st.min, st.max, st.hist, st.bucket_n, st.bucket_s))
+
     # ------------------------------------------------------------------ serialisation
     def to_dict(self) -> dict:
         """JSON-serialisable, canonical (equal accumulators give equal dicts).
