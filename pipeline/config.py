@@ -36,7 +36,7 @@ execution:
   retries: 2
   target_rows: null                   # rows per work unit (null: one unit per input file)
   target_cost: null                   # estimated cost per task, for the driver's planning
-  unit_cache_mb: 512                  # per worker: units the plan pass read, kept for their tasks (0: off)
+  unit_cache_mb: 512                  # per worker: units the plan pass read and scored, kept for their tasks (0: off)
   worker_profile: false               # local mode: Dask's statistical profiler in the workers (the
                                       #   dashboard's Profile page); it cost ~10% of the job's throughput
 strict: false                         # true: any quarantined record fails the run

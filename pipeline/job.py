@@ -11,7 +11,9 @@ cluster.
 
 ``score_task`` reads its unit, keeps its slice of rows, scores them in one batch, writes
 its per-example Parquet parts (one per system) and quarantine rows, and returns a small
-result (counts and the slice's mergeable statistics, a ``StatsAccumulator``).  It also writes a
+result (counts and the slice's mergeable statistics, a ``StatsAccumulator``); where the plan
+pass already scored the unit and encoded its files (the unit is one task: :func:`plan_unit`,
+:func:`encode_outputs`), the task only writes them.  It also writes a
 completion marker ``_done/unit-XXXXX.json`` holding that result as JSON, so a rerun skips finished
 tasks and still reduces the same statistics.  Every file a task writes has a deterministic
 name, so a retried or repeated task overwrites its own files and never duplicates rows.

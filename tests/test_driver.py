@@ -300,6 +300,28 @@ def test_local_workers_run_without_the_statistical_profiler(client1):
         assert all("profile" in cb for cb in client.run(callbacks).values())
 
 
+def test_local_cluster_housekeeping_intervals_reach_every_process(client1):
+    """Dask's periodic housekeeping (tick, memory and system monitors, stealing) is slowed down
+    in the local cluster, whose processes share the cores with the job: in the workers (the
+    nannies pass the configuration on) and in the scheduler's own timers."""
+    import dask
+
+    from pipeline.execution.cluster import LOCAL_HOUSEKEEPING
+
+    def worker_view(keys):
+        return {k: dask.config.get(k) for k in keys}
+
+    for got in client1.run(worker_view, list(LOCAL_HOUSEKEEPING)).values():
+        assert got == LOCAL_HOUSEKEEPING
+
+    def scheduler_view(dask_scheduler):
+        return {name: pc.callback_time for name, pc in dask_scheduler.periodic_callbacks.items()}
+
+    timers = client1.run_on_scheduler(scheduler_view)
+    assert timers["stealing"] == 500 and timers["monitor"] == 2000     # ms
+    assert dask.config.get("distributed.admin.tick.interval") != "500ms"  # this process: untouched
+
+
 def test_local_workers_keep_glibc_malloc_defaults(client1, client2):
     """Dask's nannies would start workers with MALLOC_TRIM_THRESHOLD_=65536 (and leave it in this
     process's environment for the next cluster): it turned off glibc's dynamic mmap threshold,
