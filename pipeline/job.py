@@ -240,13 +240,15 @@ def score_matrix(scores: pa.Table, rouge_types) -> np.ndarray:
     return mat
 
 
-def unit_stats(scores: pa.Table, ctx: UnitContext) -> StatsAccumulator:
+def unit_stats(scores: pa.Table, ctx: UnitContext, hashes: np.ndarray | None = None) -> StatsAccumulator:
+    """The statistics of a task's scores; ``hashes``: :func:`key_hashes` of exactly its rows,
+    when the plan pass has them."""
     types = list(ctx.scoring.rouge_types)
     systems = scores.column("system").combine_chunks()
-    # f"{system}\x1f{id}" as one Arrow column: hashed from its buffer (no str per example)
-    keys = pc.binary_join_element_wise(systems, scores.column("id").combine_chunks(), "\x1f")
+    # keys as one Arrow column: hashed from its buffer (no str per example)
+    keys = example_keys(systems, scores.column("id"))
     return StatsAccumulator.from_scores(keys, systems, score_matrix(scores, types), types,
-                                        seed=ctx.seed, n_boot=ctx.n_boot)
+                                        seed=ctx.seed, n_boot=ctx.n_boot, key_hashes=hashes)
 
 
 # --------------------------------------------------------------------------- planning
@@ -373,13 +375,16 @@ def plan_unit(spec, unit: readers.WorkUnit, read_token: str = "", keep_mb: int =
     tables = readers.read_unit(spec, unit)
     costs = estimate_costs(tables[0])
     keys = readers.unit_keys(tables[0])
+    hashes = key_hashes(keys)
     prepared = None
     if ctx is not None and read_token and keep_mb > 0 and one_task(costs, target_cost):
-        prepared = encode_outputs(*_score_rows(tables[0], tables[1], ctx, unit.format), ctx)
+        scores, quarantine = _score_rows(tables[0], tables[1], ctx, unit.format)
+        same_rows = hashes is not None and scores.num_rows == tables[0].num_rows  # none too long
+        prepared = encode_outputs(scores, quarantine, ctx, hashes if same_rows else None)
     kept = UNIT_TABLES.put(read_token, unit, tables, keep_mb << 20, prepared)
     if not kept and prepared is not None:  # over the budget as encoded output: the tables alone
         kept = UNIT_TABLES.put(read_token, unit, tables, keep_mb << 20)
-    return {"costs": costs, "keys": keys, "key_hashes": key_hashes(keys), "kept": kept}
+    return {"costs": costs, "keys": keys, "key_hashes": hashes, "kept": kept}
 
 
 def one_task(costs: np.ndarray, target_cost: float | None) -> bool:
@@ -389,23 +394,28 @@ def one_task(costs: np.ndarray, target_cost: float | None) -> bool:
     return len(tasks) == 1 and not tasks[0].oversized
 
 
+def example_keys(systems, ids) -> pa.Array:
+    """``f"{system}\x1f{id}"`` per example, as one Arrow column: the statistics' example key
+    (:meth:`StatsAccumulator.from_scores`; system names never hold ``"\x1f"``)."""
+    def one(col):
+        return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+
+    return pc.binary_join_element_wise(one(systems), one(ids).cast(pa.string()), "\x1f")
+
+
 def key_hashes(keys: pa.Table) -> np.ndarray | None:
-    """A uint64 per ``(system, id)`` of a :func:`readers.unit_keys` table: equal keys give
-    equal hashes, so where no two hashes are equal no two keys are (:func:`drop_duplicates`)."""
+    """A uint64 per ``(system, id)`` of a :func:`readers.unit_keys` table: the statistics' hash
+    of its example key (:func:`example_keys`, BLAKE2b-64), so the plan pass hashes each key once
+    for both.  Equal keys give equal hashes, so where no two hashes are equal no two keys are
+    (:func:`drop_duplicates`)."""
     from pipeline.columns import utf8_buffers
     from pipeline.stats import poisson
-
-    def column_hashes(col) -> np.ndarray:
-        arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-        return poisson.key_hashes_utf8(*utf8_buffers(arr.cast(pa.string())))
 
     if keys.num_rows == 0:
         return np.zeros(0, dtype=np.uint64)
     if keys.column("system").null_count or keys.column("id").null_count:
         return None  # not in a canonical table; drop_duplicates then runs the exact search
-    systems = keys.column("system").combine_chunks().dictionary_encode()
-    sys_hash = poisson.mix64(column_hashes(systems.dictionary))[systems.indices.to_numpy(zero_copy_only=False)]
-    return column_hashes(keys.column("id")) ^ sys_hash
+    return poisson.key_hashes_utf8(*utf8_buffers(example_keys(keys.column("system"), keys.column("id"))))
 
 
 def plan_tasks(units: list[readers.WorkUnit], target_cost, *planned: dict) -> tuple[list[Task], int, list[int]]:
@@ -564,16 +574,18 @@ def _score_rows(table: pa.Table, quarantine: pa.Table, ctx: UnitContext, fmt: st
     return scores, quarantine
 
 
-def encode_outputs(scores: pa.Table, quarantine: pa.Table, ctx: UnitContext) -> dict:
+def encode_outputs(scores: pa.Table, quarantine: pa.Table, ctx: UnitContext,
+                   hashes: np.ndarray | None = None) -> dict:
     """Everything a task writes, as bytes, and its counts and statistics: a function of its rows
-    only (not of its index, which names the files), so the plan pass can make it."""
+    only (not of its index, which names the files), so the plan pass can make it (``hashes``:
+    :func:`unit_stats`)."""
     parts = []
     systems = pc.unique(scores.column("system")).to_pylist() if scores.num_rows else []
     for system in sorted(systems):
         part = scores.filter(pc.equal(scores.column("system"), system))
         parts.append((system, writers.parquet_bytes(part, ctx.metadata)))
     q_bytes = writers.parquet_bytes(quarantine, ctx.metadata) if quarantine.num_rows else None
-    stats = unit_stats(scores, ctx)
+    stats = unit_stats(scores, ctx, hashes)
     stats_dict = stats.to_dict()
     return {
         "parts": parts,

@@ -109,12 +109,17 @@ def _keys(pairs):
     return pa.table({"system": [s for s, _ in pairs], "id": [i for _, i in pairs], "row": list(range(len(pairs)))})
 
 
-def test_key_hashes_are_equal_exactly_for_equal_keys():
-    a = job.key_hashes(_keys([("a", "1"), ("a", "2"), ("b", "1"), ("a\x1fb", "c"), ("a", "b\x1fc"), ("", "")]))
+def test_key_hashes_are_equal_exactly_for_equal_keys_and_are_the_statistics_hashes():
+    from pipeline.stats import poisson
+
+    pairs = [("a", "1"), ("a", "2"), ("b", "1"), ("a", "b\x1fc"), ("", "")]
+    a = job.key_hashes(_keys(pairs))
     b = job.key_hashes(_keys([("b", "1"), ("a", "1")]))
-    assert a.dtype == np.uint64 and len(set(a.tolist())) == 6
+    assert a.dtype == np.uint64 and len(set(a.tolist())) == 5
     assert b.tolist() == [a[2], a[0]]
     assert job.key_hashes(_keys([])).shape == (0,)
+    # the bootstrap's key hash of f"{system}\x1f{id}": the plan pass hashes each key once for both
+    assert a.tolist() == poisson.key_hashes([f"{s}\x1f{i}" for s, i in pairs]).tolist()
 
 
 def test_drop_duplicates_trusts_hashes_only_to_rule_duplicates_out():

@@ -382,6 +382,18 @@ def test_arrow_keys_and_systems_give_the_same_accumulator():
         StatsAccumulator.from_scores(pa.array([keys[0], None]), "s", scores[:2], TYPES)
     with pytest.raises(TypeError, match="strings"):
         StatsAccumulator.from_scores(pa.array([1, 2]), "s", scores[:2], TYPES)
+    # the keys' hashes given by a caller that has them (the job's plan pass): the same accumulator
+    h = poisson.key_hashes(keys)
+    for k in (keys, pa.array(keys)):
+        c = StatsAccumulator.from_scores(k, systems, scores, TYPES, seed=7, n_boot=200, key_hashes=h)
+        assert c == a and c.to_dict() == a.to_dict()
+    with pytest.raises(ValueError, match="one key hash per example"):
+        StatsAccumulator.from_scores(keys, systems, scores, TYPES, key_hashes=h[:-1])
+    # equal hashes prove nothing: the exact count decides (distinct keys pass, repeated ones fail)
+    same = np.zeros(2, dtype=np.uint64)
+    StatsAccumulator.from_scores(pa.array(keys[:2]), "s", scores[:2], TYPES, key_hashes=same)
+    with pytest.raises(ValueError, match="unique"):
+        StatsAccumulator.from_scores(pa.array([keys[0]] * 2), "s", scores[:2], TYPES, key_hashes=same)
 
 
 # ----------------------------------------------------------------------------- serialisation

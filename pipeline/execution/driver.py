@@ -213,6 +213,11 @@ def make_plan(cfg, spec, run_url: str, so: dict, client, log, ctx: job.UnitConte
                           key=[f"rouge-plan-unit-{nonce}-{u.index:05d}" for u in units],
                           retries=cfg.execution.retries, pure=False)
         unit_of = {f.key: u for u, f in zip(units, futs)}
+        # Every example's id and cost stay on the workers: one task there finds the
+        # duplicates across units and cuts the tasks, so the client's memory does not
+        # grow with the corpus.  Submitted now, it starts as soon as the last unit is done.
+        plan = client.submit(job.plan_tasks, units, settings["target_cost"], *futs, key=f"rouge-plan-{nonce}",
+                             retries=cfg.execution.retries, pure=False)
         # The first unit that fails (after its retries) ends the plan pass: the rest is cancelled,
         # so a broken file is named without reading the whole corpus first (with several broken
         # files, the one named is the first to fail).
@@ -223,7 +228,7 @@ def make_plan(cfg, spec, run_url: str, so: dict, client, log, ctx: job.UnitConte
                     progress.update(0)
                 continue
             e = f.exception() if status == "error" else None  # before the cancel, which would mask it
-            client.cancel(futs)
+            client.cancel([*futs, plan])
             _drain(client, nonce)
             if e is not None:
                 raise _task_error(e, f"planning unit {unit_of[f.key].key}", cfg.execution.retries) from e
@@ -231,11 +236,6 @@ def make_plan(cfg, spec, run_url: str, so: dict, client, log, ctx: job.UnitConte
                                  "(the scheduler or another client cancelled it, or the connection was lost)")
         holders = client.who_has(futs)
         held_by = {u.index: holders[f.key][0] for u, f in zip(units, futs) if holders.get(f.key)}
-        # Every example's id and cost stay on the workers: one task there finds the
-        # duplicates across units and cuts the tasks, so the client's memory does not
-        # grow with the corpus.
-        plan = client.submit(job.plan_tasks, units, settings["target_cost"], *futs, key=f"rouge-plan-{nonce}",
-                             retries=cfg.execution.retries, pure=False)
         del futs
         try:
             tasks, n_dup, kept = plan.result()

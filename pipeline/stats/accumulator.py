@@ -195,6 +195,7 @@ class StatsAccumulator:
         n_boot: int = 1000,
         hist_bins: int = 10000,
         boot_buckets: int = BOOT_BUCKETS,
+        key_hashes: np.ndarray | None = None,
     ) -> "StatsAccumulator":
         """Statistics of one partition.
 
@@ -203,7 +204,8 @@ class StatsAccumulator:
         hold ``"\\x1f"``, so different pairs never share a key); ``systems[i]``: its system
         (a single ``str`` applies to all); ``scores``: float64 ``(n, len(type_names), 3)`` of
         precision, recall, fmeasure in ``[0, 1]``; ``boot_buckets``: a power of two (module
-        docstring).
+        docstring); ``key_hashes``: :func:`poisson.key_hashes` of ``keys``, when the caller has
+        them already (the pipeline's plan pass hashes every key once for its own use).
         """
         type_names = [str(t) for t in type_names]
         if not type_names:
@@ -226,7 +228,15 @@ class StatsAccumulator:
         if len(keys) != n or len(systems) != n:
             raise ValueError(f"need one key and one system per example: {len(keys)} keys, "
                              f"{len(systems)} systems, {n} score rows")
-        if _n_distinct(keys) != n:
+        hashes = None
+        if key_hashes is not None:
+            hashes = np.asarray(key_hashes, dtype=np.uint64)
+            if hashes.shape != (n,):
+                raise ValueError(f"need one key hash per example: {hashes.shape} for {n} examples")
+        elif n_boot and not isinstance(keys, list):  # an Arrow column: hashed from its UTF-8 buffer
+            hashes = poisson.key_hashes_utf8(*utf8_buffers(keys))
+        # distinct hashes prove distinct keys; equal ones need the exact count
+        if (hashes is None or np.unique(hashes).size != n) and _n_distinct(keys) != n:
             raise ValueError("example keys must be unique (use f'{system}\\x1f{id}')")
         acc = cls(type_names, seed, n_boot, hist_bins, int(boot_buckets))
         if n == 0:
@@ -236,10 +246,9 @@ class StatsAccumulator:
         flat = scores.reshape(n, T * 3)
         if not n_boot:  # the keys' hashes only place examples in bootstrap buckets
             buckets = np.zeros(n, dtype=np.int64)
-        elif isinstance(keys, list):
+        elif hashes is None:  # a list of str
             buckets = poisson.buckets_of(poisson.example_bases(keys, seed), boot_buckets)
-        else:  # an Arrow column: hashed from its UTF-8 buffer, no str per key
-            hashes = poisson.key_hashes_utf8(*utf8_buffers(keys))
+        else:
             buckets = poisson.buckets_of(poisson.bases_from_hashes(hashes, seed), boot_buckets)
         if isinstance(systems, list):
             sys_names = list(dict.fromkeys(systems))
