@@ -54,6 +54,10 @@ def test_dockerfile_lints_clean_and_a_typo_fails(tmp_path):
     assert "python -m pipeline.warmup" in text and "NUMBA_CACHE_DIR" in text and "USER 10001" in text
     assert "DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False" in text  # workers of the image's clusters
     assert "DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION=1.0" in text  # its scheduler
+    from pipeline.execution.cluster import LOCAL_HOUSEKEEPING   # and the local cluster's intervals
+    for key, value in LOCAL_HOUSEKEEPING.items():
+        env = "DASK_" + "__".join(part.replace("-", "_") for part in key.split(".")).upper()
+        assert f"{env}={value}" in text, env
     bad = hadolint(_typo(good, tmp_path / "Dockerfile", "FROM python", "FORM python"))
     assert bad.returncode != 0
     unpinned = hadolint(_typo(good, tmp_path / "D2", "tini=0.19.0-1", "tini"))   # DL3008: unpinned apt
