@@ -13,8 +13,9 @@ with ``job.score_table``, diagnostics included, as a task does); also printed: t
 run in this process without Dask (``--sync``: plan pass, statistics, writes included), which
 separates what the job does per pair from what distributing it costs. Both references run in a
 child process (so the client's RSS is the job's alone), and every configuration runs once per
-round, alternating, because this machine's speed drifts by tens of percent between minutes;
-the ratios are medians of per-round ratios. Targets: end-to-end >= 70% of
+round, alternating, because this machine's speed drifts by tens of percent between minutes:
+each job run is compared with the mean of the single-process runs just before and after it,
+and the ratios are medians of those per-run ratios. Targets: end-to-end >= 70% of
 single-process x workers; 2 workers >= 1.7x one; client memory flat from 200k to 2M pairs.
 """
 from __future__ import annotations
@@ -122,7 +123,7 @@ def main(argv=None) -> int:
     ap.add_argument("--shards", type=int, default=16)
     ap.add_argument("--workers", default="1,2", help="comma-separated worker counts")
     ap.add_argument("--repeats", type=int, default=3,
-                    help="rounds of (single process, one-process job, each worker count), alternating, "
+                    help="rounds of (one-process job, then each worker count between single-process runs), "
                          "so that the machine's drift hits every configuration alike; medians are reported")
     ap.add_argument("--no-diagnostics", action="store_true")
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder (and its corpus)")
@@ -150,22 +151,34 @@ def main(argv=None) -> int:
             print(f"corpus: {args.pairs:,} short pairs in {args.shards} shards ({time.perf_counter() - t0:.0f}s to write)",
                   flush=True)
         counts = [int(x) for x in args.workers.split(",")]
-        singles, syncs, jobs = [], [], {w: [] for w in counts}
+        # Each job run is bracketed by two single-process measurements and compared with their
+        # mean: this machine's speed moves by tens of percent within a minute, and a reference
+        # taken once per round was up to ~20 s away from the run it scaled.
+        singles, syncs, jobs, refs = [], [], {w: [] for w in counts}, {w: [] for w in counts}
+
+        def measure_single() -> float:
+            singles.append(_measure_in_child("single", glob, work / "unused", diagnostics))
+            print(f"  single process (read + score{' + diagnostics' if diagnostics else ''}): "
+                  f"{singles[-1]:,.0f} pairs/s", flush=True)
+            return singles[-1]
+
         for rep in range(args.repeats):
             print(f"round {rep + 1} of {args.repeats}:", flush=True)
             if not args.skip_single:
-                singles.append(_measure_in_child("single", glob, work / "unused", diagnostics))
-                print(f"  single process (read + score{' + diagnostics' if diagnostics else ''}): "
-                      f"{singles[-1]:,.0f} pairs/s", flush=True)
                 syncs.append(_measure_in_child("sync", glob, work / f"run-sync-{rep}", diagnostics))
                 print(f"  whole job in one process, no Dask (plan + read + score + statistics + writes): "
                       f"{syncs[-1]:,.0f} pairs/s", flush=True)
+                before = measure_single()
             for w in counts:
                 r = run_job(glob, work / f"run-{w}-{rep}", w, diagnostics)
                 jobs[w].append(r)
                 print(f"  {w} worker(s): {r['rows']:,} rows in {r['seconds']:.1f}s = {r['rate']:,.0f} pairs/s "
                       f"end to end; peak RSS client {r['client_rss_mib']:.0f} MiB, largest worker "
                       f"{r['worker_rss_mib']:.0f} MiB", flush=True)
+                if not args.skip_single:
+                    after = measure_single()
+                    refs[w].append((before + after) / 2)
+                    before = after
             if 1 in jobs and 2 in jobs:
                 print(f"  2 workers / 1 worker in this round: x{jobs[2][-1]['rate'] / jobs[1][-1]['rate']:.2f}")
         med = statistics.median
@@ -178,10 +191,10 @@ def main(argv=None) -> int:
             rate = med(r["rate"] for r in jobs[w])
             line = f"{w} worker(s): {rate:,.0f} pairs/s"
             if single:
-                # per round: the job against the reference measured in the same round
-                effs = [r["rate"] / (s * w) for r, s in zip(jobs[w], singles)]
+                # per run: the job against the mean of the single-process runs just before and after it
+                effs = [r["rate"] / (s * w) for r, s in zip(jobs[w], refs[w])]
                 e = med(effs)
-                line += (f"; {e:.0%} of single-process x {w} (per round {', '.join(f'{x:.0%}' for x in effs)}; "
+                line += (f"; {e:.0%} of single-process x {w} (per run {', '.join(f'{x:.0%}' for x in effs)}; "
                          f"target >= 70%: {'PASS' if e >= 0.7 else 'MISS'}); "
                          f"{med(r['rate'] / (s * w) for r, s in zip(jobs[w], syncs)):.0%} of the one-process job x {w}")
             line += (f"; peak RSS client {max(r['client_rss_mib'] for r in jobs[w]):.0f} MiB, largest worker "
