@@ -267,7 +267,8 @@ def estimate_costs(table: pa.Table) -> np.ndarray:
 
 
 class UnitTables:
-    """Units read by the plan pass, kept in the worker process for the tasks that score them.
+    """Units read by the plan pass, kept in the worker process for their tasks: as tables, or,
+    for a unit that is one task, as that task's output, scored and encoded (:func:`plan_unit`).
 
     The plan pass must read every unit (costs, ids); without this the tasks read and parse
     every unit a second time (4-8 us a pair, mostly JSON parsing).  The driver asks the
@@ -331,6 +332,11 @@ class UnitTables:
                 return None
             return (hit[0], hit[2]) if with_prepared else hit[0]
 
+    def kept(self, token: str) -> list[int]:
+        """The indices of the units kept here for ``token``'s run."""
+        with self._lock:
+            return sorted(self._tables) if token and token == self._token else []
+
     def release(self, token: str) -> None:
         """Drop everything kept for ``token``'s run; nothing more is kept for it afterwards."""
         with self._lock:
@@ -351,6 +357,12 @@ class UnitTables:
 UNIT_TABLES = UnitTables()
 
 
+def kept_units(token: str) -> list[int]:
+    """The units this process kept for ``token``'s run (the driver asks every worker, so each
+    unit's tasks prefer the worker that holds it)."""
+    return UNIT_TABLES.kept(token)
+
+
 def release_unit_tables(token: str) -> None:
     """The end of a run (on every worker): drop what its plan pass kept here."""
     UNIT_TABLES.release(token)
@@ -363,8 +375,8 @@ def plan_unit(spec, unit: readers.WorkUnit, read_token: str = "", keep_mb: int =
     ``read_token`` the tables are kept for this run's tasks, up to ``keep_mb`` MiB per
     worker process (:class:`UnitTables`); ``kept`` says whether they were.
 
-    With ``ctx``, a unit that will be one task (its cost below ``target_cost``) is also
-    scored here, its statistics reduced and its files encoded, and kept so: the task then
+    With ``ctx``, a unit of which :func:`split_by_cost` makes one task (``target_cost``),
+    not an oversized example, is also scored here, its statistics reduced and its files encoded, and kept so: the task then
     only writes them.  Scoring the
     table while it is fresh from the reader leaves no idle barrier between reading and
     scoring, lets the scheduler balance the expensive part (plan tasks go to whichever
@@ -586,7 +598,7 @@ def encode_outputs(scores: pa.Table, quarantine: pa.Table, ctx: UnitContext,
         parts.append((system, writers.parquet_bytes(part, ctx.metadata)))
     q_bytes = writers.parquet_bytes(quarantine, ctx.metadata) if quarantine.num_rows else None
     stats = unit_stats(scores, ctx, hashes)
-    stats_dict = stats.to_dict()
+    stats_dict = stats.to_dict()  # for the marker, made here while the cores are all busy
     return {
         "parts": parts,
         "quarantine": q_bytes,
@@ -598,8 +610,10 @@ def encode_outputs(scores: pa.Table, quarantine: pa.Table, ctx: UnitContext,
         "ref_tokens": int(pc.sum(scores.column("ref_tokens")).as_py() or 0),
         "stats": stats,
         "stats_dict": stats_dict,
-        # what keeping it costs (UnitTables' budget): the files, and the statistics' arrays
-        "nbytes": sum(len(b) for _, b in parts) + len(q_bytes or b"") + stats.nbytes(),
+        # what keeping it costs (UnitTables' budget): the files, the statistics' arrays and
+        # their packed strings for the marker
+        "nbytes": (sum(len(b) for _, b in parts) + len(q_bytes or b"") + stats.nbytes()
+                   + sum(len(v) for st in stats_dict["systems"] for v in st.values() if isinstance(v, str))),
     }
 
 

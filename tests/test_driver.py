@@ -350,3 +350,22 @@ def test_progress_lines_with_and_without_a_row_total():
     lines = out.getvalue().splitlines()
     assert lines[0].startswith("scoring: 1/2 tasks, 10/30 pairs ( 33.3%), 0 pairs/s")
     assert lines[-1].startswith("scoring: 2/2 tasks, 30/30 pairs (100.0%)") and bar.scored_rows == 20
+
+
+def test_progress_close_ends_an_open_terminal_line_once():
+    import io
+
+    from pipeline.execution.progress import Progress
+
+    out = io.StringIO()
+    bar = Progress(3, None, stream=out, tty=True, label="plan pass (read, score)", unit="units")
+    bar.update(0)
+    bar.close()
+    bar.close()
+    assert out.getvalue().startswith("\r[") and out.getvalue().endswith("\n")
+    assert out.getvalue().count("\n") == 1
+    out = io.StringIO()
+    done = Progress(1, 5, stream=out, tty=True, t0=0.0)   # a rate counted from an earlier start
+    done.update(5)
+    done.close()
+    assert out.getvalue().count("\n") == 1 and done.rate() < 5   # perf_counter() seconds since 0.0

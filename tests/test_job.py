@@ -242,9 +242,13 @@ def test_plan_pass_scores_units_that_are_one_task(tmp_path):
         planned = [job.plan_unit(spec, u, "run-p", 64, kept, job.DEFAULT_TARGET_COST) for u in units]
         tasks = job.plan_tasks(units, job.DEFAULT_TARGET_COST, *planned)[0]
         assert len(tasks) == len(units) and all(p["kept"] for p in planned)
+        assert job.kept_units("run-p") == [u.index for u in units] and job.kept_units("other") == []
         for u in units:   # kept as the encoded output, not as tables
             tables, prepared = job.UNIT_TABLES.take("run-p", u, release=False, with_prepared=True)
             assert tables is None and prepared["rows"] > 0
+            # the budget counts the files, the statistics and their packed strings for the marker
+            assert prepared["nbytes"] >= (sum(len(b) for _, b in prepared["parts"]) + prepared["stats"].nbytes()
+                                          + len(json.dumps(prepared["stats_dict"])) // 2)
         shutil.rmtree(root)   # from here on only what the plan pass made can serve the tasks
         got = [job.score_task(spec, t, kept) for t in tasks]
         assert job.UNIT_TABLES.used == 0

@@ -176,9 +176,9 @@ def make_plan(cfg, spec, run_url: str, so: dict, client, log, ctx: job.UnitConte
 
     The plan pass keeps what it read in the workers for this run's tasks (``ctx.read_token``,
     :class:`pipeline.job.UnitTables`), scored where a unit is one task (:func:`job.plan_unit`);
-    ``bar(units)`` makes the progress display of that pass.  Returns (tasks, where): ``where`` maps each unit
-    whose tables were kept on a worker to that worker's address (empty without Dask or
-    when the plan comes from ``_plan.json``)."""
+    ``bar(units)`` makes the progress display of that pass.  Returns (tasks, where): ``where``
+    maps each unit whose tables or output were kept on a worker to that worker's address
+    (empty without Dask or when the plan comes from ``_plan.json``)."""
     stored = with_retries(lambda: writers.read_json(f"{run_url}/_plan.json", so), cfg.execution.retries,
                           "reading _plan.json", log)
     settings = _plan_settings(cfg)
@@ -192,8 +192,25 @@ def make_plan(cfg, spec, run_url: str, so: dict, client, log, ctx: job.UnitConte
     # The plan pass reads every unit once (on the workers): estimated costs, and the ids, so
     # duplicates across units (shards, or row slices of one shard) are found here, where every
     # id is seen.  The first occurrence in (file, row) order is kept.
-    read_token, keep, target = ctx.read_token, cfg.execution.unit_cache_mb, settings["target_cost"]
     progress = bar(len(units)) if bar is not None else None
+    try:
+        tasks, n_dup, where = _plan_pass(cfg, spec, units, settings, client, log, ctx, progress)
+    finally:
+        if progress is not None:
+            progress.close()
+    oversized = sum(t.oversized for t in tasks)
+    log(f"plan: {len(units)} units -> {len(tasks)} tasks by estimated cost "
+        f"(target {settings['target_cost']:,.0f}; {oversized} oversized single examples; "
+        f"{n_dup} duplicate ids across units) in {time.perf_counter() - t0:.2f}s")
+    plan_doc = {"settings": settings, "plan_hash": job.plan_hash(tasks), "tasks": [job.task_to_dict(t) for t in tasks]}
+    with_retries(lambda: writers.write_json_atomic(plan_doc, f"{run_url}/_plan.json", so), cfg.execution.retries,
+                 "writing _plan.json", log)
+    return tasks, where
+
+
+def _plan_pass(cfg, spec, units, settings, client, log, ctx, progress):
+    """Every unit's plan task (here or on the workers), then the plan: (tasks, duplicates, where)."""
+    read_token, keep, target = ctx.read_token, cfg.execution.unit_cache_mb, settings["target_cost"]
     if client is None:
         planned = []
         for u in units:
@@ -234,8 +251,11 @@ def make_plan(cfg, spec, run_url: str, so: dict, client, log, ctx: job.UnitConte
                 raise _task_error(e, f"planning unit {unit_of[f.key].key}", cfg.execution.retries) from e
             raise RunFailedError(f"planning unit {unit_of[f.key].key}: its task was {status} "
                                  "(the scheduler or another client cancelled it, or the connection was lost)")
-        holders = client.who_has(futs)
-        held_by = {u.index: holders[f.key][0] for u, f in zip(units, futs) if holders.get(f.key)}
+        # where each unit's tables or output wait, as the workers themselves say (the scheduler's
+        # who_has would also list the worker that fetched a copy of the plan results)
+        held_by = {}
+        for addr, indices in sorted(client.run(job.kept_units, read_token).items(), reverse=True):
+            held_by.update(dict.fromkeys(indices, addr))
         del futs
         try:
             tasks, n_dup, kept = plan.result()
@@ -244,14 +264,7 @@ def make_plan(cfg, spec, run_url: str, so: dict, client, log, ctx: job.UnitConte
         # a task prefers its unit's worker only where the tables wait for it there: any
         # worker restriction also keeps the scheduler from queuing the task (it goes out at once)
         where = {i: held_by[i] for i in kept if i in held_by}
-    oversized = sum(t.oversized for t in tasks)
-    log(f"plan: {len(units)} units -> {len(tasks)} tasks by estimated cost "
-        f"(target {settings['target_cost']:,.0f}; {oversized} oversized single examples; "
-        f"{n_dup} duplicate ids across units) in {time.perf_counter() - t0:.2f}s")
-    plan_doc = {"settings": settings, "plan_hash": job.plan_hash(tasks), "tasks": [job.task_to_dict(t) for t in tasks]}
-    with_retries(lambda: writers.write_json_atomic(plan_doc, f"{run_url}/_plan.json", so), cfg.execution.retries,
-                 "writing _plan.json", log)
-    return tasks, where
+    return tasks, n_dup, where
 
 
 def _done_indices(run_url: str, so: dict) -> set[int]:
@@ -305,7 +318,8 @@ def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream
                                                         label="plan pass (read, score)", unit="units"))
         done = with_retries(lambda: _done_indices(run_url, so), retries, "listing finished tasks", log)
         total_rows = sum(t.n_rows for t in tasks)
-        bar = Progress(len(tasks), total_rows, stream=stream, enabled=bool(progress))
+        # its rate counts from the plan pass on, which scores most units (its tasks only write)
+        bar = Progress(len(tasks), total_rows, stream=stream, enabled=bool(progress), t0=t_plan)
         if done:
             log(f"resume: {len(done & {t.index for t in tasks})} of {len(tasks)} tasks already done")
         target_cost = cfg.execution.target_cost or job.DEFAULT_TARGET_COST

@@ -21,7 +21,8 @@ class Progress:
     from them."""
 
     def __init__(self, total_tasks: int, total_rows: int | None, stream=None, interval: float = 10.0,
-                 tty: bool | None = None, enabled: bool = True, label: str = "scoring", unit: str = "tasks"):
+                 tty: bool | None = None, enabled: bool = True, label: str = "scoring", unit: str = "tasks",
+                 t0: float | None = None):
         self.stream = stream if stream is not None else sys.stderr
         self.tty = (hasattr(self.stream, "isatty") and self.stream.isatty()) if tty is None else tty
         self.total_tasks, self.total_rows = total_tasks, total_rows
@@ -30,8 +31,9 @@ class Progress:
         self.enabled = enabled
         self.label = label
         self.unit = unit
-        self.t0 = time.perf_counter()
+        self.t0 = time.perf_counter() if t0 is None else t0  # time.perf_counter() of the rate's start
         self._last = 0.0
+        self._open_line = False  # a terminal line written without its newline
 
     def rate(self) -> float:
         dt = time.perf_counter() - self.t0
@@ -70,8 +72,16 @@ class Progress:
                     else self.tasks / max(1, self.total_tasks))
             bar = "#" * int(width * frac) + "-" * (width - int(width * frac))
             self.stream.write(f"\r[{bar}] {self.line()}")
+            self._open_line = not done
             if done:
                 self.stream.write("\n")
         else:
             self.stream.write(self.line() + "\n")
         self.stream.flush()
+
+    def close(self) -> None:
+        """End a terminal line left open (a pass that stopped before its last task)."""
+        if self._open_line:
+            self.stream.write("\n")
+            self.stream.flush()
+            self._open_line = False
