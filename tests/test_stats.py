@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import math
 import pathlib
@@ -267,6 +268,24 @@ def test_ci_equals_its_definition_computed_directly(n, buckets):
     got = [(r["ci_low"], r["ci_high"]) for r in acc.finalize()]
     assert got == direct_ci(keys, scores.reshape(n, -1), 31, 120, buckets)
     assert all(r["boot_buckets"] == buckets for r in acc.finalize())
+
+
+@pytest.mark.parametrize("n,buckets,n_boot", [(300, 4096, 200), (5000, 2, 50), (6000, 4096, 1000), (1, 2, 30)])
+def test_replicate_means_int64_path_equals_the_python_int_definition(n, buckets, n_boot):
+    """The finalisation divides int64 sums as float64 while they stay below 2**53: the same
+    bits as Python's correctly rounded int / int (one path taken for each, checked below)."""
+    from pipeline.stats import accumulator as A
+
+    keys, systems, scores = make_data(n, 1, seed=n, rouge_like=n % 2 == 0)
+    acc = StatsAccumulator.from_scores(keys, systems, scores, TYPES, seed=5, n_boot=n_boot, boot_buckets=buckets)
+    st = next(iter(acc._systems.values()))
+    fast = A._replicate_means(st, 5, n_boot)
+    exact = A._replicate_means(st, 5, n_boot, python_ints=True)
+    assert fast.shape == exact.shape and fast.shape[1] == len(TYPES) * 3 and fast.shape[0] > 0
+    assert fast.tobytes() == exact.tobytes()
+    # past 2**53 the Python-int path is taken: a system whose bucket sums are near 2**63
+    big = dataclasses.replace(st, bucket_s=st.bucket_s + (1 << 50) * (st.bucket_n > 0)[:, None, None])
+    assert A._replicate_means(big, 5, n_boot).tobytes() == A._replicate_means(big, 5, n_boot, True).tobytes()
 
 
 def test_bucketed_interval_matches_the_example_level_bootstrap():

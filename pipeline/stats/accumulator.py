@@ -399,7 +399,7 @@ class StatsAccumulator:
             raise ValueError("confidence must be in [0, 1]")
         rows = []
         for name, st in self._systems.items():
-            boot_w, boot_sums = _replicate_sums(st, self.seed, self.n_boot)
+            boot_means = _replicate_means(st, self.seed, self.n_boot)
             for t, tname in enumerate(self.type_names):
                 for k, stat in enumerate(STATS):
                     j = t * 3 + k
@@ -408,7 +408,7 @@ class StatsAccumulator:
                     lo_v, hi_v = float(st.min[t, k]), float(st.max[t, k])
                     row["min"], row["max"] = lo_v, hi_v
                     row.update(_hist_quantiles(st.hist[t, k], st.count, lo_v, hi_v))
-                    row["ci_low"], row["ci_high"] = _boot_ci(boot_w, boot_sums[j], confidence)
+                    row["ci_low"], row["ci_high"] = _boot_ci(boot_means[:, j], confidence)
                     row["ci_method"] = CI_METHOD
                     row["n_boot"] = self.n_boot
                     row["boot_buckets"] = self.boot_buckets
@@ -541,33 +541,52 @@ def _system_stats_numpy(X: np.ndarray, x: np.ndarray, buckets: np.ndarray, T: in
     return _new_system(x, T, sum_x, sum_x2, hist, bucket_n, bucket_s)
 
 
-def _replicate_sums(st: _System, seed: int, n_boot: int) -> tuple[list[int], list[list[int]]]:
-    """Per replicate with any weight: ``2**26 * sum_k w_bk n_k`` and, per column,
-    ``sum_k w_bk S_k``, as exact Python ints.  Only non-empty buckets draw weights (an empty
-    bucket adds nothing whatever its weight), so a small corpus costs little."""
+def _replicate_means(st: _System, seed: int, n_boot: int, python_ints: bool = False) -> np.ndarray:
+    """The bootstrap replicates' weighted means, float64 ``(replicates, n_types * 3)``: per
+    replicate with any weight, ``sum_k w_bk S_k / (2**26 * sum_k w_bk n_k)``, each the correctly
+    rounded quotient of the exact integer sums (replicates whose weights are all zero have no
+    mean and are dropped).  Only non-empty buckets draw weights (an empty bucket adds nothing
+    whatever its weight), so a small corpus costs little.
+
+    The sums are int64 and the quotients float64 divisions while every sum stays below 2**53
+    (each is then an exact float64, and IEEE division rounds correctly, as Python's int / int
+    does); past that, and with ``python_ints`` (the definition the fast path is tested
+    against), Python ints: no bound on the corpus."""
     if st.count >= 1 << 48:  # 20 * count must stay below 2**53 for the float64 product below
         raise OverflowError("more than 2**48 examples in one system")
-    nz = np.flatnonzero(st.bucket_n) if n_boot else np.zeros(0, dtype=np.int64)
     m = st.bucket_s.shape[1] * 3
+    nz = np.flatnonzero(st.bucket_n) if n_boot else np.zeros(0, dtype=np.int64)
     if not nz.size:
-        return [], [[] for _ in range(m)]
+        return np.zeros((0, m), dtype=np.float64)
     S = st.bucket_s.reshape(st.bucket_s.shape[0], m)[nz]
     limbs = np.empty((nz.size, 2 * m + 1), dtype=np.float64)
     limbs[:, :m] = S & _M26
     limbs[:, m:2 * m] = S >> _L26
     limbs[:, 2 * m] = st.bucket_n[nz]
     bases = poisson.bucket_bases(seed, nz)
-    total = np.zeros((n_boot, 2 * m + 1), dtype=object)  # Python ints: no bound on the corpus
+    # weights <= 20: the sums are < 20 * (sum of a column's limbs), an int64 while that is < 2**58
+    small = not python_ints and float(limbs.sum(axis=0).max()) * 20 < 2.0 ** 58
+    total = np.zeros((n_boot, 2 * m + 1), dtype=np.int64 if small else object)
     W = np.empty((n_boot, min(nz.size, _BOOT_CHUNK)), dtype=np.float64)
     for start in range(0, nz.size, _BOOT_CHUNK):
         stop = min(nz.size, start + _BOOT_CHUNK)
         Wc = W if stop - start == W.shape[1] else np.empty((n_boot, stop - start))
         poisson.poisson_weights(bases[start:stop], n_boot, Wc)
-        total += (Wc @ limbs[start:stop]).astype(np.int64).astype(object)  # exact: see _L26
-    ok = [b for b in range(n_boot) if total[b, 2 * m] > 0]  # all-zero weights: no mean, dropped
-    boot_w = [int(total[b, 2 * m]) << BOOT_BITS for b in ok]
-    sums = [[(int(total[b, m + j]) << _L26) + int(total[b, j]) for b in ok] for j in range(m)]
-    return boot_w, sums
+        part = (Wc @ limbs[start:stop]).astype(np.int64)  # exact: see _L26
+        total += part if small else part.astype(object)
+    ok = np.array([v > 0 for v in total[:, 2 * m]], dtype=bool)  # all-zero weights: no mean
+    total = total[ok]
+    if small:
+        lo, hi, n_w = total[:, :m], total[:, m:2 * m], total[:, 2 * m]
+        if hi.size and int(hi.max()) < 1 << 26 and int(n_w.max()) < 1 << 27:
+            # sum_wx = hi * 2**26 + lo < 2**53 and sum_w = n_w * 2**26 < 2**53: exact floats
+            return ((hi << _L26) + lo).astype(np.float64) / (n_w << BOOT_BITS).astype(np.float64)[:, None]
+    means = np.empty((total.shape[0], m), dtype=np.float64)
+    for b in range(total.shape[0]):
+        sum_w = int(total[b, 2 * m]) << BOOT_BITS
+        for j in range(m):
+            means[b, j] = ((int(total[b, m + j]) << _L26) + int(total[b, j])) / sum_w
+    return means
 
 
 # ---------------------------------------------------------------------- finalisation helpers
@@ -613,10 +632,9 @@ def _hist_quantiles(counts: np.ndarray, n: int, lo: float, hi: float) -> dict:
     return out
 
 
-def _boot_ci(sum_w_scaled: list[int], sum_wx: list[int], confidence: float):
-    if not sum_w_scaled:
+def _boot_ci(means: np.ndarray, confidence: float):
+    if not means.size:
         return None, None
-    means = np.array([a / b for a, b in zip(sum_wx, sum_w_scaled)], dtype=np.float64)
     delta = (1.0 - confidence) / 2.0
     low, high = np.percentile(means, [100.0 * delta, 100.0 * (1.0 - delta)])
     return float(low), float(high)
