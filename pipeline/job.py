@@ -443,14 +443,15 @@ def plan_tasks(units: list[readers.WorkUnit], target_cost, *planned: dict) -> tu
 def drop_duplicates(units: list[readers.WorkUnit], planned: list[dict]):
     """``(units, costs)`` with cross-unit duplicates moved to ``WorkUnit.drop_rows`` (so each
     ``(system, id)`` is scored exactly once, by the unit holding its first occurrence) and
-    their costs removed (so the task slices match the tables the units will read)."""
+    their costs removed (so the task slices match the tables the units will read); the costs
+    as int64 arrays."""
     hashes = [p.get("key_hashes") for p in planned]
     if all(h is not None for h in hashes):
         h = np.sort(np.concatenate([np.zeros(0, dtype=np.uint64), *hashes]))
         if not (h[1:] == h[:-1]).any():
             # no two keys share a hash, so none is a duplicate: the exact search (an Arrow
             # group-by over every id, ~0.1-0.2 s of the plan's serial step) is not needed
-            return list(units), [np.asarray(p["costs"], dtype=np.int64).tolist() for p in planned]
+            return list(units), [np.asarray(p["costs"], dtype=np.int64) for p in planned]
     drops = readers.find_duplicates(units, [p["keys"] for p in planned])
     new_units, costs = [], []
     for k, (u, p) in enumerate(zip(units, planned)):
@@ -462,11 +463,11 @@ def drop_duplicates(units: list[readers.WorkUnit], planned: list[dict]):
             c = c[~np.isin(rows, list(dropped))]
             u = dataclasses.replace(u, drop_rows=tuple(d))
         new_units.append(u)
-        costs.append(c.tolist())
+        costs.append(c)
     return new_units, costs
 
 
-def split_by_cost(units: list[readers.WorkUnit], costs: list[list[int]],
+def split_by_cost(units: list[readers.WorkUnit], costs: list,
                   target_cost: int | float | None = None) -> list[Task]:
     """Cut every unit into contiguous slices of about ``target_cost`` (deterministic).
 
