@@ -293,13 +293,11 @@ class UnitTables:
 
     def put(self, token: str, unit: readers.WorkUnit, tables: tuple[pa.Table, pa.Table] | None, budget: int,
             prepared: dict | None = None) -> bool:
-        """Keep ``tables`` for ``token``'s run if they fit in ``budget`` bytes; True if kept.
-        With ``prepared`` (the unit's task output, :func:`encode_outputs`, which
-        :func:`plan_unit` made) that is kept instead of the tables."""
+        """Keep ``tables`` -- or ``prepared``, the unit's task output (:func:`encode_outputs`, made
+        by :func:`plan_unit`), with ``tables`` None -- for ``token``'s run if it fits in
+        ``budget`` bytes; True if kept."""
         if not token:
             return False
-        if prepared is not None:
-            tables = None
         n = prepared["nbytes"] if prepared is not None else sum(t.nbytes for t in tables)
         with self._lock:
             if token in self._ended:
@@ -314,9 +312,9 @@ class UnitTables:
             self.used += n
             return True
 
-    def take(self, token: str, unit: readers.WorkUnit, release: bool, with_prepared: bool = False):
-        """``token``'s kept tables of ``unit`` (dropped if ``release``), or None; with
-        ``with_prepared``, ``(tables, prepared)``: one of them is None."""
+    def take(self, token: str, unit: readers.WorkUnit, release: bool):
+        """What is kept of ``unit`` for ``token``'s run (dropped if ``release``), as
+        ``(tables, prepared)`` with one of them None, or None."""
         with self._lock:
             if not token or token != self._token:
                 return None
@@ -328,9 +326,7 @@ class UnitTables:
             if found is not None and release:
                 del self._tables[unit.index]
                 self.used -= found[1]
-            if hit is None or (hit[0] is None and not with_prepared):
-                return None
-            return (hit[0], hit[2]) if with_prepared else hit[0]
+            return None if hit is None else (hit[0], hit[2])
 
     def kept(self, token: str) -> list[int]:
         """The indices of the units kept here for ``token``'s run."""
@@ -376,11 +372,11 @@ def plan_unit(spec, unit: readers.WorkUnit, read_token: str = "", keep_mb: int =
     worker process (:class:`UnitTables`); ``kept`` says whether they were.
 
     With ``ctx``, a unit of which :func:`split_by_cost` makes one task (``target_cost``),
-    not an oversized example, is also scored here, its statistics reduced and its files encoded, and kept so: the task then
-    only writes them.  Scoring the
-    table while it is fresh from the reader leaves no idle barrier between reading and
-    scoring, lets the scheduler balance the expensive part (plan tasks go to whichever
-    worker is free), and touches the text once while it is in cache.  The numbers are the
+    not an oversized example, is also scored here, its statistics reduced and its files
+    encoded, and kept so: the task then only writes them.  Scoring the table while it is fresh
+    from the reader leaves no idle barrier between reading and scoring, lets the scheduler
+    balance the expensive part (plan tasks go to whichever worker is free), and touches the
+    text once while it is in cache.  The numbers are the
     task's own (the same function of the same rows); a unit whose rows change after the
     plan (cross-unit duplicates) is read and scored again by its task."""
     _test_sleep(TEST_PLAN_SLEEP_ENV)
@@ -393,8 +389,9 @@ def plan_unit(spec, unit: readers.WorkUnit, read_token: str = "", keep_mb: int =
         scores, quarantine = _score_rows(tables[0], tables[1], ctx, unit.format)
         same_rows = hashes is not None and scores.num_rows == tables[0].num_rows  # none too long
         prepared = encode_outputs(scores, quarantine, ctx, hashes if same_rows else None)
-    kept = UNIT_TABLES.put(read_token, unit, tables, keep_mb << 20, prepared)
-    if not kept and prepared is not None:  # over the budget as encoded output: the tables alone
+    # the encoded output if it fits in the budget, else the tables if they do
+    kept = prepared is not None and UNIT_TABLES.put(read_token, unit, None, keep_mb << 20, prepared)
+    if not kept:
         kept = UNIT_TABLES.put(read_token, unit, tables, keep_mb << 20)
     return {"costs": costs, "keys": keys, "key_hashes": hashes, "kept": kept}
 
@@ -557,25 +554,30 @@ def _test_sleep(var: str = TEST_TASK_SLEEP_ENV) -> None:
         time.sleep(float(s))
 
 
-def read_task(spec, task: Task, read_token: str = "", release: bool | None = None,
-              with_prepared: bool = False):
-    """The task's rows (and, for its unit's first slice, the unit's quarantine rows): what the
-    plan pass kept (released by the unit's last slice unless ``release`` says otherwise), or
-    read.  With ``with_prepared``, ``(table, quarantine, prepared)``: where the plan pass
-    encoded this whole-unit task's output (:func:`encode_outputs`), that, and no tables."""
-    kept = UNIT_TABLES.take(read_token, task.unit, task.hi is None if release is None else release,
-                            with_prepared=True)
+def _task_input(spec, task: Task, read_token: str, release: bool | None = None):
+    """``(table, quarantine, prepared)`` of a task: the plan pass's encoded output where it made
+    one for this whole-unit task (:func:`encode_outputs`; tables None), else its rows (and, for
+    its unit's first slice, the unit's quarantine rows) from what the plan pass kept (released
+    by the unit's last slice unless ``release`` says otherwise) or read."""
+    kept = UNIT_TABLES.take(read_token, task.unit, task.hi is None if release is None else release)
     tables, prepared = kept if kept is not None else (None, None)
-    if prepared is not None:
-        if with_prepared and task.lo == 0 and task.hi is None:
-            return None, None, prepared
-        prepared = None  # not this task's rows (a plan from elsewhere): read them
+    if prepared is not None and task.lo == 0 and task.hi is None:
+        return None, None, prepared
     table, quarantine = tables if tables is not None else readers.read_unit(spec, task.unit)
     hi = table.num_rows if task.hi is None else task.hi
     table = table.slice(task.lo, max(0, hi - task.lo))
     if task.lo != 0:
         quarantine = quarantine.schema.empty_table()
-    return (table, quarantine, None) if with_prepared else (table, quarantine)
+    return table, quarantine, None
+
+
+def read_task(spec, task: Task, read_token: str = "", release: bool | None = None) -> tuple[pa.Table, pa.Table]:
+    """The task's rows and quarantine rows (:func:`_task_input`), read again where the plan pass
+    kept only its encoded output."""
+    table, quarantine, prepared = _task_input(spec, task, read_token, release)
+    if prepared is not None:
+        table, quarantine, _ = _task_input(spec, task, "")
+    return table, quarantine
 
 
 def _score_rows(table: pa.Table, quarantine: pa.Table, ctx: UnitContext, fmt: str, split_positions=None):
@@ -593,8 +595,8 @@ def encode_outputs(scores: pa.Table, quarantine: pa.Table, ctx: UnitContext,
     only (not of its index, which names the files), so the plan pass can make it (``hashes``:
     :func:`unit_stats`)."""
     parts = []
-    systems = pc.unique(scores.column("system")).to_pylist() if scores.num_rows else []
-    for system in sorted(systems):
+    systems = sorted(pc.unique(scores.column("system")).to_pylist()) if scores.num_rows else []
+    for system in systems:
         part = scores.filter(pc.equal(scores.column("system"), system))
         parts.append((system, writers.parquet_bytes(part, ctx.metadata)))
     q_bytes = writers.parquet_bytes(quarantine, ctx.metadata) if quarantine.num_rows else None
@@ -606,7 +608,7 @@ def encode_outputs(scores: pa.Table, quarantine: pa.Table, ctx: UnitContext,
         "rows": scores.num_rows,
         "quarantined": quarantine.num_rows,
         "quarantine_reasons": _reason_counts(quarantine),
-        "systems": sorted(systems),
+        "systems": systems,
         "cand_tokens": int(pc.sum(scores.column("cand_tokens")).as_py() or 0),
         "ref_tokens": int(pc.sum(scores.column("ref_tokens")).as_py() or 0),
         "stats": stats,
@@ -647,10 +649,8 @@ def score_task(spec, task: Task, ctx: UnitContext, split_positions=None) -> dict
     The returned ``"stats"`` is the :class:`StatsAccumulator` itself (Dask pickles its arrays
     as they are, and the merges only add them); the marker holds its ``to_dict``."""
     _test_sleep()
-    if split_positions is None:
-        table, quarantine, prepared = read_task(spec, task, ctx.read_token, with_prepared=True)
-    else:
-        (table, quarantine), prepared = read_task(spec, task, ctx.read_token), None
+    # (an oversized example, the only task with split_positions, is never one the plan pass scored)
+    table, quarantine, prepared = _task_input(spec, task, ctx.read_token)
     if prepared is None:
         prepared = encode_outputs(*_score_rows(table, quarantine, ctx, task.unit.format, split_positions), ctx)
     return write_outputs(prepared, task, ctx)

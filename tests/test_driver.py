@@ -92,6 +92,10 @@ def test_plan_pass_scoring_gives_the_tasks_own_bytes(corpus, client2, tmp_path):
     """By default every unit that is one task is scored by the plan pass and its task only
     writes (job.plan_unit); with nothing kept (unit_cache_mb 0) every task reads and scores
     its rows itself.  Both give the same files, markers included, on 2 workers and in-process."""
+    from pipeline.io.readers import plan_units
+
+    spec = _cfg(corpus, tmp_path / "unused").input_spec()   # the default run scores units in its plan pass
+    assert any(job.one_task(job.plan_unit(spec, u)["costs"], job.DEFAULT_TARGET_COST) for u in plan_units(spec))
     a = run(_cfg(corpus, tmp_path / "kept"), client2, progress=False, log=_log)
     b = run(_cfg(corpus, tmp_path / "read", execution={"unit_cache_mb": 0}), client2, progress=False, log=_log)
     c = run(_cfg(corpus, tmp_path / "sync"), None, progress=False, log=_log)

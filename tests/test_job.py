@@ -244,7 +244,7 @@ def test_plan_pass_scores_units_that_are_one_task(tmp_path):
         assert len(tasks) == len(units) and all(p["kept"] for p in planned)
         assert job.kept_units("run-p") == [u.index for u in units] and job.kept_units("other") == []
         for u in units:   # kept as the encoded output, not as tables
-            tables, prepared = job.UNIT_TABLES.take("run-p", u, release=False, with_prepared=True)
+            tables, prepared = job.UNIT_TABLES.take("run-p", u, release=False)
             assert tables is None and prepared["rows"] > 0
             # the budget counts the files, the statistics and their packed strings for the marker
             assert prepared["nbytes"] >= (sum(len(b) for _, b in prepared["parts"]) + prepared["stats"].nbytes()
@@ -272,7 +272,7 @@ def test_plan_pass_leaves_units_cut_into_several_tasks_to_them(tmp_path):
     try:
         p = job.plan_unit(spec, u, "run-q", 64, c, target_cost=400)
         assert not job.one_task(p["costs"], 400) and job.one_task(p["costs"], 1e12)
-        tables, prepared = job.UNIT_TABLES.take("run-q", u, release=False, with_prepared=True)
+        tables, prepared = job.UNIT_TABLES.take("run-q", u, release=False)
         assert prepared is None and tables[0].num_rows == len(p["costs"])
     finally:
         job.UNIT_TABLES.clear()

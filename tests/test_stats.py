@@ -283,7 +283,7 @@ def test_replicate_means_int64_path_equals_the_python_int_definition(n, buckets,
     exact = A._replicate_means(st, 5, n_boot, python_ints=True)
     assert fast.shape == exact.shape and fast.shape[1] == len(TYPES) * 3 and fast.shape[0] > 0
     assert fast.tobytes() == exact.tobytes()
-    # past 2**53 the Python-int path is taken: a system whose bucket sums are near 2**63
+    # past 2**53 the Python-int path divides: bucket sums raised by 2**50 (sums of ~2**62)
     big = dataclasses.replace(st, bucket_s=st.bucket_s + (1 << 50) * (st.bucket_n > 0)[:, None, None])
     assert A._replicate_means(big, 5, n_boot).tobytes() == A._replicate_means(big, 5, n_boot, True).tobytes()
 

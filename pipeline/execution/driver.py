@@ -218,7 +218,7 @@ def _plan_pass(cfg, spec, units, settings, client, log, ctx, progress):
                                         cfg.execution.retries, f"reading {u.file}", log))
             if progress is not None:
                 progress.update(0)
-        tasks, n_dup, _ = job.plan_tasks(units, settings["target_cost"], *planned)
+        tasks, n_dup, _ = job.plan_tasks(units, target, *planned)
         del planned
         where = {}
     else:
@@ -233,7 +233,7 @@ def _plan_pass(cfg, spec, units, settings, client, log, ctx, progress):
         # Every example's id and cost stay on the workers: one task there finds the
         # duplicates across units and cuts the tasks, so the client's memory does not
         # grow with the corpus.  Submitted now, it starts as soon as the last unit is done.
-        plan = client.submit(job.plan_tasks, units, settings["target_cost"], *futs, key=f"rouge-plan-{nonce}",
+        plan = client.submit(job.plan_tasks, units, target, *futs, key=f"rouge-plan-{nonce}",
                              retries=cfg.execution.retries, pure=False)
         # The first unit that fails (after its retries) ends the plan pass: the rest is cancelled,
         # so a broken file is named without reading the whole corpus first (with several broken
@@ -364,7 +364,7 @@ def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream
         "mode": "sync" if client is None else "dask",
         "workers": 1 if client is None else len(client.scheduler_info()["workers"]),
         "scoring_seconds": round(scoring_seconds, 3),
-        "pairs_per_s": round(bar.scored_rows / scoring_seconds, 1) if scoring_seconds > 0 else 0.0,
+        "pairs_per_s": round(bar.rate(), 1),  # the bar's rate counts from t_plan too
     }
     if cfg.strict and final["quarantined"]:
         summary["status"] = "failed: strict mode and quarantined records"

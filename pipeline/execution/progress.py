@@ -68,8 +68,7 @@ class Progress:
         self._last = now
         if self.tty:
             width = 30
-            frac = (self.rows / self.total_rows if self.total_rows
-                    else self.tasks / max(1, self.total_tasks))
+            frac = self.rows / self.total_rows if self.total_rows else self.tasks / max(1, self.total_tasks)
             bar = "#" * int(width * frac) + "-" * (width - int(width * frac))
             self.stream.write(f"\r[{bar}] {self.line()}")
             self._open_line = not done

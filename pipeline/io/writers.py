@@ -135,30 +135,26 @@ def _write_bytes_atomic(url: str, write, storage_options: dict | None) -> str:
     return url
 
 
-def _with_metadata(table: pa.Table, metadata: dict | None) -> pa.Table:
-    if not metadata:
-        return table
-    meta = dict(table.schema.metadata or {})
-    meta.update({str(k).encode("utf-8"): _json_meta(v) for k, v in metadata.items()})
-    return table.replace_schema_metadata(meta)
+def _write_parquet(table: pa.Table, metadata: dict | None, sink) -> None:
+    """``table`` as Parquet (zstd) into ``sink``; ``metadata`` goes into the Arrow schema metadata
+    (values that are not ``str``/``bytes`` are stored as compact, key-sorted JSON)."""
+    if metadata:
+        meta = dict(table.schema.metadata or {})
+        meta.update({str(k).encode("utf-8"): _json_meta(v) for k, v in metadata.items()})
+        table = table.replace_schema_metadata(meta)
+    pq.write_table(table, sink, compression="zstd")
 
 
 def write_parquet_atomic(table: pa.Table, url: str, storage_options: dict | None = None,
                          metadata: dict | None = None) -> str:
-    """Write ``table`` to ``url`` atomically; ``metadata`` goes into the Arrow schema metadata
-    (values that are not ``str``/``bytes`` are stored as compact, key-sorted JSON)."""
-    table = _with_metadata(table, metadata)
-
-    def write(f):
-        pq.write_table(table, f, compression="zstd")
-
-    return _write_bytes_atomic(url, write, storage_options)
+    """Write ``table`` to ``url`` atomically (:func:`_write_parquet`)."""
+    return _write_bytes_atomic(url, lambda f: _write_parquet(table, metadata, f), storage_options)
 
 
 def parquet_bytes(table: pa.Table, metadata: dict | None = None) -> bytes:
     """The bytes :func:`write_parquet_atomic` writes for ``table`` (encoded now, written later)."""
     sink = pa.BufferOutputStream()
-    pq.write_table(_with_metadata(table, metadata), sink, compression="zstd")
+    _write_parquet(table, metadata, sink)
     return sink.getvalue().to_pybytes()
 
 
@@ -170,7 +166,7 @@ def write_bytes_atomic(data: bytes, url: str, storage_options: dict | None = Non
 def write_json_atomic(obj: Any, url: str, storage_options: dict | None = None) -> str:
     """Deterministic JSON (sorted keys, 2-space indent, final newline), written atomically."""
     data = (json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-    return _write_bytes_atomic(url, lambda f: f.write(data), storage_options)
+    return write_bytes_atomic(data, url, storage_options)
 
 
 def read_json(url: str, storage_options: dict | None = None):

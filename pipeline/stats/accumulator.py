@@ -574,7 +574,7 @@ def _replicate_means(st: _System, seed: int, n_boot: int, python_ints: bool = Fa
         poisson.poisson_weights(bases[start:stop], n_boot, Wc)
         part = (Wc @ limbs[start:stop]).astype(np.int64)  # exact: see _L26
         total += part if small else part.astype(object)
-    ok = np.array([v > 0 for v in total[:, 2 * m]], dtype=bool)  # all-zero weights: no mean
+    ok = np.asarray(total[:, 2 * m] > 0, dtype=bool)  # all-zero weights: no mean
     total = total[ok]
     if small:
         lo, hi, n_w = total[:, :m], total[:, m:2 * m], total[:, 2 * m]
