@@ -152,8 +152,8 @@ def test_config_hash(tmp_path):
 
 
 def test_config_hash_changes_with_the_statistics_format(tmp_path, monkeypatch):
-    """A run folder whose task markers hold statistics in another format (or with another bucket
-    count) is one made with other settings: resuming it would merge incompatible statistics."""
+    """Statistics in another format (or with another bucket count) are other numbers: a run
+    folder made so is one made with other settings, not one to resume."""
     from pipeline.stats import accumulator
 
     cfg = load_config(write(tmp_path, BASE))

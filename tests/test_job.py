@@ -163,17 +163,25 @@ def test_score_task_parts_marker_and_resume(tmp_path):
     assert f.schema_arrow.remove_metadata() == job.scores_schema(("rouge1", "rougeL"))
     assert f.schema_arrow.metadata[b"rouge_pipeline.signature"] == b"sig"
     assert (tmp_path / "run" / "quarantine" / "part-00000.parquet").exists()
-    marker = json.loads((tmp_path / "run" / "_done" / "unit-00000.json").read_text())
-    assert StatsAccumulator.from_dict(marker["stats"]) == results[0]["stats"]
-    # resume: marker + files present -> skipped; a missing part file -> rescored
-    again = job.run_task(spec, tasks[0], ctx)
-    assert again["skipped"] == 1 and again["stats"] == results[0]["stats"]
-    # a marker whose statistics are in another format is not trusted: the task is scored again
     marker_path = tmp_path / "run" / "_done" / "unit-00000.json"
-    old = json.loads(marker_path.read_text())
-    marker_path.write_text(json.dumps({**old, "stats": {**old["stats"], "version": 2}}))
+    marker = json.loads(marker_path.read_text())
+    assert "stats" not in marker and marker["rows"] == results[0]["rows"] > 0
+    # resume: marker + files present -> skipped, with the statistics the task returned,
+    # recomputed from its part files (for every task, whatever systems it holds)
+    for t, r in zip(tasks, results):
+        again = job.run_task(spec, t, ctx)
+        assert again["skipped"] == 1 and again["stats"] == r["stats"]
+        assert {k: v for k, v in again.items() if k not in ("stats", "skipped")} == \
+            {k: v for k, v in r.items() if k not in ("stats", "skipped")}
+    # not trusted, so the task is scored again: a marker in another format (one that held
+    # its statistics), a marker whose row count its part files do not have, a damaged part
+    for bad in ({**marker, "marker": 1}, {**marker, "rows": marker["rows"] + 1}):
+        marker_path.write_text(json.dumps(bad))
+        assert job.load_done(tasks[0], ctx) is None
+        assert job.run_task(spec, tasks[0], ctx)["skipped"] == 0
+    data = part.read_bytes()
+    part.write_bytes(data[: len(data) // 2])
     assert job.load_done(tasks[0], ctx) is None
-    assert job.run_task(spec, tasks[0], ctx)["skipped"] == 0
     part.unlink()
     redo = job.run_task(spec, tasks[0], ctx)
     assert redo["skipped"] == 0 and part.exists()
@@ -246,9 +254,8 @@ def test_plan_pass_scores_units_that_are_one_task(tmp_path):
         for u in units:   # kept as the encoded output, not as tables
             tables, prepared = job.UNIT_TABLES.take("run-p", u, release=False)
             assert tables is None and prepared["rows"] > 0
-            # the budget counts the files, the statistics and their packed strings for the marker
-            assert prepared["nbytes"] >= (sum(len(b) for _, b in prepared["parts"]) + prepared["stats"].nbytes()
-                                          + len(json.dumps(prepared["stats_dict"])) // 2)
+            # the budget counts the files and the statistics
+            assert prepared["nbytes"] >= (sum(len(b) for _, b in prepared["parts"]) + prepared["stats"].nbytes())
         shutil.rmtree(root)   # from here on only what the plan pass made can serve the tasks
         got = [job.score_task(spec, t, kept) for t in tasks]
         assert job.UNIT_TABLES.used == 0
