@@ -602,7 +602,8 @@ def encode_outputs(scores: pa.Table, quarantine: pa.Table, ctx: UnitContext,
     parts = []
     systems = sorted(pc.unique(scores.column("system")).to_pylist()) if scores.num_rows else []
     for system in systems:
-        part = scores.filter(pc.equal(scores.column("system"), system))
+        # one system (the usual case) is the whole table: no filtered copy of every column
+        part = scores if len(systems) == 1 else scores.filter(pc.equal(scores.column("system"), system))
         parts.append((system, writers.parquet_bytes(part, ctx.metadata)))
     q_bytes = writers.parquet_bytes(quarantine, ctx.metadata) if quarantine.num_rows else None
     stats = unit_stats(scores, ctx, hashes)

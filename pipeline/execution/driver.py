@@ -341,9 +341,11 @@ def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream
                                    cfg.stats.confidence)
     except BaseException as e:
         _write_failed_summary(run_url, so, sig, chash, e, t_start)
-        raise
-    finally:
         _release_kept(client, ctx.read_token)
+        raise
+    # after a success nothing waits for it (a round trip to every worker at the end of the run):
+    # the tasks released what they used, and the next run's first unit drops what is left
+    _release_kept(client, ctx.read_token, wait=False)
     # from the plan pass on: it reads, and scores every unit that is one task
     scoring_seconds = time.perf_counter() - t_plan
 
@@ -398,14 +400,14 @@ def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream
     return RunResult(run_url, summary, rows, exact_rows, sig, chash)
 
 
-def _release_kept(client, token: str) -> None:
+def _release_kept(client, token: str, wait: bool = True) -> None:
     """Drop what this run's plan pass kept (tables no task released: stolen or skipped last
     slices, oversized examples), here or on every worker; best effort after a failure."""
     if client is None:
         job.release_unit_tables(token)
         return
     try:
-        client.run(job.release_unit_tables, token)
+        client.run(job.release_unit_tables, token, wait=wait)
     except Exception:  # noqa: BLE001 - a lost cluster must not hide the run's own error
         pass
 
