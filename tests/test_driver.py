@@ -96,10 +96,20 @@ def test_plan_pass_scoring_gives_the_tasks_own_bytes(corpus, client2, tmp_path):
 
     spec = _cfg(corpus, tmp_path / "unused").input_spec()   # the default run scores units in its plan pass
     assert any(job.one_task(job.plan_unit(spec, u)["costs"], job.DEFAULT_TARGET_COST) for u in plan_units(spec))
-    a = run(_cfg(corpus, tmp_path / "kept"), client2, progress=False, log=_log)
+    from distributed import get_task_stream
+
+    with get_task_stream(client2) as ts:
+        a = run(_cfg(corpus, tmp_path / "kept"), client2, progress=False, log=_log)
     b = run(_cfg(corpus, tmp_path / "read", execution={"unit_cache_mb": 0}), client2, progress=False, log=_log)
     c = run(_cfg(corpus, tmp_path / "sync"), None, progress=False, log=_log)
     assert a.summary["quarantined"] > 0 and a.summary["tasks"] > 1
+    # the workers finished the units they kept themselves (job.finish_in_place, at most one
+    # Dask task each); only the tasks of the other units were tasks of their own
+    plan = [job.task_from_dict(d) for d in json.loads((tmp_path / "kept" / "_plan.json").read_text())["tasks"]]
+    in_place = job.in_place_tasks(plan)
+    keys = [str(t["key"]) for t in ts.data]
+    assert in_place and 1 <= sum(k.startswith("rouge-finish-") for k in keys) <= 2
+    assert sum(k.startswith("rouge-task-") for k in keys) == len(plan) - len(in_place)
     oa = _outputs(tmp_path / "kept", markers=True)
     assert oa == _outputs(tmp_path / "read", markers=True) == _outputs(tmp_path / "sync", markers=True)
     assert a.rows == b.rows == c.rows

@@ -13,6 +13,7 @@ import pytest
 
 from _pipeline_corpus import write_records
 from pipeline import job
+from pipeline.io import readers
 from pipeline.io.readers import InputSpec, UnreadableFileError, plan_units, read_unit
 from pipeline.stats import StatsAccumulator
 
@@ -283,6 +284,60 @@ def test_plan_pass_leaves_units_cut_into_several_tasks_to_them(tmp_path):
         assert prepared is None and tables[0].num_rows == len(p["costs"])
     finally:
         job.UNIT_TABLES.clear()
+
+
+def test_in_place_tasks_are_the_whole_units_with_nothing_dropped():
+    import dataclasses
+
+    u = [readers.WorkUnit(index=i, layout="records", file=f"f{i}.jsonl", format="jsonl") for i in range(4)]
+    u[3] = dataclasses.replace(u[3], drop_rows=((0, "f0.jsonl line 1"),))
+    tasks = [job.Task(0, u[0]), job.Task(1, u[1], 0, 5), job.Task(2, u[1], 5, None),
+             job.Task(3, u[2], oversized=True, n_rows=1, cost=10), job.Task(4, u[3])]
+    assert job.in_place_tasks(tasks) == {0: tasks[0]}
+    assert job.in_place_tasks([]) == {}
+
+
+def test_finish_in_place_runs_its_units_tasks_with_or_without_what_was_kept(tmp_path):
+    """A worker's finish_in_place gives the results and files of its units' own tasks, from the
+    plan pass's output or (on another worker) by reading and scoring; units with several tasks
+    are left to their tasks, and a failing task is named on its exception."""
+    from _pipeline_corpus import run_files
+
+    spec = InputSpec.from_config({"layout": "records", "paths": write_records(tmp_path / "in", 12)})
+    units = plan_units(spec)
+
+    def ctx(run, token):
+        return job.UnitContext(run_url=str(tmp_path / run), scoring=job.ScoringSettings(("rouge1", "rougeL")),
+                               seed=3, n_boot=20, metadata={"rouge_pipeline.signature": "t"}, read_token=token)
+
+    try:
+        kept = ctx("kept", "run-f")
+        planned = [job.plan_unit(spec, u, "run-f", 64, kept, 1e12) for u in units]
+        plan = job.plan_tasks(units, 1e12, *planned)
+        assert len(plan[0]) == len(units) and len(job.in_place_tasks(plan[0])) == len(units)
+        indices = [u.index for u in units]
+        got = job.finish_in_place(spec, plan, indices, kept)
+        assert job.UNIT_TABLES.used == 0   # every kept output was taken
+        moved = job.finish_in_place(spec, plan, indices, ctx("moved", "run-g"))  # nothing kept here
+    finally:
+        job.UNIT_TABLES.clear()
+    fresh = ctx("fresh", "")
+    want = job.merge_results(*[job.run_task(spec, t, fresh) for t in plan[0]])
+    for r in (got, moved):
+        assert r["stats"] == want["stats"] and r["tasks"] == len(units)
+        assert {k: v for k, v in r.items() if k != "stats"} == {k: v for k, v in want.items() if k != "stats"}
+    files = run_files(tmp_path / "fresh", "**/*.*")
+    assert files == run_files(tmp_path / "kept", "**/*.*") == run_files(tmp_path / "moved", "**/*.*")
+    # units cut into several tasks are not finished in place; none left gives None
+    small = job.plan_tasks(units, 400, *[job.plan_unit(spec, u) for u in units])
+    split = [u for u in units if sum(t.unit.index == u.index for t in small[0]) > 1]
+    assert split and job.finish_in_place(spec, small, [u.index for u in split], fresh) is None
+    assert job.merge_results(None, want, None)["rows"] == want["rows"] and job.merge_results(None) is None
+    # a failure names its task
+    shutil.rmtree(tmp_path / "in")
+    with pytest.raises(Exception) as err:
+        job.finish_in_place(spec, plan, indices, ctx("gone", ""))
+    assert getattr(err.value, job.FAILED_TASK_ATTR) == plan[0][0].key
 
 
 def test_unit_tables_budget_new_run_dropped_rows_and_run_end(tmp_path):

@@ -4,7 +4,7 @@ Run folder (any fsspec URL)::
 
     _run.json                      redacted config, signature, config hash, plan settings (written first)
     _plan.json                     the tasks (units cut by estimated cost); reused on resume
-    _done/unit-XXXXX.json          one completion marker per task, holding its result
+    _done/unit-XXXXX.json          one completion marker per task: its counts and files
     scores/system=<s>/part-XXXXX.parquet   per-example scores (pinned schema), one file per task and system
     quarantine/part-XXXXX.parquet  records that could not be scored, with a reason
     stats/stats.parquet, stats/stats.json  corpus statistics per system, type and stat
@@ -13,7 +13,9 @@ Run folder (any fsspec URL)::
     _SUCCESS                       written last
 
 Statistics are reduced on the workers as a tree of ``client.submit(merge_results, *chunk)``;
-only the root (one accumulator) comes back to the client.
+only the root (one accumulator) comes back to the client.  The tasks of units that the plan
+pass scored are run by one :func:`pipeline.job.finish_in_place` per worker, submitted with the
+plan so they start when it exists; the rest are tasks of their own.
 
 Failures (issue #5):
 
@@ -171,21 +173,23 @@ class _Sync:
 
 
 def make_plan(cfg, spec, run_url: str, so: dict, client, log, ctx: job.UnitContext,
-              bar=None) -> tuple[list[job.Task], dict]:
+              bar=None) -> tuple[list[job.Task], dict, list]:
     """Load ``_plan.json`` or plan: units, per-example costs (on the workers), cost slices.
 
     The plan pass keeps what it read in the workers for this run's tasks (``ctx.read_token``,
     :class:`pipeline.job.UnitTables`), scored where a unit is one task (:func:`job.plan_unit`);
-    ``bar(units)`` makes the progress display of that pass.  Returns (tasks, where): ``where``
-    maps each unit whose tables or output were kept on a worker to that worker's address
-    (empty without Dask or when the plan comes from ``_plan.json``)."""
+    ``bar(units)`` makes the progress display of that pass.  Returns (tasks, where, finishing):
+    ``where`` maps each unit whose tables or output were kept on a worker to that worker's
+    address; ``finishing`` holds ``(future, unit indices)`` of each worker's
+    :func:`job.finish_in_place`, already submitted (both empty without Dask or when the plan
+    comes from ``_plan.json``)."""
     stored = with_retries(lambda: writers.read_json(f"{run_url}/_plan.json", so), cfg.execution.retries,
                           "reading _plan.json", log)
     settings = _plan_settings(cfg)
     if stored is not None and stored.get("settings") == settings:
         tasks = [job.task_from_dict(d) for d in stored["tasks"]]
         log(f"plan: {len(tasks)} tasks (from _plan.json)")
-        return tasks, {}
+        return tasks, {}, []
     t0 = time.perf_counter()
     units = with_retries(lambda: plan_units(spec, cfg.execution.target_rows), cfg.execution.retries,
                          "planning the input", log)
@@ -194,7 +198,7 @@ def make_plan(cfg, spec, run_url: str, so: dict, client, log, ctx: job.UnitConte
     # id is seen.  The first occurrence in (file, row) order is kept.
     progress = bar(len(units)) if bar is not None else None
     try:
-        tasks, n_dup, where = _plan_pass(cfg, spec, units, settings, client, log, ctx, progress)
+        tasks, n_dup, where, finishing = _plan_pass(cfg, spec, units, settings, client, log, ctx, progress)
     finally:
         if progress is not None:
             progress.close()
@@ -203,9 +207,13 @@ def make_plan(cfg, spec, run_url: str, so: dict, client, log, ctx: job.UnitConte
         f"(target {settings['target_cost']:,.0f}; {oversized} oversized single examples; "
         f"{n_dup} duplicate ids across units) in {time.perf_counter() - t0:.2f}s")
     plan_doc = {"settings": settings, "plan_hash": job.plan_hash(tasks), "tasks": [job.task_to_dict(t) for t in tasks]}
-    with_retries(lambda: writers.write_json_atomic(plan_doc, f"{run_url}/_plan.json", so), cfg.execution.retries,
-                 "writing _plan.json", log)
-    return tasks, where
+    try:
+        with_retries(lambda: writers.write_json_atomic(plan_doc, f"{run_url}/_plan.json", so),
+                     cfg.execution.retries, "writing _plan.json", log)
+    except BaseException:
+        _stop_finishing(client, finishing)
+        raise
+    return tasks, where, finishing
 
 
 def _plan_pass(cfg, spec, units, settings, client, log, ctx, progress):
@@ -220,7 +228,7 @@ def _plan_pass(cfg, spec, units, settings, client, log, ctx, progress):
                 progress.update(0)
         tasks, n_dup, _ = job.plan_tasks(units, target, *planned)
         del planned
-        where = {}
+        where, finishing = {}, []
     else:
         from distributed import as_completed
 
@@ -257,14 +265,28 @@ def _plan_pass(cfg, spec, units, settings, client, log, ctx, progress):
         for addr, indices in sorted(client.run(job.kept_units, read_token).items(), reverse=True):
             held_by.update(dict.fromkeys(indices, addr))
         del futs
+        # Each worker finishes the one-task units it kept as soon as the plan exists, without
+        # waiting for this client to fetch it (job.finish_in_place); submitted before the plan
+        # is done, so they start when it is.
+        by_worker: dict[str, list[int]] = {}
+        for i, addr in sorted(held_by.items()):
+            by_worker.setdefault(addr, []).append(i)
+        finishing = [(client.submit(job.finish_in_place, spec, plan, indices, ctx,
+                                    key=f"rouge-finish-{nonce}-{k:03d}", workers=[addr], allow_other_workers=True,
+                                    retries=cfg.execution.retries, pure=False), indices)
+                     for k, (addr, indices) in enumerate(sorted(by_worker.items()))]
         try:
             tasks, n_dup, kept = plan.result()
         except Exception as e:  # noqa: BLE001
+            _stop_finishing(client, finishing)
             raise _task_error(e, "planning the tasks", cfg.execution.retries) from e
+        except BaseException:
+            client.cancel([f for f, _ in finishing])
+            raise
         # a task prefers its unit's worker only where the tables wait for it there: any
         # worker restriction also keeps the scheduler from queuing the task (it goes out at once)
         where = {i: held_by[i] for i in kept if i in held_by}
-    return tasks, n_dup, where
+    return tasks, n_dup, where, finishing
 
 
 def _done_indices(run_url: str, so: dict) -> set[int]:
@@ -302,6 +324,7 @@ def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream
                           seed=cfg.stats.seed, n_boot=cfg.stats.n_boot, metadata=metadata, storage_options=so,
                           read_token=uuid.uuid4().hex)
 
+    finishing = []
     try:
         if client is not None:
             from pipeline.warmup import warmup
@@ -312,11 +335,13 @@ def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream
             client.run(warmup, ctx.scoring)
             log(f"workers warm ({len(client.scheduler_info()['workers'])} workers) in "
                 f"{time.perf_counter() - t0:.2f}s")
-        t_plan = time.perf_counter()
-        tasks, where = make_plan(cfg, spec, run_url, so, client, log, ctx,
-                                 bar=lambda n: Progress(n, None, stream=stream, enabled=bool(progress),
-                                                        label="plan pass (read, score)", unit="units"))
+        # the tasks finished by an earlier run: listed before the plan, whose pass already
+        # starts finishing this run's tasks (job.finish_in_place)
         done = with_retries(lambda: _done_indices(run_url, so), retries, "listing finished tasks", log)
+        t_plan = time.perf_counter()
+        tasks, where, finishing = make_plan(cfg, spec, run_url, so, client, log, ctx,
+                                            bar=lambda n: Progress(n, None, stream=stream, enabled=bool(progress),
+                                                                   label="plan pass (read, score)", unit="units"))
         total_rows = sum(t.n_rows for t in tasks)
         # its rate counts from the plan pass on, which scores most units (its tasks only write)
         bar = Progress(len(tasks), total_rows, stream=stream, enabled=bool(progress), t0=t_plan)
@@ -338,8 +363,10 @@ def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream
             final = job.finalize_result(_tree_sync(results), cfg.stats.confidence)
         else:
             final = _run_on_client(client, spec, tasks, ctx, retries, done, bar, n_blocks, where,
-                                   cfg.stats.confidence)
+                                   cfg.stats.confidence, finishing)
     except BaseException as e:
+        if isinstance(e, Exception):  # (_run_on_client drained them already where it failed)
+            _stop_finishing(client, finishing)
         _write_failed_summary(run_url, so, sig, chash, e, t_start)
         _release_kept(client, ctx.read_token)
         raise
@@ -400,6 +427,11 @@ def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream
     return RunResult(run_url, summary, rows, exact_rows, sig, chash)
 
 
+async def _release_soon(token: str) -> None:
+    # Dask runs a function without waiting for it only if it is a coroutine function
+    job.release_unit_tables(token)
+
+
 def _release_kept(client, token: str, wait: bool = True) -> None:
     """Drop what this run's plan pass kept (tables no task released: stolen or skipped last
     slices, oversized examples), here or on every worker; best effort after a failure."""
@@ -407,7 +439,10 @@ def _release_kept(client, token: str, wait: bool = True) -> None:
         job.release_unit_tables(token)
         return
     try:
-        client.run(job.release_unit_tables, token, wait=wait)
+        if wait:
+            client.run(job.release_unit_tables, token)
+        else:
+            client.run(_release_soon, token, wait=False)
     except Exception:  # noqa: BLE001 - a lost cluster must not hide the run's own error
         pass
 
@@ -445,38 +480,51 @@ def _submit_task(client, spec, t, ctx, retries: int, nonce: str, n_blocks: int, 
 
 
 def _run_on_client(client, spec, tasks, ctx, retries: int, done: set, bar, n_blocks: dict, where: dict,
-                   confidence: float) -> dict:
-    """Submit every task, the merge tree and its finalisation (:func:`job.finalize_result`);
-    raise the first task failure (after its retries)."""
+                   confidence: float, finishing: list = ()) -> dict:
+    """Submit every task not finished in place (``finishing``: :func:`make_plan`), the merge
+    tree and its finalisation (:func:`job.finalize_results`); raise the first task failure
+    (after its retries)."""
     from distributed import as_completed
 
     nonce = uuid.uuid4().hex[:8]
-    futures = [_submit_task(client, spec, t, ctx, retries, nonce, n_blocks[t.index], done, where) for t in tasks]
-    by_key = {f.key: t for f, t in zip(futures, tasks)}
-    level, depth, merges = list(futures), 0, []
-    while len(level) > 1:
+    in_place = job.in_place_tasks(tasks)
+    covers: dict = {}  # leaf future key -> the tasks it runs
+    leaves = []
+    for fut, units in finishing:
+        covers[fut.key] = [in_place[u] for u in units if u in in_place]
+        leaves.append(fut)
+    covered = {t.index for ts in covers.values() for t in ts}
+    for t in tasks:
+        if t.index not in covered:
+            fut = _submit_task(client, spec, t, ctx, retries, nonce, n_blocks[t.index], done, where)
+            covers[fut.key] = [t]
+            leaves.append(fut)
+    level, depth, merges = list(leaves), 0, []
+    while len(level) > FAN_IN:
         level = [client.submit(job.merge_results, *level[i:i + FAN_IN],
                                key=f"rouge-merge-{nonce}-{depth}-{i // FAN_IN:05d}", retries=retries, pure=False)
                  for i in range(0, len(level), FAN_IN)]
         merges += level
         depth += 1
-    root = client.submit(job.finalize_result, level[0], confidence, key=f"rouge-final-{nonce}",
+    root = client.submit(job.finalize_results, confidence, *level, key=f"rouge-final-{nonce}",
                          retries=retries, pure=False)
     merges.append(root)
-    # a finished task's result (its statistics) is released once its merge has run:
+    # a finished leaf's result (its statistics) is released once its merge has run:
     # only the futures still pending are held here
-    pending = set(futures)
-    completed = as_completed(futures)
-    del futures
+    pending = set(leaves)
+    completed = as_completed(leaves)
+    del leaves
     try:
         for f in completed:
-            t = by_key[f.key]
+            ts = covers[f.key]
             if f.status == "error":
                 e = f.exception()
-                raise _task_error(e, f"task {t.key}", retries) from e
+                key = getattr(e, job.FAILED_TASK_ATTR, None) or (ts[0].key if ts else f.key)
+                raise _task_error(e, f"task {key}", retries) from e
             pending.discard(f)
             del f
-            bar.update(t.n_rows, skipped=t.index in done)
+            for t in ts:
+                bar.update(t.n_rows, skipped=t.index in done)
         try:
             return root.result()
         except Exception as e:  # noqa: BLE001
@@ -484,7 +532,7 @@ def _run_on_client(client, spec, tasks, ctx, retries: int, done: set, bar, n_blo
     except BaseException as e:
         client.cancel(list(pending) + merges)
         if isinstance(e, Exception):  # not on Ctrl-C: the user asked to stop now
-            _drain(client, nonce)
+            _drain(client, nonce, *(f.key for f, _ in finishing))
         raise
 
 
@@ -496,8 +544,8 @@ def _executing_keys(dask_worker) -> list[str]:
     return [str(ts.key) for ts in (*dask_worker.state.executing, *dask_worker.state.long_running)]
 
 
-def _drain(client, marker: str, timeout: float = DRAIN_TIMEOUT_S) -> None:
-    """Wait until no task whose key holds ``marker`` runs on any worker any more.  Cancelling
+def _drain(client, *markers: str, timeout: float = DRAIN_TIMEOUT_S) -> None:
+    """Wait until no task whose key holds one of ``markers`` runs on any worker any more.  Cancelling
     does not stop a running task (Dask cannot): without this wait, a failed run's tasks could
     still write into the run folder after the run has returned, and a local cluster closed
     right after would kill them mid-write.  Best effort: a cluster that cannot answer ends
@@ -508,9 +556,16 @@ def _drain(client, marker: str, timeout: float = DRAIN_TIMEOUT_S) -> None:
             running = client.run(_executing_keys, on_error="ignore")
         except Exception:  # noqa: BLE001 - a lost cluster: nothing left to wait for here
             return
-        if not any(marker in k for keys in running.values() if isinstance(keys, list) for k in keys):
+        if not any(m in k for keys in running.values() if isinstance(keys, list) for k in keys for m in markers):
             return
         time.sleep(0.05)
+
+
+def _stop_finishing(client, finishing) -> None:
+    """Cancel :func:`job.finish_in_place` futures and wait for those running (see :func:`_drain`)."""
+    if finishing:
+        client.cancel([f for f, _ in finishing])
+        _drain(client, *(f.key for f, _ in finishing))
 
 
 def _write_failed_summary(run_url: str, so: dict, sig: str, chash: str, e: BaseException, t_start: float) -> None:
