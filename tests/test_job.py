@@ -98,7 +98,10 @@ def test_estimate_costs_grow_with_both_sides():
     t = pa.table({"candidate": ["a" * 60, "a" * 6, "é" * 60],
                   "references": [["b" * 60], ["b" * 600, "c" * 600], ["b" * 60]]})
     c = job.estimate_costs(t)
-    assert c.tolist() == [11 * 11, 2 * 201, 11 * 11]
+    # (bytes // 6 + 1) on each side: "é" is two UTF-8 bytes
+    assert c.tolist() == [11 * 11, 2 * 201, 21 * 11]
+    sliced = pa.concat_tables([t.slice(2), t.slice(0, 2)])   # offsets into shared buffers, two chunks
+    assert job.estimate_costs(sliced).tolist() == [21 * 11, 11 * 11, 2 * 201]
 
 
 def _ctx(run, **kw):
