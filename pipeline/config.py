@@ -358,9 +358,10 @@ class RunConfig:
 
     def hashed_settings(self) -> dict:
         """The settings that change numbers or inputs (never output, execution or credentials),
-        and the format of the statistics kept in task markers (a folder written with another
-        cannot be resumed: its markers' statistics would not merge with this run's)."""
+        the statistics' format and the task markers' (a folder written with other formats is
+        not resumed: its statistics would not merge with this run's, its markers not be read)."""
         from pipeline import __version__
+        from pipeline.io.writers import MARKER_FORMAT
         from pipeline.stats.accumulator import BOOT_BUCKETS, FORMAT_VERSION
 
         spec = self.input_spec().to_dict()
@@ -371,6 +372,7 @@ class RunConfig:
                         if HASH_DEFAULTS.get(k, object()) != v},
             "stats": dataclasses.asdict(self.stats),
             "stats_format": [FORMAT_VERSION, BOOT_BUCKETS],
+            "marker_format": MARKER_FORMAT,
             "version": __version__,
         }
 

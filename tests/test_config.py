@@ -152,8 +152,9 @@ def test_config_hash(tmp_path):
 
 
 def test_config_hash_changes_with_the_statistics_format(tmp_path, monkeypatch):
-    """Statistics in another format (or with another bucket count) are other numbers: a run
-    folder made so is one made with other settings, not one to resume."""
+    """Statistics in another format (or with another bucket count) are other numbers, and
+    markers in another format cannot be read: a run folder made so is one made with other
+    settings, not one to resume."""
     from pipeline.stats import accumulator
 
     cfg = load_config(write(tmp_path, BASE))
@@ -163,3 +164,11 @@ def test_config_hash_changes_with_the_statistics_format(tmp_path, monkeypatch):
         with monkeypatch.context() as m:
             m.setattr(accumulator, name, value)
             assert cfg.config_hash() != h, name
+    # and the task markers' format (1 held the statistics; 2 is read by job.load_done)
+    from pipeline import job
+    from pipeline.io import writers
+
+    assert cfg.hashed_settings()["marker_format"] == writers.MARKER_FORMAT == job.MARKER_VERSION
+    with monkeypatch.context() as m:
+        m.setattr(writers, "MARKER_FORMAT", writers.MARKER_FORMAT - 1)
+        assert cfg.config_hash() != h

@@ -145,6 +145,52 @@ def test_worker_sigkilled_mid_run_outputs_byte_identical(fault_client, corpus, c
     assert victim not in fault_client.run(os.getpid).values()
 
 
+def test_worker_sigkilled_while_finishing_in_place(fault_client, corpus, tmp_path):
+    """With units that are one task each, every worker finishes the units it kept in one
+    job.finish_in_place.  A worker killed during that phase has its finish rerun on the other
+    worker, which reads and scores those units: the outputs are a clean run's, and the plan
+    pass is not run again."""
+    from distributed import get_task_stream
+
+    ex = {"target_cost": None, "target_rows": 10}   # many small units, each one task
+    sleep = os.environ.pop(job.TEST_TASK_SLEEP_ENV, None)
+    try:
+        clean = run(_cfg(corpus, tmp_path / "clean", **ex), None, progress=False, log=_log)
+    finally:
+        if sleep is not None:
+            os.environ[job.TEST_TASK_SLEEP_ENV] = sleep
+    plan = json.loads((tmp_path / "clean" / "_plan.json").read_text())["tasks"]
+    n_units = len({t["unit"]["index"] for t in plan})
+    assert len(plan) == n_units >= 8, "one task per unit, enough of them to kill a worker among"
+    victim = sorted(fault_client.run(os.getpid).values())[0]
+    run_dir = tmp_path / "run"
+    at_kill = []
+
+    def killer():
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if (run_dir / "_done").is_dir() and _markers(run_dir) >= 3:
+                os.kill(victim, signal.SIGKILL)
+                at_kill.append(_markers(run_dir))
+                return
+            time.sleep(0.01)
+
+    th = threading.Thread(target=killer, daemon=True)
+    th.start()
+    with get_task_stream(fault_client) as ts:
+        res = run(_cfg(corpus, run_dir, **ex), fault_client, progress=False, log=_log)
+    th.join(5)
+    assert at_kill and at_kill[0] < n_units, "the worker was killed while units were left to finish"
+    assert res.summary["rows"] == clean.summary["rows"] and res.summary["tasks"] == n_units
+    assert _outputs(run_dir) == _outputs(tmp_path / "clean")
+    keys = [str(t["key"]) for t in ts.data]
+    assert any(k.startswith("rouge-finish-") for k in keys)
+    in_place = job.in_place_tasks([job.task_from_dict(t) for t in plan])
+    assert sum(k.startswith("rouge-task-") for k in keys) == n_units - len(in_place)   # (cross-unit duplicates)
+    assert sum(k.startswith("rouge-plan-unit-") for k in keys) == n_units, "the plan pass ran once"
+    fault_client.wait_for_workers(2, timeout=60)
+
+
 def test_transient_storage_errors_are_retried(fault_client, corpus, clean, flaky_dir, tmp_path):
     clean_dir, _ = clean
     tokens = [flaky_dir / "transient" / f"t{i}" for i in range(3)]

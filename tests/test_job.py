@@ -15,7 +15,6 @@ from _pipeline_corpus import write_records
 from pipeline import job
 from pipeline.io import readers
 from pipeline.io.readers import InputSpec, UnreadableFileError, plan_units, read_unit
-from pipeline.stats import StatsAccumulator
 
 
 def test_job_never_imports_dask():
@@ -331,6 +330,12 @@ def test_finish_in_place_runs_its_units_tasks_with_or_without_what_was_kept(tmp_
         assert {k: v for k, v in r.items() if k != "stats"} == {k: v for k, v in want.items() if k != "stats"}
     files = run_files(tmp_path / "fresh", "**/*.*")
     assert files == run_files(tmp_path / "kept", "**/*.*") == run_files(tmp_path / "moved", "**/*.*")
+    # found done again (a retry of the same call), a task counts as resumed only if an earlier
+    # run had finished it
+    again = job.finish_in_place(spec, plan, indices, fresh)
+    assert again["rows"] == want["rows"] and again["skipped"] == 0 and again["stats"] == want["stats"]
+    resumed = job.finish_in_place(spec, plan, indices, fresh, frozenset(t.index for t in plan[0][:2]))
+    assert resumed["skipped"] == 2
     # units cut into several tasks are not finished in place; none left gives None
     small = job.plan_tasks(units, 400, *[job.plan_unit(spec, u) for u in units])
     split = [u for u in units if sum(t.unit.index == u.index for t in small[0]) > 1]

@@ -47,6 +47,7 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 from pipeline import job
 from pipeline.io import writers
@@ -165,6 +166,16 @@ def prepare_run_folder(cfg, run_url: str, so: dict, signature: str, config_hash:
                               f"{run_url}/_run.json", so)
 
 
+class Finishing(NamedTuple):
+    """One worker's :func:`job.finish_in_place`, submitted with the plan pass."""
+
+    future: Any        # its Dask future
+    units: list        # the unit indices it was given
+    # the plan's future, held until the run ends: were it released, a finish result lost with
+    # its worker would be recomputed from the plan pass itself (every unit read again)
+    plan: Any
+
+
 class _Sync:
     """Runs everything in this process (``--sync``: no Dask at all)."""
 
@@ -173,16 +184,15 @@ class _Sync:
 
 
 def make_plan(cfg, spec, run_url: str, so: dict, client, log, ctx: job.UnitContext,
-              bar=None) -> tuple[list[job.Task], dict, list]:
+              bar=None, done: frozenset = frozenset()) -> tuple[list[job.Task], dict, list]:
     """Load ``_plan.json`` or plan: units, per-example costs (on the workers), cost slices.
 
     The plan pass keeps what it read in the workers for this run's tasks (``ctx.read_token``,
     :class:`pipeline.job.UnitTables`), scored where a unit is one task (:func:`job.plan_unit`);
     ``bar(units)`` makes the progress display of that pass.  Returns (tasks, where, finishing):
     ``where`` maps each unit whose tables or output were kept on a worker to that worker's
-    address; ``finishing`` holds ``(future, unit indices)`` of each worker's
-    :func:`job.finish_in_place`, already submitted (both empty without Dask or when the plan
-    comes from ``_plan.json``)."""
+    address; ``finishing`` holds each worker's :func:`job.finish_in_place` (:class:`Finishing`),
+    already submitted (both empty without Dask or when the plan comes from ``_plan.json``)."""
     stored = with_retries(lambda: writers.read_json(f"{run_url}/_plan.json", so), cfg.execution.retries,
                           "reading _plan.json", log)
     settings = _plan_settings(cfg)
@@ -197,27 +207,30 @@ def make_plan(cfg, spec, run_url: str, so: dict, client, log, ctx: job.UnitConte
     # duplicates across units (shards, or row slices of one shard) are found here, where every
     # id is seen.  The first occurrence in (file, row) order is kept.
     progress = bar(len(units)) if bar is not None else None
+    finishing = []
     try:
-        tasks, n_dup, where, finishing = _plan_pass(cfg, spec, units, settings, client, log, ctx, progress)
-    finally:
-        if progress is not None:
-            progress.close()
-    oversized = sum(t.oversized for t in tasks)
-    log(f"plan: {len(units)} units -> {len(tasks)} tasks by estimated cost "
-        f"(target {settings['target_cost']:,.0f}; {oversized} oversized single examples; "
-        f"{n_dup} duplicate ids across units) in {time.perf_counter() - t0:.2f}s")
-    plan_doc = {"settings": settings, "plan_hash": job.plan_hash(tasks), "tasks": [job.task_to_dict(t) for t in tasks]}
-    try:
+        try:
+            tasks, n_dup, where, finishing = _plan_pass(cfg, spec, units, settings, client, log, ctx, progress, done)
+        finally:
+            if progress is not None:
+                progress.close()
+        oversized = sum(t.oversized for t in tasks)
+        log(f"plan: {len(units)} units -> {len(tasks)} tasks by estimated cost "
+            f"(target {settings['target_cost']:,.0f}; {oversized} oversized single examples; "
+            f"{n_dup} duplicate ids across units) in {time.perf_counter() - t0:.2f}s")
+        plan_doc = {"settings": settings, "plan_hash": job.plan_hash(tasks),
+                    "tasks": [job.task_to_dict(t) for t in tasks]}
         with_retries(lambda: writers.write_json_atomic(plan_doc, f"{run_url}/_plan.json", so),
                      cfg.execution.retries, "writing _plan.json", log)
-    except BaseException:
-        _stop_finishing(client, finishing)
+    except BaseException as e:
+        _stop_finishing(client, finishing, drain=isinstance(e, Exception))
         raise
     return tasks, where, finishing
 
 
-def _plan_pass(cfg, spec, units, settings, client, log, ctx, progress):
-    """Every unit's plan task (here or on the workers), then the plan: (tasks, duplicates, where)."""
+def _plan_pass(cfg, spec, units, settings, client, log, ctx, progress, done: frozenset = frozenset()):
+    """Every unit's plan task (here or on the workers), then the plan: (tasks, duplicates,
+    where, finishing); ``done``: the tasks an earlier run finished (:func:`job.finish_in_place`)."""
     read_token, keep, target = ctx.read_token, cfg.execution.unit_cache_mb, settings["target_cost"]
     if client is None:
         planned = []
@@ -271,17 +284,17 @@ def _plan_pass(cfg, spec, units, settings, client, log, ctx, progress):
         by_worker: dict[str, list[int]] = {}
         for i, addr in sorted(held_by.items()):
             by_worker.setdefault(addr, []).append(i)
-        finishing = [(client.submit(job.finish_in_place, spec, plan, indices, ctx,
-                                    key=f"rouge-finish-{nonce}-{k:03d}", workers=[addr], allow_other_workers=True,
-                                    retries=cfg.execution.retries, pure=False), indices)
+        finishing = [Finishing(client.submit(job.finish_in_place, spec, plan, indices, ctx, done,
+                                             key=f"rouge-finish-{nonce}-{k:03d}", workers=[addr],
+                                             allow_other_workers=True, retries=cfg.execution.retries, pure=False),
+                               indices, plan)
                      for k, (addr, indices) in enumerate(sorted(by_worker.items()))]
         try:
             tasks, n_dup, kept = plan.result()
-        except Exception as e:  # noqa: BLE001
-            _stop_finishing(client, finishing)
-            raise _task_error(e, "planning the tasks", cfg.execution.retries) from e
-        except BaseException:
-            client.cancel([f for f, _ in finishing])
+        except BaseException as e:
+            _stop_finishing(client, finishing, drain=isinstance(e, Exception))
+            if isinstance(e, Exception):
+                raise _task_error(e, "planning the tasks", cfg.execution.retries) from e
             raise
         # a task prefers its unit's worker only where the tables wait for it there: any
         # worker restriction also keeps the scheduler from queuing the task (it goes out at once)
@@ -341,7 +354,8 @@ def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream
         t_plan = time.perf_counter()
         tasks, where, finishing = make_plan(cfg, spec, run_url, so, client, log, ctx,
                                             bar=lambda n: Progress(n, None, stream=stream, enabled=bool(progress),
-                                                                   label="plan pass (read, score)", unit="units"))
+                                                                   label="plan pass (read, score)", unit="units"),
+                                            done=frozenset(done))
         total_rows = sum(t.n_rows for t in tasks)
         # its rate counts from the plan pass on, which scores most units (its tasks only write)
         bar = Progress(len(tasks), total_rows, stream=stream, enabled=bool(progress), t0=t_plan)
@@ -365,14 +379,11 @@ def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream
             final = _run_on_client(client, spec, tasks, ctx, retries, done, bar, n_blocks, where,
                                    cfg.stats.confidence, finishing)
     except BaseException as e:
-        if isinstance(e, Exception):  # (_run_on_client drained them already where it failed)
-            _stop_finishing(client, finishing)
+        _stop_finishing(client, finishing, drain=isinstance(e, Exception))
         _write_failed_summary(run_url, so, sig, chash, e, t_start)
-        _release_kept(client, ctx.read_token)
         raise
-    # after a success nothing waits for it (a round trip to every worker at the end of the run):
-    # the tasks released what they used, and the next run's first unit drops what is left
-    _release_kept(client, ctx.read_token, wait=False)
+    finally:
+        _release_kept(client, ctx.read_token)
     # from the plan pass on: it reads, and scores every unit that is one task
     scoring_seconds = time.perf_counter() - t_plan
 
@@ -427,22 +438,14 @@ def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream
     return RunResult(run_url, summary, rows, exact_rows, sig, chash)
 
 
-async def _release_soon(token: str) -> None:
-    # Dask runs a function without waiting for it only if it is a coroutine function
-    job.release_unit_tables(token)
-
-
-def _release_kept(client, token: str, wait: bool = True) -> None:
+def _release_kept(client, token: str) -> None:
     """Drop what this run's plan pass kept (tables no task released: stolen or skipped last
     slices, oversized examples), here or on every worker; best effort after a failure."""
     if client is None:
         job.release_unit_tables(token)
         return
     try:
-        if wait:
-            client.run(job.release_unit_tables, token)
-        else:
-            client.run(_release_soon, token, wait=False)
+        client.run(job.release_unit_tables, token)
     except Exception:  # noqa: BLE001 - a lost cluster must not hide the run's own error
         pass
 
@@ -490,9 +493,9 @@ def _run_on_client(client, spec, tasks, ctx, retries: int, done: set, bar, n_blo
     in_place = job.in_place_tasks(tasks)
     covers: dict = {}  # leaf future key -> the tasks it runs
     leaves = []
-    for fut, units in finishing:
-        covers[fut.key] = [in_place[u] for u in units if u in in_place]
-        leaves.append(fut)
+    for fin in finishing:
+        covers[fin.future.key] = [in_place[u] for u in fin.units if u in in_place]
+        leaves.append(fin.future)
     covered = {t.index for ts in covers.values() for t in ts}
     for t in tasks:
         if t.index not in covered:
@@ -519,8 +522,10 @@ def _run_on_client(client, spec, tasks, ctx, retries: int, done: set, bar, n_blo
             ts = covers[f.key]
             if f.status == "error":
                 e = f.exception()
-                key = getattr(e, job.FAILED_TASK_ATTR, None) or (ts[0].key if ts else f.key)
-                raise _task_error(e, f"task {key}", retries) from e
+                key = getattr(e, job.FAILED_TASK_ATTR, None)
+                what = (f"task {key}" if key else f"task {ts[0].key}" if len(ts) == 1 else
+                        f"one of the {len(ts)} tasks finished in place from task {ts[0].key}" if ts else f.key)
+                raise _task_error(e, what, retries) from e
             pending.discard(f)
             del f
             for t in ts:
@@ -532,7 +537,7 @@ def _run_on_client(client, spec, tasks, ctx, retries: int, done: set, bar, n_blo
     except BaseException as e:
         client.cancel(list(pending) + merges)
         if isinstance(e, Exception):  # not on Ctrl-C: the user asked to stop now
-            _drain(client, nonce, *(f.key for f, _ in finishing))
+            _drain(client, nonce, *(fin.future.key for fin in finishing))
         raise
 
 
@@ -561,11 +566,13 @@ def _drain(client, *markers: str, timeout: float = DRAIN_TIMEOUT_S) -> None:
         time.sleep(0.05)
 
 
-def _stop_finishing(client, finishing) -> None:
-    """Cancel :func:`job.finish_in_place` futures and wait for those running (see :func:`_drain`)."""
+def _stop_finishing(client, finishing, drain: bool = True) -> None:
+    """Cancel :func:`job.finish_in_place` futures and (``drain``; not on Ctrl-C, when the user
+    asked to stop now) wait for those running (see :func:`_drain`)."""
     if finishing:
-        client.cancel([f for f, _ in finishing])
-        _drain(client, *(f.key for f, _ in finishing))
+        client.cancel([fin.future for fin in finishing])
+        if drain:
+            _drain(client, *(fin.future.key for fin in finishing))
 
 
 def _write_failed_summary(run_url: str, so: dict, sig: str, chash: str, e: BaseException, t_start: float) -> None:

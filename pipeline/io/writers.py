@@ -87,6 +87,12 @@ def partition_path(run_url: str, dataset: str, system: str) -> str:
     return f"{run_url.rstrip('/')}/{dataset}/system={escape_system(system)}/"
 
 
+# The format of a task's completion marker (``_done/unit-XXXXX.json``): 2 holds its counts and
+# files (its statistics are recomputed from its parts on resume); 1 also held the statistics.
+# Part of the config hash: a run folder with markers of another format is not resumed.
+MARKER_FORMAT = 2
+
+
 def _join(url: str, name: str) -> str:
     return f"{url.rstrip('/')}/{name}"
 
