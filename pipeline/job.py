@@ -44,14 +44,14 @@ from pipeline.io.paths import get_fs
 from pipeline.scorer import RougeScorer
 from pipeline.scoring import split
 from pipeline.scoring.batch import MAX_BACKTRACK_WORDS, STATUS_OK
-from pipeline.stats import StatsAccumulator, bootstrap_aggregate
+from pipeline.stats import StatsAccumulator, bootstrap_aggregate, poisson
 
 STATS = ("precision", "recall", "fmeasure")
 # Estimated cost units per task (~ candidate tokens x reference tokens summed over examples).
 # A constant, not a function of the cluster size, so the plan (and every output file) is the
 # same on 1 or 100 workers.
 DEFAULT_TARGET_COST = 60_000_000
-CHARS_PER_TOKEN = 6  # UTF-8 bytes per token, for the cost estimate
+BYTES_PER_TOKEN = 6  # UTF-8 bytes per token, for the cost estimate
 
 
 @dataclass(frozen=True)
@@ -261,24 +261,15 @@ def estimate_costs(table: pa.Table) -> np.ndarray:
     nearer the token count for CJK text, whose characters are tokens of their own."""
     if table.num_rows == 0:
         return np.zeros(0, dtype=np.int64)
-    cand = _utf8_lengths(table.column("candidate").combine_chunks())
+    def n_bytes(arr):
+        return pc.binary_length(arr).fill_null(0).to_numpy().astype(np.int64)
+
+    cand = n_bytes(table.column("candidate"))
     refs = table.column("references").combine_chunks()
-    ref_bytes = _utf8_lengths(refs.flatten())
     offsets = refs.offsets.to_numpy().astype(np.int64)
-    csum = np.concatenate([[0], np.cumsum(ref_bytes)])
+    csum = np.concatenate([[0], np.cumsum(n_bytes(refs.flatten()))])
     ref_total = csum[offsets[1:]] - csum[offsets[:-1]]
-    return (cand // CHARS_PER_TOKEN + 1) * (ref_total // CHARS_PER_TOKEN + 1)
-
-
-def _utf8_lengths(arr: pa.Array) -> np.ndarray:
-    """Bytes per string (0 for a null), from the offsets."""
-    from pipeline.columns import utf8_buffers
-
-    _, offs = utf8_buffers(arr)
-    n = np.diff(offs)
-    if arr.null_count:
-        n[np.asarray(arr.is_null())] = 0
-    return n
+    return (cand // BYTES_PER_TOKEN + 1) * (ref_total // BYTES_PER_TOKEN + 1)
 
 
 class UnitTables:
@@ -433,7 +424,6 @@ def key_hashes(keys: pa.Table) -> np.ndarray | None:
     for both.  Equal keys give equal hashes, so where no two hashes are equal no two keys are
     (:func:`drop_duplicates`)."""
     from pipeline.columns import utf8_buffers
-    from pipeline.stats import poisson
 
     if keys.num_rows == 0:
         return np.zeros(0, dtype=np.uint64)
@@ -459,8 +449,7 @@ def drop_duplicates(units: list[readers.WorkUnit], planned: list[dict]):
     as int64 arrays."""
     hashes = [p.get("key_hashes") for p in planned]
     if all(h is not None for h in hashes):
-        h = np.sort(np.concatenate([np.zeros(0, dtype=np.uint64), *hashes]))
-        if not (h[1:] == h[:-1]).any():
+        if not poisson.any_equal(np.concatenate([np.zeros(0, dtype=np.uint64), *hashes])):
             # no two keys share a hash, so none is a duplicate: the exact search (an Arrow
             # group-by over every id, ~0.1-0.2 s of the plan's serial step) is not needed
             return list(units), [np.asarray(p["costs"], dtype=np.int64) for p in planned]
@@ -549,10 +538,6 @@ def plan_hash(tasks: list[Task]) -> str:
 
 
 # --------------------------------------------------------------------------- one task
-# the completion marker's format: counts and files, no statistics (load_done)
-MARKER_VERSION = writers.MARKER_FORMAT
-
-
 def marker_url(run_url: str, index: int) -> str:
     return f"{run_url.rstrip('/')}/_done/unit-{index:05d}.json"
 
@@ -656,7 +641,7 @@ def write_outputs(prepared: dict, task: Task, ctx: UnitContext) -> dict:
     # No statistics in the marker: they are a function of the part files (load_done), and
     # packing them (~0.6 MB of JSON per 12,500 examples) cost about a third of what a task
     # adds to scoring.
-    writers.write_json_atomic({**result, "marker": MARKER_VERSION}, marker_url(run, task.index), so)
+    writers.write_json_atomic({**result, "marker": writers.MARKER_FORMAT}, marker_url(run, task.index), so)
     result["stats"] = prepared["stats"]
     result["skipped"] = 0
     return result
@@ -731,7 +716,7 @@ def load_done(task: Task, ctx: UnitContext) -> dict | None:
     one the task returned (integer sums, exact extrema and counts; a test checks it)."""
     run = ctx.run_url.rstrip("/")
     result = load_marker(run, task.index, ctx.storage_options)
-    if result is None or result.get("marker") != MARKER_VERSION:
+    if result is None or result.get("marker") != writers.MARKER_FORMAT:
         return None  # an older marker format: score the task again
     fs, _ = get_fs(run, ctx.storage_options)
     types = ctx.scoring.rouge_types
@@ -741,11 +726,11 @@ def load_done(task: Task, ctx: UnitContext) -> dict | None:
     try:
         for rel in result.get("files", []):
             _, path = get_fs(f"{run}/{rel}", ctx.storage_options)
-            if not fs.exists(path):
-                return None
-            if rel.startswith("scores/"):
+            if rel.startswith("scores/"):  # read (a missing one raises FileNotFoundError)
                 with fs.open(path, "rb") as f:
                     parts.append(pq.read_table(f, columns=columns))
+            elif not fs.exists(path):
+                return None
         scores = pa.concat_tables(parts) if parts else schema.empty_table()
     except (OSError, KeyError, pa.ArrowException):  # a damaged part file: score the task again
         return None
@@ -871,16 +856,11 @@ def merge_results(*results: dict | None) -> dict | None:
 
 
 def finalize_results(confidence: float, *results: dict | None) -> dict:
-    """:func:`finalize_result` of the merge of ``results`` (the last merge and the finalisation
-    in one task)."""
-    return finalize_result(merge_results(*results), confidence)
-
-
-def finalize_result(result: dict, confidence: float) -> dict:
-    """The root of the statistics tree with its statistics rows (``"stats_rows"``) in place of
-    the accumulator.  In the distributed job this runs on a worker, where the bootstrap's
-    compiled weight kernel is loaded already: loading it in the client cost ~0.4 s of CPU on
-    the shared cores and ~55 MiB."""
+    """The merge of ``results`` (the last merge of the statistics tree, in the same task) with
+    its statistics rows (``"stats_rows"``) in place of the accumulator.  In the distributed job
+    this runs on a worker, where the bootstrap's compiled weight kernel is loaded already:
+    loading it in the client cost ~0.4 s of CPU on the shared cores and ~55 MiB."""
+    result = merge_results(*results)
     out = {k: v for k, v in result.items() if k != "stats"}
     out["stats_rows"] = result["stats"].finalize(confidence)
     return out

@@ -184,22 +184,24 @@ class _Sync:
 
 
 def make_plan(cfg, spec, run_url: str, so: dict, client, log, ctx: job.UnitContext,
-              bar=None, done: frozenset = frozenset()) -> tuple[list[job.Task], dict, list]:
+              bar=None, done: frozenset = frozenset(), *, finishing: list) -> tuple[list[job.Task], dict]:
     """Load ``_plan.json`` or plan: units, per-example costs (on the workers), cost slices.
 
     The plan pass keeps what it read in the workers for this run's tasks (``ctx.read_token``,
     :class:`pipeline.job.UnitTables`), scored where a unit is one task (:func:`job.plan_unit`);
-    ``bar(units)`` makes the progress display of that pass.  Returns (tasks, where, finishing):
-    ``where`` maps each unit whose tables or output were kept on a worker to that worker's
-    address; ``finishing`` holds each worker's :func:`job.finish_in_place` (:class:`Finishing`),
-    already submitted (both empty without Dask or when the plan comes from ``_plan.json``)."""
+    ``bar(units)`` makes the progress display of that pass.  Returns (tasks, where): ``where``
+    maps each unit whose tables or output were kept on a worker to that worker's address.
+    Each worker's :func:`job.finish_in_place` (:class:`Finishing`) is appended to
+    ``finishing`` as soon as it is submitted, so the caller, who cancels them if the run fails,
+    has them even when the plan does not come back (none without Dask or when the plan comes
+    from ``_plan.json``; ``done``: the tasks an earlier run finished)."""
     stored = with_retries(lambda: writers.read_json(f"{run_url}/_plan.json", so), cfg.execution.retries,
                           "reading _plan.json", log)
     settings = _plan_settings(cfg)
     if stored is not None and stored.get("settings") == settings:
         tasks = [job.task_from_dict(d) for d in stored["tasks"]]
         log(f"plan: {len(tasks)} tasks (from _plan.json)")
-        return tasks, {}, []
+        return tasks, {}
     t0 = time.perf_counter()
     units = with_retries(lambda: plan_units(spec, cfg.execution.target_rows), cfg.execution.retries,
                          "planning the input", log)
@@ -207,30 +209,24 @@ def make_plan(cfg, spec, run_url: str, so: dict, client, log, ctx: job.UnitConte
     # duplicates across units (shards, or row slices of one shard) are found here, where every
     # id is seen.  The first occurrence in (file, row) order is kept.
     progress = bar(len(units)) if bar is not None else None
-    finishing = []
     try:
-        try:
-            tasks, n_dup, where, finishing = _plan_pass(cfg, spec, units, settings, client, log, ctx, progress, done)
-        finally:
-            if progress is not None:
-                progress.close()
-        oversized = sum(t.oversized for t in tasks)
-        log(f"plan: {len(units)} units -> {len(tasks)} tasks by estimated cost "
-            f"(target {settings['target_cost']:,.0f}; {oversized} oversized single examples; "
-            f"{n_dup} duplicate ids across units) in {time.perf_counter() - t0:.2f}s")
-        plan_doc = {"settings": settings, "plan_hash": job.plan_hash(tasks),
-                    "tasks": [job.task_to_dict(t) for t in tasks]}
-        with_retries(lambda: writers.write_json_atomic(plan_doc, f"{run_url}/_plan.json", so),
-                     cfg.execution.retries, "writing _plan.json", log)
-    except BaseException as e:
-        _stop_finishing(client, finishing, drain=isinstance(e, Exception))
-        raise
-    return tasks, where, finishing
+        tasks, n_dup, where = _plan_pass(cfg, spec, units, settings, client, log, ctx, progress, done, finishing)
+    finally:
+        if progress is not None:
+            progress.close()
+    oversized = sum(t.oversized for t in tasks)
+    log(f"plan: {len(units)} units -> {len(tasks)} tasks by estimated cost "
+        f"(target {settings['target_cost']:,.0f}; {oversized} oversized single examples; "
+        f"{n_dup} duplicate ids across units) in {time.perf_counter() - t0:.2f}s")
+    plan_doc = {"settings": settings, "plan_hash": job.plan_hash(tasks), "tasks": [job.task_to_dict(t) for t in tasks]}
+    with_retries(lambda: writers.write_json_atomic(plan_doc, f"{run_url}/_plan.json", so), cfg.execution.retries,
+                 "writing _plan.json", log)
+    return tasks, where
 
 
-def _plan_pass(cfg, spec, units, settings, client, log, ctx, progress, done: frozenset = frozenset()):
+def _plan_pass(cfg, spec, units, settings, client, log, ctx, progress, done: frozenset, finishing: list):
     """Every unit's plan task (here or on the workers), then the plan: (tasks, duplicates,
-    where, finishing); ``done``: the tasks an earlier run finished (:func:`job.finish_in_place`)."""
+    where); each worker's :func:`job.finish_in_place` goes into ``finishing`` (:func:`make_plan`)."""
     read_token, keep, target = ctx.read_token, cfg.execution.unit_cache_mb, settings["target_cost"]
     if client is None:
         planned = []
@@ -241,7 +237,7 @@ def _plan_pass(cfg, spec, units, settings, client, log, ctx, progress, done: fro
                 progress.update(0)
         tasks, n_dup, _ = job.plan_tasks(units, target, *planned)
         del planned
-        where, finishing = {}, []
+        where = {}
     else:
         from distributed import as_completed
 
@@ -284,22 +280,19 @@ def _plan_pass(cfg, spec, units, settings, client, log, ctx, progress, done: fro
         by_worker: dict[str, list[int]] = {}
         for i, addr in sorted(held_by.items()):
             by_worker.setdefault(addr, []).append(i)
-        finishing = [Finishing(client.submit(job.finish_in_place, spec, plan, indices, ctx, done,
-                                             key=f"rouge-finish-{nonce}-{k:03d}", workers=[addr],
-                                             allow_other_workers=True, retries=cfg.execution.retries, pure=False),
-                               indices, plan)
-                     for k, (addr, indices) in enumerate(sorted(by_worker.items()))]
+        finishing.extend(
+            Finishing(client.submit(job.finish_in_place, spec, plan, indices, ctx, done,
+                                    key=f"rouge-finish-{nonce}-{k:03d}", workers=[addr], allow_other_workers=True,
+                                    retries=cfg.execution.retries, pure=False), indices, plan)
+            for k, (addr, indices) in enumerate(sorted(by_worker.items())))
         try:
             tasks, n_dup, kept = plan.result()
-        except BaseException as e:
-            _stop_finishing(client, finishing, drain=isinstance(e, Exception))
-            if isinstance(e, Exception):
-                raise _task_error(e, "planning the tasks", cfg.execution.retries) from e
-            raise
+        except Exception as e:  # noqa: BLE001
+            raise _task_error(e, "planning the tasks", cfg.execution.retries) from e
         # a task prefers its unit's worker only where the tables wait for it there: any
         # worker restriction also keeps the scheduler from queuing the task (it goes out at once)
         where = {i: held_by[i] for i in kept if i in held_by}
-    return tasks, n_dup, where, finishing
+    return tasks, n_dup, where
 
 
 def _done_indices(run_url: str, so: dict) -> set[int]:
@@ -352,10 +345,10 @@ def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream
         # starts finishing this run's tasks (job.finish_in_place)
         done = with_retries(lambda: _done_indices(run_url, so), retries, "listing finished tasks", log)
         t_plan = time.perf_counter()
-        tasks, where, finishing = make_plan(cfg, spec, run_url, so, client, log, ctx,
-                                            bar=lambda n: Progress(n, None, stream=stream, enabled=bool(progress),
-                                                                   label="plan pass (read, score)", unit="units"),
-                                            done=frozenset(done))
+        tasks, where = make_plan(cfg, spec, run_url, so, client, log, ctx,
+                                 bar=lambda n: Progress(n, None, stream=stream, enabled=bool(progress),
+                                                        label="plan pass (read, score)", unit="units"),
+                                 done=frozenset(done), finishing=finishing)
         total_rows = sum(t.n_rows for t in tasks)
         # its rate counts from the plan pass on, which scores most units (its tasks only write)
         bar = Progress(len(tasks), total_rows, stream=stream, enabled=bool(progress), t0=t_plan)
@@ -374,11 +367,12 @@ def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream
                                  f"task {t.key}", log)
                 results.append(r)
                 bar.update(t.n_rows, skipped=bool(r.get("skipped")))
-            final = job.finalize_result(_tree_sync(results), cfg.stats.confidence)
+            final = job.finalize_results(cfg.stats.confidence, *results)
         else:
             final = _run_on_client(client, spec, tasks, ctx, retries, done, bar, n_blocks, where,
                                    cfg.stats.confidence, finishing)
     except BaseException as e:
+        # the one place that stops them, whatever failed after they were submitted
         _stop_finishing(client, finishing, drain=isinstance(e, Exception))
         _write_failed_summary(run_url, so, sig, chash, e, t_start)
         raise
@@ -522,10 +516,7 @@ def _run_on_client(client, spec, tasks, ctx, retries: int, done: set, bar, n_blo
             ts = covers[f.key]
             if f.status == "error":
                 e = f.exception()
-                key = getattr(e, job.FAILED_TASK_ATTR, None)
-                what = (f"task {key}" if key else f"task {ts[0].key}" if len(ts) == 1 else
-                        f"one of the {len(ts)} tasks finished in place from task {ts[0].key}" if ts else f.key)
-                raise _task_error(e, what, retries) from e
+                raise _task_error(e, _failed_what(e, ts, f.key), retries) from e
             pending.discard(f)
             del f
             for t in ts:
@@ -537,7 +528,7 @@ def _run_on_client(client, spec, tasks, ctx, retries: int, done: set, bar, n_blo
     except BaseException as e:
         client.cancel(list(pending) + merges)
         if isinstance(e, Exception):  # not on Ctrl-C: the user asked to stop now
-            _drain(client, nonce, *(fin.future.key for fin in finishing))
+            _drain(client, nonce)  # (run() cancels and drains the finish tasks)
         raise
 
 
@@ -566,7 +557,18 @@ def _drain(client, *markers: str, timeout: float = DRAIN_TIMEOUT_S) -> None:
         time.sleep(0.05)
 
 
-def _stop_finishing(client, finishing, drain: bool = True) -> None:
+def _failed_what(e: BaseException, ts: list, key: str) -> str:
+    """Which task failed, for the error: the one a finish_in_place named on the exception, else
+    the leaf's only task, else its first."""
+    named = getattr(e, job.FAILED_TASK_ATTR, None)
+    if named:
+        return f"task {named}"
+    if len(ts) == 1:
+        return f"task {ts[0].key}"
+    return f"one of the {len(ts)} tasks finished in place from task {ts[0].key}" if ts else key
+
+
+def _stop_finishing(client, finishing, drain: bool) -> None:
     """Cancel :func:`job.finish_in_place` futures and (``drain``; not on Ctrl-C, when the user
     asked to stop now) wait for those running (see :func:`_drain`)."""
     if finishing:
@@ -584,13 +586,6 @@ def _write_failed_summary(run_url: str, so: dict, sig: str, chash: str, e: BaseE
                                   f"{run_url}/_summary.json", so)
     except Exception:  # noqa: BLE001 - the original error matters more
         pass
-
-
-def _tree_sync(results: list[dict]) -> dict:
-    level = results
-    while len(level) > 1:
-        level = [job.merge_results(*level[i:i + FAN_IN]) for i in range(0, len(level), FAN_IN)]
-    return level[0]
 
 
 def write_stats(run_url: str, rows: list[dict], sig: str, chash: str, confidence: float, so: dict) -> None:
