@@ -78,7 +78,7 @@ class RunData:
 def load_run(url: str, storage_options: dict | None = None) -> RunData:
     """A finished run (``_SUCCESS``): its ``_run.json``, statistics and per-example scores."""
     from pipeline.io.paths import get_fs
-    from pipeline.io.writers import is_complete
+    from pipeline.io.writers import OldLayoutError, check_layout, is_complete
 
     url = str(url).rstrip("/")
     try:
@@ -87,6 +87,10 @@ def load_run(url: str, storage_options: dict | None = None) -> RunData:
         info = read_json(f"{url}/_run.json", storage_options)
         if info is None:
             raise CompareError(f"{url}: no _run.json")
+        try:
+            check_layout(url, info)
+        except OldLayoutError as e:
+            raise CompareError(str(e)) from None
         fs, path = get_fs(f"{url}/scores", storage_options)
         files = sorted(p for p in fs.find(path) if p.rsplit("/", 1)[-1].startswith("part-")) if fs.exists(path) else []
         tables = []

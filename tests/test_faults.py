@@ -206,11 +206,11 @@ def test_transient_storage_errors_are_retried(fault_client, corpus, clean, flaky
 
 def test_permanent_storage_error_fails_cleanly(fault_client, corpus, flaky_dir, tmp_path):
     perm = flaky_dir / "permanent"
-    perm.write_text("/scores/system=sysB/")
+    perm.write_text("/scores/system-sysB/")
     run_dir = tmp_path / "run"
     try:
         with pytest.raises(RunFailedError, match=r"task .*shard-.* failed after 1 retries: OSError: .*"
-                                                 r"injected permanent storage error writing .*scores/system=sysB/"):
+                                                 r"injected permanent storage error writing .*scores/system-sysB/"):
             run(_cfg(corpus, run_dir, retries=1), fault_client, progress=False, log=_log)
         # Dask cannot stop a running task: the failed run waited for its tasks that were
         # running, so none can write here after it returned (once the error below is lifted)
@@ -220,7 +220,7 @@ def test_permanent_storage_error_fails_cleanly(fault_client, corpus, flaky_dir, 
         perm.unlink()
     assert not (run_dir / "_SUCCESS").exists()
     assert not (run_dir / "stats").exists()
-    assert not list((run_dir / "scores").glob("system=sysB/*")), "no file, not even a temp file, under sysB"
+    assert not list((run_dir / "scores").glob("system-sysB/*")), "no file, not even a temp file, under sysB"
     assert not list(run_dir.rglob(".tmp-*")), "failed writes leave no temp file"
     summary = json.loads((run_dir / "_summary.json").read_text())
     assert summary["status"].startswith("failed: RunFailedError: task")

@@ -406,7 +406,7 @@ def test_part_name():
                                     "%2F", "~", "", " ", "système", "a" * 500, "../" * 100, ".hidden"])
 def test_partition_path_escaping(tmp_path, system):
     p = partition_path(str(tmp_path / "run"), "scores", system)
-    prefix = f"{tmp_path}/run/scores/system="
+    prefix = f"{tmp_path}/run/scores/system-"
     assert p.startswith(prefix) and p.endswith("/")
     seg = p[len(prefix):-1]
     assert "/" not in seg and "\\" not in seg and "\x00" not in seg
@@ -466,7 +466,7 @@ def test_failed_write_leaves_nothing(tmp_path):
 
 def test_writers_on_a_non_local_filesystem():
     url = "memory://rouge-test-run"
-    write_parquet_atomic(pa.table({"a": [1]}), f"{url}/scores/system=/part-00000.parquet")
+    write_parquet_atomic(pa.table({"a": [1]}), f"{url}/scores/system-/part-00000.parquet")
     write_json_atomic({"ok": True}, f"{url}/_summary.json")
     mark_success(url)
     fs = fsspec.filesystem("memory")

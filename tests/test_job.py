@@ -161,7 +161,7 @@ def test_score_task_parts_marker_and_resume(tmp_path):
     assert merged["rows"] == n_rows and merged["quarantined"] == n_q == 3
     assert merged["quarantine_reasons"] == {"duplicate id for system": 1, "malformed JSON (Expecting property "
                                             "name enclosed in double quotes)": 1, "null candidate": 1}
-    part = tmp_path / "run" / "scores" / "system=sysA" / "part-00000.parquet"
+    part = tmp_path / "run" / "scores" / "system-sysA" / "part-00000.parquet"
     f = pq.ParquetFile(part)
     assert f.schema_arrow.remove_metadata() == job.scores_schema(("rouge1", "rougeL"))
     assert f.schema_arrow.metadata[b"rouge_pipeline.signature"] == b"sig"

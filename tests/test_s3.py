@@ -46,7 +46,7 @@ def test_s3_end_to_end_with_worker_processes(moto_endpoint, s3_bucket, tmp_path,
 
     files = download_tree(fs, out)
     assert "_SUCCESS" in files and "_run.json" in files and "stats/stats.parquet" in files
-    assert any(k.startswith("scores/system=sysA/part-") for k in files)
+    assert any(k.startswith("scores/system-sysA/part-") for k in files)
     assert any(k.startswith("quarantine/part-") for k in files)
     summary = json.loads(files["_summary.json"])
     assert summary["status"] == "ok" and summary["workers"] == 2 and summary["mode"] == "dask"

@@ -89,7 +89,7 @@ def test_system_names_and_ids_never_leave_the_run_folder(tmp_path):
             assert rel.parts[0] == "in" or p.is_relative_to(run_dir), rel
     # ... one folder per system directly under scores/, named by the escaped system
     folders = sorted(p.name for p in (run_dir / "scores").iterdir())
-    assert folders == sorted(f"system={escape_system(s)}" for s in SYSTEMS)
+    assert folders == sorted(f"system-{escape_system(s)}" for s in SYSTEMS)
     for s in SYSTEMS:
         t = job.read_scores(str(run_dir), s)
         want = sorted(r["id"] for r in recs if r["system"] == s)

@@ -138,7 +138,10 @@ def read_run(run_url: str, storage_options: dict | None = None):
 
     from pipeline.io.paths import get_fs
 
+    from pipeline.io.writers import check_layout, read_json
+
     so = storage_options or {}
+    check_layout(run_url, read_json(f"{run_url.rstrip('/')}/_run.json", so))
     fs, path = get_fs(f"{run_url.rstrip('/')}/scores", so)
     files = sorted(p for p in fs.find(path) if p.rsplit("/", 1)[-1].startswith("part-"))
     if not files:

@@ -5,7 +5,8 @@ Run folder (any fsspec URL)::
     _run.json                      redacted config, signature, config hash, plan settings (written first)
     _plan.json                     the tasks (units cut by estimated cost); reused on resume
     _done/unit-XXXXX.json          one completion marker per task: its counts and files
-    scores/system=<s>/part-XXXXX.parquet   per-example scores (pinned schema), one file per task and system
+    scores/system-<s>/part-XXXXX.parquet   per-example scores (pinned schema), one file per task and system
+                                   (not Hive's system=<s>: the column is in the files; writers.LAYOUT)
     quarantine/part-XXXXX.parquet  records that could not be scored, with a reason
     stats/stats.parquet, stats/stats.json  corpus statistics per system, type and stat
     stats/bootstrap_exact.{parquet,json}   rouge-score's BootstrapAggregator (stats.bootstrap: exact)
@@ -145,6 +146,10 @@ def prepare_run_folder(cfg, run_url: str, so: dict, signature: str, config_hash:
         elif run_info is None:
             raise RunFolderError(f"{run_url} is not empty and is not a rouge-pipeline run folder "
                                  "(no _run.json); choose another output or pass --overwrite")
+        elif run_info.get("layout", 1) != writers.LAYOUT:
+            raise RunFolderError(f"{run_url} holds a run of an older rouge-pipeline (layout "
+                                 f"{run_info.get('layout', 1)}: scores/system=S/ folders); "
+                                 "choose another output or pass --overwrite")
         elif run_info.get("config_hash") != config_hash:
             raise RunFolderError(
                 f"{run_url} holds a run made with other settings (config hash {run_info.get('config_hash')}, "
@@ -161,7 +166,7 @@ def prepare_run_folder(cfg, run_url: str, so: dict, signature: str, config_hash:
                 fs.rm(success)
             return
     writers.write_json_atomic({"config": cfg.to_dict(redact=True), "signature": signature,
-                               "config_hash": config_hash, "plan": plan,
+                               "config_hash": config_hash, "plan": plan, "layout": writers.LAYOUT,
                                "version": cfg.hashed_settings()["version"]},
                               f"{run_url}/_run.json", so)
 

@@ -9,7 +9,9 @@
 * :func:`mark_success` writes ``_SUCCESS`` last; readers trust only run folders where
   :func:`is_complete` is true.
 * :func:`partition_path` escapes system names (percent-encoding, plus a short hash for
-  very long names), so no system name can leave its folder.
+  very long names), so no system name can leave its folder.  Folders are ``system-<escaped>``,
+  not Hive's ``system=<value>``: the ``system`` column is in every file, and a Hive folder
+  name would make pandas/pyarrow merge it with a second, dictionary-typed ``system``.
 """
 from __future__ import annotations
 
@@ -50,7 +52,7 @@ def escape_system(system: str) -> str:
     than ``MAX_SEGMENT`` keep their first 64 characters plus ``~`` and 16 hex digits of
     SHA-256 of the name (``~`` never appears otherwise, so these cannot collide with short
     names).  The empty system (input without systems) is the empty segment
-    (``system=``).  Note: case-insensitive file systems would still merge ``A`` and ``a``.
+    (``system-``).  Note: case-insensitive file systems would still merge ``A`` and ``a``.
     """
     if not isinstance(system, str):
         raise TypeError(f"system must be a string, got {type(system).__name__}")
@@ -80,17 +82,38 @@ def unescape_system(segment: str) -> str:
     return unquote_to_bytes(segment).decode("utf-8", "surrogatepass")
 
 
+SYSTEM_PREFIX = "system-"
+# The run folder's layout (``_run.json`` "layout"): 2 = ``scores/system-<s>/``; 1 (no key) was
+# ``scores/system=<s>/``, which pandas and pyarrow cannot read as one dataset.
+LAYOUT = 2
+
+
 def partition_path(run_url: str, dataset: str, system: str) -> str:
-    """``f"{run_url}/{dataset}/system={escaped}/"``."""
+    """``f"{run_url}/{dataset}/system-{escaped}/"``: every Parquet reader (pandas, pyarrow,
+    Dask, polars, duckdb) reads ``{run_url}/{dataset}`` whole, ``system`` from the files."""
     if not isinstance(dataset, str) or not _DATASET.match(dataset) or dataset in (".", ".."):
         raise ValueError(f"dataset must be a plain folder name ([A-Za-z0-9_.-]), got {dataset!r}")
-    return f"{run_url.rstrip('/')}/{dataset}/system={escape_system(system)}/"
+    return f"{run_url.rstrip('/')}/{dataset}/{SYSTEM_PREFIX}{escape_system(system)}/"
 
 
-# The format of a task's completion marker (``_done/unit-XXXXX.json``): 2 holds its counts and
-# files (its statistics are recomputed from its parts on resume); 1 also held the statistics.
+class OldLayoutError(ValueError):
+    """A run folder written with an older layout (refused, never half read)."""
+
+
+def check_layout(run_url: str, run_info: dict | None) -> None:
+    """Raise :class:`OldLayoutError` if ``run_info`` (``_run.json``) is of an older layout."""
+    if run_info is not None and run_info.get("layout", 1) != LAYOUT:
+        raise OldLayoutError(
+            f"{run_url} was written by an older rouge-pipeline (layout {run_info.get('layout', 1)}: "
+            f"scores/system=S/ folders; this version writes layout {LAYOUT}: scores/system-S/); "
+            "score it again (--overwrite) or read it with the version that wrote it")
+
+
+# The format of a task's completion marker (``_done/unit-XXXXX.json``): 3 holds its counts and
+# files (its statistics are recomputed from its parts on resume) in layout 2; 2 the same in
+# layout 1 (``system=`` folders); 1 also held the statistics.
 # Part of the config hash: a run folder with markers of another format is not resumed.
-MARKER_FORMAT = 2
+MARKER_FORMAT = 3
 
 
 def _join(url: str, name: str) -> str:
