@@ -159,6 +159,10 @@ def _score(args) -> int:
     except (ConfigError, OSError) as e:
         print(f"rouge-pipeline: configuration error: {e}", file=sys.stderr)
         return EXIT_CONFIG
+    from pipeline import redaction
+
+    if redaction.active() is not None:   # from here on, this config's secret values are masked too
+        redaction.active().add_config(cfg.to_dict(redact=False))
 
     from pipeline.execution.driver import RunFailedError, RunFolderError, StrictModeError, run_config
 
@@ -233,6 +237,14 @@ def main(argv=None) -> int:
         _EXIT_HOOKED = True
         atexit.register(_fast_exit)
     args = _parser().parse_args(argv)
+    from pipeline.redaction import masked_std
+
+    # every line this process prints goes through the run's redactor (pipeline.redaction)
+    with masked_std():
+        return _dispatch(args)
+
+
+def _dispatch(args) -> int:
     if args.command == "score":
         return _score(args)
     if args.command == "nightly":

@@ -269,14 +269,13 @@ def _nan_none(v):
 
 # --------------------------------------------------------------------------- texts
 def _input_spec(info: dict):
-    from pipeline.config import REDACTED
     from pipeline.io.readers import InputSpec
+    from pipeline.redaction import without_redacted
 
     cfg = info.get("config", {})
     inp = dict(cfg.get("input") or {})
-    so = {k: v for k, v in {**(cfg.get("storage_options") or {}), **(inp.get("storage_options") or {})}.items()
-          if v != REDACTED}
-    inp["storage_options"] = so
+    inp["storage_options"] = without_redacted({**(cfg.get("storage_options") or {}),
+                                               **(inp.get("storage_options") or {})})
     return InputSpec.from_config(inp)
 
 

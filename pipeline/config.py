@@ -44,8 +44,9 @@ storage_options: {}                   # fsspec options for input and output (inp
 ```
 
 Only ``yaml.safe_load`` is used.  Every unknown key (at any depth) is an error naming the
-dotted key and the closest allowed key.  Secrets (any storage option whose name contains
-key/secret/token/password/credential) are redacted by ``to_dict()`` (the default).
+dotted key and the closest allowed key.  ``to_dict()`` (the default) records storage-option keys
+and only the values of a few known-harmless options; URLs lose their userinfo and query values
+(``pipeline.redaction``).
 """
 from __future__ import annotations
 
@@ -60,6 +61,7 @@ import yaml
 
 from pipeline.io.paths import check_keys, check_scheme
 from pipeline.io.readers import InputSpec
+from pipeline.redaction import REDACTED, redact_record  # noqa: F401 - REDACTED: the recorded placeholder
 
 TOKENIZERS = ("default", "whitespace")
 SENTENCE_SPLITTERS = ("newline", "punkt", "sentencex")
@@ -75,8 +77,6 @@ FAMILY_DEFAULTS = {"alpha": 0.5, "remove_stopwords": False, "length_limit_words"
 HASH_DEFAULTS.update(FAMILY_DEFAULTS)
 BOOTSTRAPS = ("poisson", "exact")
 MODES = ("local", "scheduler", "sync")
-SECRET_WORDS = ("key", "secret", "token", "password", "credential")
-REDACTED = "***"
 
 
 class ConfigError(ValueError):
@@ -274,20 +274,6 @@ _SECTIONS = {"output": OutputConfig, "scoring": ScoringConfig, "stats": StatsCon
 _TOP_KEYS = ("input", "output", "scoring", "stats", "execution", "strict", "storage_options")
 
 
-def is_secret_key(key: str) -> bool:
-    k = str(key).lower()
-    return any(w in k for w in SECRET_WORDS)
-
-
-def redact(obj: Any) -> Any:
-    """A copy of ``obj`` with every value under a secret-looking key replaced by ``***``."""
-    if isinstance(obj, dict):
-        return {k: (REDACTED if is_secret_key(k) and v is not None else redact(v)) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [redact(v) for v in obj]
-    return obj
-
-
 @dataclass
 class RunConfig:
     input: dict = field(default_factory=dict)
@@ -347,14 +333,15 @@ class RunConfig:
 
     # -- serialisation --------------------------------------------------------------
     def to_dict(self, redact: bool = True) -> dict:
-        """Plain dict (YAML/JSON-able).  Secrets are redacted unless ``redact=False``."""
+        """Plain dict (YAML/JSON-able); as recorded (``pipeline.redaction.redact_record``) unless
+        ``redact=False``."""
         out = {
             "input": json.loads(json.dumps(self.input)),
             **{name: dataclasses.asdict(getattr(self, name)) for name in _SECTIONS},
             "strict": self.strict,
             "storage_options": json.loads(json.dumps(self.storage_options, default=str)),
         }
-        return _redact(out) if redact else out
+        return redact_record(out) if redact else out
 
     def hashed_settings(self) -> dict:
         """The settings that change numbers or inputs (never output, execution or credentials),
@@ -379,9 +366,6 @@ class RunConfig:
     def config_hash(self, length: int = 16) -> str:
         blob = json.dumps(self.hashed_settings(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:length]
-
-
-_redact = redact
 
 
 # --------------------------------------------------------------------------- loading

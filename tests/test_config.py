@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from pipeline.config import ConfigError, RunConfig, load_config, parse_override
+from pipeline.redaction import REDACTED
 
 BASE = {
     "input": {"layout": "records", "paths": "s3://bucket/corpus/*.jsonl.gz",
@@ -123,10 +124,10 @@ def test_to_dict_redacts_secrets(tmp_path):
     text = json.dumps(d)
     for secret in ("AKIA-TOP", "top-secret", "in-secret", "\"tok\""):
         assert secret not in text
-    assert d["storage_options"]["key"] == "***" and d["storage_options"]["anon"] is False
+    assert d["storage_options"]["key"] == REDACTED and d["storage_options"]["anon"] is False
     assert d["storage_options"]["client_kwargs"]["endpoint_url"] == "http://127.0.0.1:5555"
-    assert d["storage_options"]["client_kwargs"]["aws_session_token"] == "***"
-    assert d["input"]["storage_options"]["secret"] == "***"
+    assert d["storage_options"]["client_kwargs"]["aws_session_token"] == REDACTED
+    assert d["input"]["storage_options"]["secret"] == REDACTED
     raw = cfg.to_dict(redact=False)
     assert raw["storage_options"]["secret"] == "top-secret"
     # to_dict(redact=False) round-trips

@@ -379,7 +379,7 @@ def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream
     except BaseException as e:
         # the one place that stops them, whatever failed after they were submitted
         _stop_finishing(client, finishing, drain=isinstance(e, Exception))
-        _write_failed_summary(run_url, so, sig, chash, e, t_start)
+        _write_failed_summary(run_url, so, sig, chash, e, t_start, cfg)
         raise
     finally:
         _release_kept(client, ctx.read_token)
@@ -582,10 +582,15 @@ def _stop_finishing(client, finishing, drain: bool) -> None:
             _drain(client, *(fin.future.key for fin in finishing))
 
 
-def _write_failed_summary(run_url: str, so: dict, sig: str, chash: str, e: BaseException, t_start: float) -> None:
-    """Best effort: ``_summary.json`` with the error, so ``rouge-pipeline show`` can say why."""
+def _write_failed_summary(run_url: str, so: dict, sig: str, chash: str, e: BaseException, t_start: float,
+                          cfg=None) -> None:
+    """Best effort: ``_summary.json`` with the error, so ``rouge-pipeline show`` can say why
+    (its message without the config's credentials: pipeline.redaction)."""
+    from pipeline.redaction import Redactor
+
     try:
         msg = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+        msg = Redactor().add_config(cfg.to_dict(redact=False) if cfg is not None else {}).text(msg)
         writers.write_json_atomic({"status": f"failed: {msg}", "signature": sig, "config_hash": chash,
                                    "seconds": round(time.perf_counter() - t_start, 3)},
                                   f"{run_url}/_summary.json", so)
