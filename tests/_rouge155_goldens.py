@@ -7,16 +7,7 @@ from pathlib import Path
 
 from pipeline.rouge155 import Rouge155Options
 
-DATA = Path(__file__).parents[1].parent / "shared" / "data"
-
-
-def _needs_data():
-    import pytest
-
-    return pytest.mark.skipif(not DATA.is_dir(), reason=f"{DATA} not available")
-
-
-needs_data = _needs_data()
+from _shared import DATA, needs_data  # noqa: F401  (re-exported for the rouge155 tests)
 
 CONFIGS = {
     # name: options (the golden's key inside the jsonl line is "stem" or "nostem")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from _shared import DATA, SEEDS
+from _shared import DATA, DATA_REASON, HAVE_DATA, HAVE_SEEDS, REQUIRE_ENV, REQUIRED, SEEDS, SEEDS_REASON, missing
 
 # Every test that scores through ``RougeScorer`` holds the compiled path to the oracle, whatever
 # ran before it in this process: the cold-start tier (a fresh process's first small batches in
@@ -14,13 +14,22 @@ from _shared import DATA, SEEDS
 os.environ.setdefault("ROUGE_PIPELINE_COLD_START", "0")
 
 
+def pytest_configure(config):
+    # CI (.ci/run) must not be able to skip the shared-data tests: there a missing folder is an error.
+    if REQUIRED and missing():
+        raise pytest.UsageError(f"{REQUIRE_ENV} is set but the shared test material is missing: "
+                                + "; ".join(missing()))
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    assert DATA.is_dir(), f"shared test data not found at {DATA}"
+    if not HAVE_DATA:
+        pytest.skip(DATA_REASON)
     return DATA
 
 
 @pytest.fixture(scope="session")
 def shared_seeds() -> Path:
-    assert SEEDS.is_dir(), f"seed documents not found at {SEEDS}"
+    if not HAVE_SEEDS:
+        pytest.skip(SEEDS_REASON)
     return SEEDS

@@ -8,7 +8,7 @@ import pytest
 
 from pipeline.io.readers import InputSpec, plan_units, read_unit
 
-DATA = Path(__file__).parents[1].parent / "shared" / "data"
+from _shared import DATA, needs_data
 
 
 def make_folders(root: Path) -> tuple[Path, Path]:
@@ -89,7 +89,7 @@ def test_bad_utf8_and_spec_errors(tmp_path):
         plan_units(spec(s / "1.txt", m))
 
 
-@pytest.mark.skipif(not DATA.is_dir(), reason="shared data not available")
+@needs_data
 def test_folders_run_with_rouge155_profile_matches_goldens(tmp_path):
     """pyrouge-style folders of DUC-2004 summaries, profile rouge155: the per-pair goldens."""
     from pipeline.config import RunConfig

@@ -29,7 +29,7 @@ from pipeline.io.writers import (
     write_parquet_atomic,
 )
 
-DATA = Path(__file__).parents[1].parent / "shared" / "data"
+from _shared import DATA, needs_data
 
 
 # --------------------------------------------------------------------------- helpers
@@ -358,10 +358,9 @@ def test_lines_invalid_utf8(tmp_path):
 
 
 # --------------------------------------------------------------------------- real data
+@needs_data
 def test_real_multi_reference_duc2004():
     path = DATA / "duc2004_pyrouge_tests" / "duc2004_pyrouge_tests.jsonl"
-    if not path.exists():
-        pytest.skip("shared data not available")
     units, t, q = read_all({"paths": str(path)}, target_rows=30)
     assert len(units) == 4 and q.num_rows == 0 and t.num_rows == 100
     assert set(t.column("system").to_pylist()) == {"summaries_1", "summaries_2"}

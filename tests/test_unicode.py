@@ -19,7 +19,7 @@ from pipeline.text.profiles import make_tokenizer, signature_parts
 from pipeline.text.tokenizers import DefaultTokenizer
 from pipeline.text.unicode import UnicodeTokenizer
 
-DATA = Path(__file__).parents[1].parent / "shared" / "data"
+from _shared import DATA, DATA_REASON, needs_data
 LANGUAGES = ("en", "de", "es", "fr", "id", "ru", "tr", "zh")
 TYPES = ["rouge1", "rouge2", "rougeL", "rougeLsum"]
 
@@ -33,6 +33,8 @@ def _records():
 
 @pytest.fixture(scope="module")
 def by_language():
+    if not DATA.is_dir():
+        pytest.skip(DATA_REASON)
     out: dict[str, list[dict]] = {}
     for r in _records():
         out.setdefault(r["language"], []).append(r)
