@@ -1,21 +1,17 @@
 #!/usr/bin/env bash
-# Nightly regression gate (issue #7): compare tonight's run with the previous one and fail
-# loudly when the outputs moved out of the band.
-#   jobs/compare_previous.sh PREVIOUS_RUN NEW_RUN [REPORT_HTML] [extra compare flags, e.g. --band 0.005]
-# Exit status: 0 inside the band, 1 moved (read the movers listed), 2 error.
-# With no previous run yet (first night) it only writes the run report.
+# Nightly regression gate for a run made outside `rouge-pipeline nightly`: compare NEW_RUN with the
+# finished earlier sibling folders (dated nightly folders; any fsspec URL: /path, file://, s3://, gs://).
+#   jobs/compare_previous.sh NEW_RUN [REPORT_HTML] [extra compare flags, e.g. --band 0.005]
+# Exit status: 0 inside the band (or no earlier run yet), 1 moved, 2 error, 3 not comparable.
 set -uo pipefail
-prev="${1:?previous run folder}"; new="${2:?new run folder}"; html="${3:-${new%/}-compare.html}"
-shift $(( $# < 3 ? $# : 3 ))
-if [ ! -e "${prev%/}/_SUCCESS" ]; then
-    echo "compare: no finished previous run at $prev; nothing to compare (first run?)" >&2
-    exec rouge-pipeline report "$new" -o "$html"
-fi
-rouge-pipeline compare "$prev" "$new" --html "$html" "$@"
+new="${1:?new run folder}"; html="${2:-${new%/}/compare.html}"
+shift $(( $# < 2 ? $# : 2 ))
+rouge-pipeline compare "$new" --previous --html "$html" "$@"
 status=$?
-if [ "$status" -eq 1 ]; then
-    echo "::error::ROUGE MOVED between $prev and $new: read the examples listed above and $html" >&2
-elif [ "$status" -ne 0 ]; then
-    echo "::error::rouge-pipeline compare failed (status $status)" >&2
-fi
+case "$status" in
+    0) ;;
+    1) echo "::error::ROUGE MOVED in $new: read the examples listed above and $html" >&2 ;;
+    3) echo "::error::$new is not comparable with the earlier runs: see the reason above and $html" >&2 ;;
+    *) echo "::error::rouge-pipeline compare failed (status $status)" >&2 ;;
+esac
 exit "$status"

@@ -43,18 +43,43 @@ def _add_compare_parsers(sub) -> None:
     """``compare`` (exit 0 inside the band, 1 moved, 2 error) and ``report`` (pipeline.compare, .report)."""
     from pipeline.config import DEFAULT_MIN_EFFECT
 
-    c = sub.add_parser("compare", help="did the outputs move? paired comparison of two finished runs")
-    c.add_argument("base", help="the reference run folder (e.g. yesterday's)")
-    c.add_argument("new", help="the run folder to check")
+    c = sub.add_parser("compare", help="did the outputs move? is A better than B? can these runs be compared?",
+                       description="compare BASE NEW: did the outputs move (exit 0 no, 1 moved, 3 not comparable); "
+                                   "compare NEW --history RUNS|ROOT (or --previous): the band learned from history; "
+                                   "compare RUN --systems BASELINE,A,B: is A better than the baseline "
+                                   "(paired bootstrap and approximate randomization). docs/regressions.md")
+    c.add_argument("runs", nargs="+", metavar="RUN", help="BASE NEW, or NEW with --history/--previous, or RUN "
+                   "(or BASE NEW) with --systems")
     c.add_argument("--band", type=float, help="fixed band: alarm when |delta F| > BAND (default: the noise band)")
     c.add_argument("--min-effect", type=float, default=DEFAULT_MIN_EFFECT,
-                   help=f"noise band: smallest |delta F| that alarms (default {DEFAULT_MIN_EFFECT})")
+                   help=f"smallest |delta F| that alarms, in every band but --band (default {DEFAULT_MIN_EFFECT})")
+    c.add_argument("--min-coverage", type=float, default=1.0,
+                   help="share of each system's base examples that must be in the new run (default 1.0)")
+    c.add_argument("--allow-different-settings", action="store_true",
+                   help="compare runs whose signatures differ (deliberate setting changes)")
+    c.add_argument("--history", nargs="+", metavar="RUN", help="earlier runs (folders, a folder of runs such as "
+                   "a nightly root, or globs): the band is a control chart of their means")
+    c.add_argument("--previous", action="store_true",
+                   help="history = the finished sibling folders of NEW that sort before it (dated nightly folders)")
+    c.add_argument("--replicates", nargs="+", metavar="RUN",
+                   help="repeated runs of the base's build: their spread is the run-to-run variation")
+    c.add_argument("--k", type=float, default=None, help="control-chart width in standard deviations (default 4)")
+    c.add_argument("--band-method", choices=("sd", "mad"), default=None,
+                   help="history band: mean +- k*sd (sd, default) or median +- k*1.4826*MAD (mad)")
+    c.add_argument("--window", type=int, default=None, help="history runs the chart uses, the last N (default 14)")
+    c.add_argument("--min-history", type=int, default=None,
+                   help="fewer history runs than this: the paired-bootstrap band (default 5)")
+    c.add_argument("--systems", metavar="BASELINE,A,...",
+                   help="system vs system: the baseline and the systems to test against it, paired by document")
+    c.add_argument("--doc-key", metavar="REGEX", help="--systems: the document of an id, the regex's first group; "
+                   "{system} stands for the system's name, e.g. '(.*):{system}$' (default: the id itself)")
     c.add_argument("--confidence", type=float, default=0.95)
     c.add_argument("--n-boot", type=int, default=1000)
-    c.add_argument("--n-perm", type=int, default=2000)
+    c.add_argument("--n-perm", type=int, default=None,
+                   help="permutations / approximate-randomization trials (default 2000; --systems 10000)")
     c.add_argument("--seed", type=int, default=12345)
     c.add_argument("--top", type=int, default=10, help="examples that moved most to list")
-    c.add_argument("--all-stats", action="store_true", help="print P and R rows too")
+    c.add_argument("--all-stats", action="store_true", help="print (and with --systems test) P and R too")
     c.add_argument("--json", action="store_true", help="print the comparison as JSON")
     c.add_argument("--html", metavar="FILE", help="also write a single-file HTML report")
     r = sub.add_parser("report", help="write a single-file HTML report of a finished run")
@@ -62,30 +87,95 @@ def _add_compare_parsers(sub) -> None:
     r.add_argument("-o", "--output", required=True, metavar="FILE", help="HTML file to write")
 
 
+EXIT_NOT_COMPARABLE = 3   # compare: the runs cannot be compared (coverage, settings)
+
+
 def _compare(args) -> int:
-    from pipeline.compare import CompareError, compare, format_result, load_run
+    from pipeline import compare as cmp
 
     try:
-        if not 0 < args.confidence < 1 or args.n_boot < 0 or args.n_perm < 0:
-            raise CompareError("--confidence must be in (0, 1), --n-boot and --n-perm >= 0")
-        base, new = load_run(args.base), load_run(args.new)
-        result = compare(base, new, band=args.band, min_effect=args.min_effect, confidence=args.confidence,
-                         n_boot=args.n_boot, n_perm=args.n_perm, seed=args.seed, top=args.top)
+        if not 0 < args.confidence < 1 or args.n_boot < 0 or (args.n_perm is not None and args.n_perm < 0):
+            raise cmp.CompareError("--confidence must be in (0, 1), --n-boot and --n-perm >= 0")
+        if len(args.runs) > 2:
+            raise cmp.CompareError(f"at most two runs (BASE NEW), got {len(args.runs)}")
+        if args.systems:
+            return _significance(args)
+        chart = {k: v for k, v in (("k", args.k), ("window", args.window), ("min_history", args.min_history),
+                                             ("method", args.band_method))
+                 if v is not None}
+        new = cmp.load_run(args.runs[-1])
+        history = []
+        if args.history:
+            history = cmp.find_runs(args.history, exclude=new.url)
+        if args.previous:
+            history = cmp.previous_runs(new.url) + history
+        if len(args.runs) == 2:
+            base = cmp.load_run(args.runs[0])
+        elif history:
+            base = history[-1]         # the latest earlier run
+        elif args.history or args.previous:
+            print(f"rouge-pipeline: compare: no finished earlier run for {new.url}; nothing to compare",
+                  file=sys.stderr)
+            return EXIT_OK
+        else:
+            raise cmp.CompareError("give BASE NEW, or NEW with --history / --previous, or RUN with --systems")
+        replicates = cmp.find_runs(args.replicates, exclude=new.url) if args.replicates else None
+        result = cmp.compare(base, new, band=args.band, min_effect=args.min_effect, confidence=args.confidence,
+                             n_boot=args.n_boot, n_perm=2000 if args.n_perm is None else args.n_perm,
+                             seed=args.seed, top=args.top, min_coverage=args.min_coverage,
+                             allow_different_settings=args.allow_different_settings, history=history,
+                             replicates=replicates, **chart)
         if args.html:
             from pipeline.report import compare_report
 
-            with open(args.html, "w", encoding="utf-8") as f:
-                f.write(compare_report(result, base, new))
-    except (CompareError, OSError, ValueError) as e:
+            _write_text(args.html, compare_report(result, base, new))
+    except (cmp.CompareError, OSError, ValueError) as e:
         print(f"rouge-pipeline: compare: {e}", file=sys.stderr)
         return EXIT_CONFIG
     if args.json:
         print(json.dumps(result, indent=2, sort_keys=True, default=str))
     else:
-        print(format_result(result, ("precision", "recall", "fmeasure") if args.all_stats else ("fmeasure",)))
+        print(cmp.format_result(result, ("precision", "recall", "fmeasure") if args.all_stats else ("fmeasure",)))
     if args.html:
         print(f"html: {args.html}", file=sys.stderr)
+    if result["verdict"] == "not comparable":
+        print("rouge-pipeline: compare: not comparable: " + "; ".join(result["not_comparable"]), file=sys.stderr)
+        return EXIT_NOT_COMPARABLE
     return EXIT_FAILED if result["moved"] else EXIT_OK
+
+
+def _write_text(url: str, text: str) -> None:
+    """A report file, local or on any fsspec URL."""
+    import fsspec
+
+    with fsspec.open(url, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def _significance(args) -> int:
+    from pipeline import compare as cmp
+    from pipeline import significance as sig
+
+    systems = [s.strip() for s in args.systems.split(",")]
+    runs = [cmp.load_run(u) for u in args.runs]
+    result = sig.significance(runs[0], runs[-1], systems, stats=("precision", "recall", "fmeasure")
+                              if args.all_stats else ("fmeasure",), doc_key=args.doc_key,
+                              n_boot=args.n_boot, n_trials=10000 if args.n_perm is None else args.n_perm,
+                              seed=args.seed, confidence=args.confidence)
+    if args.html:
+        from pipeline.report import significance_report
+
+        _write_text(args.html, significance_report(result))
+    if args.json:
+        print(json.dumps(result, indent=2, sort_keys=True, default=str))
+    else:
+        print(sig.format_significance(result))
+    if args.html:
+        print(f"html: {args.html}", file=sys.stderr)
+    if not result["comparable"]:
+        print("rouge-pipeline: compare: not comparable: " + "; ".join(result["not_comparable"]), file=sys.stderr)
+        return EXIT_NOT_COMPARABLE
+    return EXIT_OK
 
 
 def _report(args) -> int:
@@ -109,6 +199,8 @@ def _fmt(v, digits=4) -> str:
 
 def format_stats_table(rows: list[dict], exact_rows: list[dict] | None = None) -> str:
     """One line per (system, type): mean P/R/F and the F-measure confidence interval."""
+    from pipeline.compare import system_label
+
     by = {}
     for r in rows:
         by.setdefault((r["system"], r["type"]), {})[r["stat"]] = r
@@ -119,7 +211,7 @@ def format_stats_table(rows: list[dict], exact_rows: list[dict] | None = None) -
     lines = []
     for (system, typ), st in by.items():
         f = st["fmeasure"]
-        line = [system or '""', typ, str(f["count"]), _fmt(st["precision"]["mean"]), _fmt(st["recall"]["mean"]),
+        line = [system_label(system), typ, str(f["count"]), _fmt(st["precision"]["mean"]), _fmt(st["recall"]["mean"]),
                 _fmt(f["mean"]), _fmt(f["std"]), f"[{_fmt(f['ci_low'])}, {_fmt(f['ci_high'])}]"]
         if exact:
             e = exact.get((system, typ, "fmeasure"))

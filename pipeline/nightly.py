@@ -1,36 +1,107 @@
-"""``rouge-pipeline nightly jobs/nightly.yaml``: a scheduled run into a dated run folder.
+"""``rouge-pipeline nightly jobs/nightly.yaml``: a scheduled run into a dated run folder, then the gate.
 
-It runs ``score --config <config> --output <output_root>/<date>`` (date: today in UTC, formatted
+It validates the job file against its JSON schema (``pipeline/nightly.schema.json``, also at
+``jobs/nightly.schema.json``) at run time -- unknown keys are refused with a "did you mean" --
+then runs ``score --config <config> --output <output_root>/<date>`` (date: today in UTC, formatted
 with ``date_format``).  Each day gets a new folder; earlier folders are never touched, and a rerun
-on the same day resumes that day's folder.  Then, unless ``compare: false``, it compares the new run
-with the latest earlier dated run that finished (``rouge-pipeline compare``; options from the
-``compare`` mapping: ``band``, ``min_effect``) and exits 1, loudly, when the outputs moved out of
-the band.  The job file's schema is ``jobs/nightly.schema.json``.
+on the same day resumes that day's folder.  Then, unless ``compare: false``, it runs
+``compare <new> --previous``: the band is learned from the finished earlier dated folders (a
+control chart once there are enough of them, the paired bootstrap against the latest one before
+that), the HTML report is written to ``<new>/compare.html`` (any fsspec URL), and the job exits 1
+when the outputs moved and 3 when the runs are not comparable, with the reason on stderr.
 """
 from __future__ import annotations
 
 import datetime
+import difflib
+import json
+import re
 import shlex
 import sys
+from pathlib import Path
 
-KEYS = ("name", "config", "schedule", "output_root", "date_format", "scheduler", "keep_previous",
-        "timeout_minutes", "compare")
+SCHEMA_PATH = Path(__file__).with_name("nightly.schema.json")
+COMPARE_FLAGS = {"band": "--band", "min_effect": "--min-effect", "min_coverage": "--min-coverage", "k": "--k",
+                 "window": "--window", "min_history": "--min-history", "method": "--band-method",
+                 "allow_different_settings": "--allow-different-settings"}
 
 
 def add_parser(sub) -> None:
-    n = sub.add_parser("nightly", help="run a scheduled job (jobs/nightly.yaml) into a dated run folder")
+    n = sub.add_parser("nightly", help="run a scheduled job (jobs/nightly.yaml) into a dated run folder, then gate")
     n.add_argument("job", help="job file: name, config, schedule, output_root (jobs/nightly.schema.json)")
     n.add_argument("--date", help="the run folder's date (default: today, UTC)")
     n.add_argument("--scheduler", help="override the job's scheduler address")
     n.add_argument("--sync", action="store_true", help="run in this process without Dask")
-    n.add_argument("--dry-run", action="store_true", help="print the score command and exit")
+    n.add_argument("--dry-run", action="store_true", help="print the score and compare commands and exit")
+
+
+def schema() -> dict:
+    return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+
+
+_TYPES = {"object": dict, "string": str, "boolean": bool, "array": list, "null": type(None)}
+
+
+def _is_type(v, t: str) -> bool:
+    if t == "integer":
+        return isinstance(v, int) and not isinstance(v, bool)
+    if t == "number":
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+    return isinstance(v, _TYPES[t])
+
+
+def schema_errors(doc, sch: dict, where: str = "") -> list[str]:
+    """The violations of ``doc`` against ``sch``, for the JSON-schema keywords the job schema uses
+    (type, enum, pattern, required, properties, additionalProperties, minimum, maximum,
+    exclusiveMinimum, oneOf); tests check that it agrees with ``jsonschema``."""
+    at = where or "the job"
+    types = sch.get("type")
+    if types is not None:
+        types = [types] if isinstance(types, str) else types
+        if not any(_is_type(doc, t) for t in types):
+            return [f"{at}: expected {' or '.join(types)}, got {json.dumps(doc)}"]
+    errs = []
+    if "enum" in sch and doc not in sch["enum"]:
+        errs.append(f"{at}: {json.dumps(doc)} is not one of {', '.join(json.dumps(e) for e in sch['enum'])}")
+    if isinstance(doc, str) and "pattern" in sch and not re.search(sch["pattern"], doc):
+        errs.append(f"{at}: {doc!r} does not match {sch['pattern']!r}")
+    if _is_type(doc, "number"):
+        if "minimum" in sch and doc < sch["minimum"]:
+            errs.append(f"{at}: {doc} is below the minimum {sch['minimum']}")
+        if "maximum" in sch and doc > sch["maximum"]:
+            errs.append(f"{at}: {doc} is above the maximum {sch['maximum']}")
+        if "exclusiveMinimum" in sch and doc <= sch["exclusiveMinimum"]:
+            errs.append(f"{at}: {doc} must be greater than {sch['exclusiveMinimum']}")
+    if isinstance(doc, dict):
+        props = sch.get("properties", {})
+        for key in sch.get("required", []):
+            if key not in doc:
+                errs.append(f"{at}: missing key {key!r}")
+        for key, v in doc.items():
+            if key in props:
+                errs += schema_errors(v, props[key], f"{where + '.' if where else ''}{key}")
+            elif sch.get("additionalProperties") is False:
+                near = difflib.get_close_matches(str(key), list(props), n=1)
+                errs.append(f"{at}: unknown key {key!r}" + (f" (did you mean {near[0]!r}?)" if near else "")
+                            + f"; allowed: {', '.join(props)}")
+    if "oneOf" in sch:
+        results = [schema_errors(doc, s, where) for s in sch["oneOf"]]
+        ok = [r for r in results if not r]
+        if len(ok) != 1:
+            # the branch of the value's own type explains best
+            best = min(results, key=len) if not ok else []
+            errs += best or [f"{at}: matches several alternatives"]
+    return errs
+
+
+def validate_job(job) -> None:
+    errs = schema_errors(job, schema())
+    if errs:
+        raise ValueError("; ".join(errs))
 
 
 def score_argv(job: dict, date: str | None = None, scheduler: str | None = None, sync: bool = False) -> list[str]:
-    unknown = sorted(set(job) - set(KEYS))
-    missing = [k for k in ("config", "output_root") if not job.get(k)]
-    if unknown or missing:
-        raise ValueError(f"unknown keys {unknown}" if unknown else f"missing keys {missing}")
+    validate_job(job)
     if date is None:
         date = datetime.datetime.now(datetime.timezone.utc).strftime(job.get("date_format") or "%Y-%m-%d")
     argv = ["score", "--config", str(job["config"]), "--output", f"{str(job['output_root']).rstrip('/')}/{date}",
@@ -43,10 +114,24 @@ def score_argv(job: dict, date: str | None = None, scheduler: str | None = None,
     return argv
 
 
+def compare_argv(job: dict, new: str) -> list[str] | None:
+    opts = job.get("compare", True)
+    if opts is False:
+        return None
+    opts = opts if isinstance(opts, dict) else {}
+    argv = ["compare", new, "--previous"]
+    for key, flag in COMPARE_FLAGS.items():
+        v = opts.get(key)
+        if v is None or v is False:
+            continue
+        argv += [flag] if v is True else [flag, str(v)]
+    return argv + ["--html", f"{new}/compare.html"]
+
+
 def run(args, main) -> int:
     import yaml
 
-    from pipeline.cli import EXIT_CONFIG, EXIT_OK
+    from pipeline.cli import EXIT_CONFIG, EXIT_FAILED, EXIT_OK
 
     try:
         with open(args.job, encoding="utf-8") as f:
@@ -57,49 +142,23 @@ def run(args, main) -> int:
     except (OSError, ValueError, yaml.YAMLError) as e:
         print(f"rouge-pipeline: configuration error: {args.job}: {e}", file=sys.stderr)
         return EXIT_CONFIG
-    compare_argv = None
-    if job.get("compare", True) is not False:
-        new = argv[argv.index("--output") + 1]
-        opts = job.get("compare") if isinstance(job.get("compare"), dict) else {}
-        compare_argv = ["compare", "{previous}", new]
-        for key in ("band", "min_effect"):
-            if opts.get(key) is not None:
-                compare_argv += [f"--{key.replace('_', '-')}", str(opts[key])]
-        if "://" not in new or new.startswith("file://"):
-            compare_argv += ["--html", f"{new.removeprefix('file://')}/compare.html"]
+    new = argv[argv.index("--output") + 1]
+    gate = compare_argv(job, new)
     if args.dry_run:
         print("rouge-pipeline " + " ".join(shlex.quote(a) for a in argv))
-        if compare_argv:
-            print("rouge-pipeline " + " ".join(shlex.quote(a) for a in compare_argv))
+        if gate:
+            print("rouge-pipeline " + " ".join(shlex.quote(a) for a in gate))
         return EXIT_OK
     status = main(argv)
-    if status != EXIT_OK or compare_argv is None:
+    if status != EXIT_OK or gate is None:
         return status
-    previous = previous_run(str(job["output_root"]), new.rstrip("/").rsplit("/", 1)[-1])
-    if previous is None:
-        print(f"rouge-pipeline nightly: no finished earlier run under {job['output_root']}; nothing to compare",
-              file=sys.stderr)
-        return EXIT_OK
-    compare_argv[1] = previous
-    status = main(compare_argv)
-    if status == 1:
-        print(f"::error::rouge-pipeline nightly: the outputs moved out of the band since {previous}; "
-              f"read the movers above (and {compare_argv[-1] if '--html' in compare_argv else 'the compare output'})",
-              file=sys.stderr)
+    status = main(gate)
+    if status == EXIT_FAILED:
+        print(f"::error::rouge-pipeline nightly: the outputs of {new} moved out of the band; read the movers "
+              f"above and {gate[-1]}", file=sys.stderr)
+    elif status == 3:
+        print(f"::error::rouge-pipeline nightly: {new} is not comparable with the earlier runs (reason above; "
+              f"{gate[-1]})", file=sys.stderr)
+    elif status not in (EXIT_OK,):
+        print(f"::error::rouge-pipeline nightly: the comparison failed (status {status})", file=sys.stderr)
     return status
-
-
-def previous_run(output_root: str, current: str) -> str | None:
-    """The latest dated run folder before ``current`` that finished (has ``_SUCCESS``)."""
-    import fsspec
-
-    root = output_root.rstrip("/")
-    fs, path = fsspec.core.url_to_fs(root)
-    try:
-        names = sorted(p.rstrip("/").rsplit("/", 1)[-1] for p in fs.ls(path, detail=False))
-    except FileNotFoundError:
-        return None
-    for name in reversed([n for n in names if n < current]):
-        if fs.exists(f"{path}/{name}/_SUCCESS"):
-            return f"{root}/{name}"
-    return None

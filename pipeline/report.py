@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from pipeline.compare import system_label
 from pipeline.diagnostics import summarize
 
 BINS = 20
@@ -32,6 +33,8 @@ figcaption{font-size:12px;text-align:center}
 .mover{border:1px solid #ddd;margin:8px 0;padding:6px 10px}.mover pre{white-space:pre-wrap;margin:2px 0;
 font-size:12px;background:#fafafa;padding:4px}.legend span{display:inline-block;width:12px;height:12px;
 margin:0 4px 0 12px;vertical-align:middle}
+mark.lcs{background:#ffe08a}mark.uni{background:#d9ecff}.nc{background:#fff1c9}
+.words{font-family:monospace;font-size:12px;background:#fafafa;padding:4px;white-space:pre-wrap;margin:2px 0}
 """
 
 
@@ -58,6 +61,7 @@ def histogram_svg(series: list[np.ndarray], title: str, labels=None, width: int 
         counts.append(np.histogram(np.clip(v, lo, hi), bins=edges)[0])
     top = max(1, max((int(c.max()) for c in counts if c.size), default=1))
     bw = w / bins
+    sub = bw / max(1, len(counts))   # one slot per series, side by side: no blended colours
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="hist" width="{width}" height="{height}" '
              f'viewBox="0 0 {width} {height}" role="img" aria-label="{esc(title)}">',
              f'<title>{esc(title)}</title>',
@@ -70,8 +74,8 @@ def histogram_svg(series: list[np.ndarray], title: str, labels=None, width: int 
                 continue
             bh = h * n / top
             name = labels[k] if labels else ""
-            parts.append(f'<rect x="{pad_l + i * bw + 0.5:.1f}" y="{pad_t + h - bh:.1f}" width="{bw - 1:.1f}" '
-                         f'height="{bh:.1f}" fill="{color}" fill-opacity="{0.85 if len(counts) == 1 else 0.55}">'
+            parts.append(f'<rect x="{pad_l + i * bw + k * sub + 0.5:.1f}" y="{pad_t + h - bh:.1f}" '
+                         f'width="{max(sub - 1, 0.5):.1f}" height="{bh:.1f}" fill="{color}" fill-opacity="0.85">'
                          f'<title>{esc(name)} [{edges[i]:.2f}, {edges[i + 1]:.2f}): {n}</title></rect>')
     for x in (lo, (lo + hi) / 2, hi):
         px = pad_l + (x - lo) / (hi - lo) * w
@@ -116,7 +120,7 @@ def _diag_section(df) -> list[str]:
             "and novel n-grams against the source, longest copied span; with several references, each reference "
             "scored against the others (the agreement band).</p>"]
     body.append(_table(["system", "diagnostic", "n", "mean", "median", "min", "max"],
-                       [[esc(r["system"] or '""'), esc(r["column"]), str(r["count"]), _num(r["mean"]),
+                       [[esc(system_label(r["system"])), esc(r["column"]), str(r["count"]), _num(r["mean"]),
                          _num(r["median"]), _num(r["min"]), _num(r["max"])] for r in rows]))
     agree = [c for c in df.columns if c.startswith("diag_ref_agree_") and c.endswith("_mean")]
     band = []
@@ -151,7 +155,7 @@ def run_report(run, title: str | None = None) -> str:
     rows = []
     for (system, t), st in by.items():
         f, p, rc = st.get("fmeasure", {}), st.get("precision", {}), st.get("recall", {})
-        rows.append([esc(system or '""'), esc(t), str(f.get("count", "")), _num(p.get("mean")), _num(rc.get("mean")),
+        rows.append([esc(system_label(system)), esc(t), str(f.get("count", "")), _num(p.get("mean")), _num(rc.get("mean")),
                      _num(f.get("mean")), _num(f.get("std")), f"[{_num(f.get('ci_low'))}, {_num(f.get('ci_high'))}]",
                      f"[{_num(p.get('ci_low'))}, {_num(p.get('ci_high'))}]",
                      f"[{_num(rc.get('ci_low'))}, {_num(rc.get('ci_high'))}]"])
@@ -161,7 +165,7 @@ def run_report(run, title: str | None = None) -> str:
     for system in sorted(df["system"].unique()) if len(df) else []:
         g = df[df["system"] == system]
         for t in types:
-            cap = f"{system or '(no system)'} - {t} F (n={len(g)})"
+            cap = f"{system_label(system)} - {t} F (n={len(g)})"
             body.append(f"<figure>{histogram_svg([g[f'{t}_fmeasure'].to_numpy()], cap)}"
                         f"<figcaption>{esc(cap)}</figcaption></figure>")
     body.append("</div>")
@@ -172,37 +176,202 @@ def run_report(run, title: str | None = None) -> str:
 def _diff_table(rows_in: list[dict]) -> list[str]:
     rows, cls = [], []
     for r in rows_in:
-        rows.append([esc(r["system"] or '""'), esc(r["type"]), esc(r["stat"]), str(r["n"]), _num(r["base"]),
+        bnd = r.get("band") or "-"
+        if r.get("band_low") is not None:
+            bnd += f" [{_num(r['band_low'])}, {_num(r['band_high'])}]"
+        rows.append([esc(system_label(r["system"])), esc(r["type"]), esc(r["stat"]), str(r["n"]), _num(r["base"]),
                      _num(r["new"]), _num(r["delta"], "+.4f"),
-                     f"[{_num(r['ci_low'], '+.4f')}, {_num(r['ci_high'], '+.4f')}]", _num(r["p_value"]),
+                     f"[{_num(r['ci_low'], '+.4f')}, {_num(r['ci_high'], '+.4f')}]", _num(r["p_value"]), esc(bnd),
                      esc(("ALARM " if r["alarm"] else "") + r["status"])])
-        cls.append("alarm" if r["alarm"] else "")
-    return [_table(["system", "type", "stat", "n", "base", "new", "delta", "CI", "p", "status"], rows, 3, cls)]
+        cls.append("alarm" if r["alarm"] else ("nc" if r["status"] == "no common examples" else ""))
+    return [_table(["system", "type", "stat", "n", "base", "new", "delta", "CI", "p", "band", "status"], rows, 3, cls)]
+
+
+# --------------------------------------------------------------------------- trend charts
+def trend_svg(values: list, band: dict | None, title: str, width: int = 260, height: int = 140) -> str:
+    """Mean F per run (oldest first, the last is the new run) with the band drawn as a shaded strip."""
+    pad_l, pad_r, pad_t, pad_b = 40, 8, 8, 18
+    w, h = width - pad_l - pad_r, height - pad_t - pad_b
+    pts = [(i, v) for i, v in enumerate(values) if v is not None and math.isfinite(v)]
+    ys = [v for _, v in pts] + ([band["low"], band["high"]] if band else [])
+    lo, hi = (min(ys), max(ys)) if ys else (0.0, 1.0)
+    if hi - lo < 1e-3:
+        lo, hi = lo - 5e-4, hi + 5e-4
+    span = hi - lo
+    lo, hi = lo - 0.08 * span, hi + 0.08 * span
+    n = max(len(values) - 1, 1)
+
+    def X(i):
+        return pad_l + w * i / n
+
+    def Y(v):
+        return pad_t + h * (hi - v) / (hi - lo)
+
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="trend" width="{width}" height="{height}" '
+             f'viewBox="0 0 {width} {height}" role="img" aria-label="{esc(title)}"><title>{esc(title)}</title>']
+    if band:
+        parts.append(f'<rect class="band" x="{pad_l}" y="{Y(band["high"]):.1f}" width="{w}" '
+                     f'height="{max(Y(band["low"]) - Y(band["high"]), 0.5):.1f}" fill="#4c78a8" fill-opacity="0.18">'
+                     f'<title>band [{band["low"]:.4f}, {band["high"]:.4f}]</title></rect>')
+        parts.append(f'<line x1="{pad_l}" x2="{pad_l + w}" y1="{Y(band["centre"]):.1f}" y2="{Y(band["centre"]):.1f}" '
+                     f'stroke="#4c78a8" stroke-dasharray="3,3"/>')
+    parts.append(f'<line x1="{pad_l}" y1="{pad_t + h}" x2="{pad_l + w}" y2="{pad_t + h}" stroke="#888"/>'
+                 f'<line x1="{pad_l}" y1="{pad_t}" x2="{pad_l}" y2="{pad_t + h}" stroke="#888"/>')
+    if len(pts) > 1:
+        parts.append('<polyline fill="none" stroke="#555" stroke-width="1.5" points="'
+                     + " ".join(f"{X(i):.1f},{Y(v):.1f}" for i, v in pts) + '"/>')
+    last = len(values) - 1
+    for i, v in pts:
+        out = band is not None and (v > band["high"] or v < band["low"])
+        color = "#d62728" if i == last and out else ("#f58518" if i == last else "#555")
+        parts.append(f'<circle cx="{X(i):.1f}" cy="{Y(v):.1f}" r="{4 if i == last else 2.5}" fill="{color}">'
+                     f'<title>{"new" if i == last else f"run {i + 1}"}: {v:.4f}</title></circle>')
+    parts.append(f'<text x="{pad_l - 3}" y="{pad_t + 9}" font-size="10" text-anchor="end">{hi:.3f}</text>'
+                 f'<text x="{pad_l - 3}" y="{pad_t + h}" font-size="10" text-anchor="end">{lo:.3f}</text>'
+                 f'<text x="{pad_l + w}" y="{height - 4}" font-size="10" text-anchor="end">new</text>'
+                 f'<text x="{pad_l}" y="{height - 4}" font-size="10">{len(values) - 1} earlier</text></svg>')
+    return "".join(parts)
+
+
+def _trend_section(result: dict) -> list[str]:
+    trend = result.get("trend") or {}
+    if not trend.get("means"):
+        return []
+    bands = {(c["system"], c["type"]): c for c in result.get("chart", [])}
+    alarms = {(r["system"], r["type"]) for r in result["rows"] if r["alarm"]}
+    body = ["<h2>Trend of the mean F over the history</h2>",
+            f"<p>{len(trend['runs']) - 1} earlier runs and the new one (last point); the shaded strip is the band "
+            "(absent where there was too little history and the bootstrap band was used).</p>", '<div class="figs">']
+    for system, by_type in sorted(trend["means"].items()):
+        for t, values in by_type.items():
+            cap = f"{system_label(system)} - {t} F" + (" (ALARM)" if (system, t) in alarms else "")
+            body.append(f'<figure class="{"alarm" if (system, t) in alarms else ""}">'
+                        f'{trend_svg(values, bands.get((system, t)), cap)}<figcaption>{esc(cap)}</figcaption></figure>')
+    body.append("</div>")
+    return body
+
+
+# --------------------------------------------------------------------------- matched words
+_NORM = __import__("re").compile(r"[^0-9a-z]+")
+MAX_WORDS = 800
+
+
+def _norm(word: str) -> str:
+    return _NORM.sub("", word.lower())
+
+
+def lcs_mask(a: list[str], b: list[str]) -> tuple[list[bool], list[bool]]:
+    """Which tokens of ``a`` and ``b`` lie on one longest common subsequence (empty tokens never match)."""
+    n, m = len(a), len(b)
+    dp = np.zeros((n + 1, m + 1), dtype=np.int32)
+    for i in range(n):
+        ai, row, nxt = a[i], dp[i], dp[i + 1]
+        for j in range(m):
+            nxt[j + 1] = row[j] + 1 if ai and ai == b[j] else max(row[j + 1], nxt[j])
+    ma, mb = [False] * n, [False] * m
+    i, j = n, m
+    while i and j:
+        if a[i - 1] and a[i - 1] == b[j - 1]:
+            ma[i - 1] = mb[j - 1] = True
+            i, j = i - 1, j - 1
+        elif dp[i - 1][j] >= dp[i][j - 1]:
+            i -= 1
+        else:
+            j -= 1
+    return ma, mb
+
+
+def highlight(text: str, other: str) -> str:
+    """``text`` as HTML with its words on the LCS with ``other`` marked ``<mark class="lcs">`` and the
+    other words that occur in ``other`` (unigram matches off the LCS) ``<mark class="uni">``; words
+    compare lower-cased with non-alphanumerics removed, as the default tokenizer does."""
+    words = text.split()
+    if len(words) > MAX_WORDS or len(other.split()) > MAX_WORDS:
+        return esc(text)
+    a = [_norm(w) for w in words]
+    b = [_norm(w) for w in other.split()]
+    on_lcs, _ = lcs_mask(a, b)
+    vocab = set(x for x in b if x)
+    out = []
+    for w, k, on in zip(words, a, on_lcs):
+        if on:
+            out.append(f'<mark class="lcs">{esc(w)}</mark>')
+        elif k and k in vocab:
+            out.append(f'<mark class="uni">{esc(w)}</mark>')
+        else:
+            out.append(esc(w))
+    return " ".join(out)
+
+
+def _mover_html(k: int, m: dict) -> str:
+    d = ", ".join(f"{esc(t)} {v:+.3f}" for t, v in m["delta_f"].items())
+    diag = ", ".join(f"{esc(n[5:])} {_num(v[0], '.3f')} &rarr; {_num(v[1], '.3f')}"
+                     for n, v in m.get("diagnostics", {}).items()
+                     if n in ("diag_len_ratio", "diag_repeat_3gram", "diag_coverage") and v[0] != v[1])
+    parts = [f'<div class="mover"><b>{k}. [{esc(system_label(m["system"]))}] {esc(m["id"])}</b>: &Delta;F {d}; '
+             f'tokens {m["cand_tokens"][0]} &rarr; {m["cand_tokens"][1]}' + (f"; {diag}" if diag else "")]
+    refs = m.get("references") or []
+    ref = refs[0] if refs else None
+    for name, label in (("base_candidate", "base"), ("new_candidate", "new")):
+        if m.get(name) is not None:
+            parts.append(f"<div>{label} candidate:</div>")
+            parts.append(f'<div class="words">{highlight(m[name], ref) if ref else esc(m[name])}</div>')
+    for i, r in enumerate(refs):
+        if i == 0 and m.get("new_candidate") is not None:
+            parts.append(f"<div>reference {i + 1} (marked: the words the new candidate matched):</div>")
+            parts.append(f'<div class="words">{highlight(r, m["new_candidate"])}</div>')
+        else:
+            parts.append(f"<div>reference {i + 1}:</div><div class=\"words\">{esc(r)}</div>")
+    parts.append("</div>")
+    return "".join(parts)
 
 
 def compare_report(result: dict, base, new, title: str | None = None) -> str:
     """HTML for a comparison (``pipeline.compare.compare`` result and the two ``RunData``)."""
-    moved = result["moved"]
-    b = result["band"]
-    band = (f"fixed band: |&Delta;F| &le; {esc(b['band'])}" if b["mode"] == "fixed" else
-            f"noise band: the {esc(int(b['confidence'] * 100))}% paired bootstrap CI of &Delta;F excludes 0 and "
-            f"|&Delta;F| &ge; {esc(b['min_effect'])}")
+    from pipeline.compare import band_text, verdict_text
+
+    verdict = result.get("verdict", "moved" if result["moved"] else "no change")
+    badge = {"moved": ("alarm", "MOVED"), "not comparable": ("alarm", "NOT COMPARABLE"),
+             "no change": ("ok", "No change: inside the band")}[verdict]
     body = [f"<h1>{esc(title or 'ROUGE comparison')}</h1>",
             f"<p>Base: <code>{esc(result['base'])}</code><br>New: <code>{esc(result['new'])}</code></p>",
-            f'<p class="verdict {"alarm" if moved else "ok"}" id="verdict">'
-            f'{"MOVED" if moved else "No change: inside the band"}</p>',
-            f"<p>{band}; n_boot {esc(b['n_boot'])}, n_perm {esc(b['n_perm'])}, seed {esc(b['seed'])}; "
-            f"{esc(b['ci'])}; {esc(b['test'])}.</p>"]
+            f'<p class="verdict {badge[0]}" id="verdict">{badge[1]}</p>',
+            ("" if verdict == "moved" else f'<p id="verdict-text">{esc(verdict_text(result))}</p>'),
+            f"<p>Band: {esc(band_text(result))}; {esc(result['band']['ci'])}; {esc(result['band']['test'])}.</p>"]
     if result["reasons"]:
-        body.append("<ul>" + "".join(f"<li>{esc(r)}</li>" for r in result["reasons"]) + "</ul>")
+        body.append('<ul id="reasons">' + "".join(f"<li>{esc(r)}</li>" for r in result["reasons"]) + "</ul>")
+    for note in result.get("notes", []):
+        body.append(f"<p>Note: {esc(note)}</p>")
+    cov = result.get("coverage", [])
+    if cov:
+        body.append(f"<h2>Coverage</h2><p>Share of each system's base examples present in the new run "
+                    f"(minimum {esc(result.get('min_coverage'))}).</p>")
+        body.append(_table(["system", "base examples", "new examples", "common", "coverage"],
+                           [[esc(system_label(c["system"])), str(c["n_base"]), str(c["n_new"]), str(c["n_common"]),
+                             f"{c['coverage']:.1%}"] for c in cov], left=1,
+                           classes=["alarm" if c["coverage"] < result.get("min_coverage", 1.0) else "" for c in cov]))
     body.append(f'<p>Signature (base): <span class="sig">{esc(result["base_signature"])}</span><br>'
                 f'Signature (new): <span class="sig">{esc(result["new_signature"])}</span>'
                 + ("" if result["same_signature"] else " <b>(different)</b>") + "</p>")
+    body += _trend_section(result)
     body.append("<h2>Differences of F (new - base)</h2>")
     body += _diff_table([r for r in result["rows"] if r["stat"] == "fmeasure"])
     body.append("<details><summary>Precision and recall</summary>")
     body += _diff_table([r for r in result["rows"] if r["stat"] != "fmeasure"])
     body.append("</details>")
+    n_changed = result["n_changed_examples"]
+    body.append("<h2>Examples that moved most</h2>")
+    if not result["movers"]:
+        body.append("<p>No example changed.</p>")
+    else:
+        body.append(f"<p>{esc(n_changed)} examples changed; the {len(result['movers'])} with the largest "
+                    "|&Delta;F| over the rouge types. In the candidates, <mark class=\"lcs\">words on the "
+                    "longest common subsequence</mark> with reference 1 and <mark class=\"uni\">other words "
+                    "found in it</mark>.</p>")
+    if result.get("texts_error"):
+        body.append(f"<p>Texts unavailable: {esc(result['texts_error'])}</p>")
+    for k, m in enumerate(result["movers"], 1):
+        body.append(_mover_html(k, m))
     types = result["rouge_types"]
     body.append('<h2>F-measure distributions</h2><p class="legend"><span style="background:%s"></span>base'
                 '<span style="background:%s"></span>new</p><div class="figs">' % COLORS)
@@ -213,29 +382,11 @@ def compare_report(result: dict, base, new, title: str | None = None) -> str:
         gn = new.scores[new.scores["system"] == system]
         for t in types:
             c = f"{t}_fmeasure"
-            cap = f"{system or '(no system)'} - {t} F"
+            cap = f"{system_label(system)} - {t} F"
             series = [g[c].to_numpy() if c in g else np.zeros(0) for g in (gb, gn)]
             body.append(f"<figure>{histogram_svg(series, cap, labels=['base', 'new'])}"
                         f"<figcaption>{esc(cap)}</figcaption></figure>")
     body.append("</div>")
-    body.append(f"<h2>Examples that moved most</h2><p>{esc(result['n_changed_examples'])} examples changed; "
-                f"the top {len(result['movers'])} by the largest |&Delta;F| over the rouge types.</p>")
-    if result.get("texts_error"):
-        body.append(f"<p>Texts unavailable: {esc(result['texts_error'])}</p>")
-    for k, m in enumerate(result["movers"], 1):
-        d = ", ".join(f"{esc(t)} {v:+.3f}" for t, v in m["delta_f"].items())
-        diag = ", ".join(f"{esc(n[5:])} {_num(v[0], '.3f')} &rarr; {_num(v[1], '.3f')}"
-                         for n, v in m.get("diagnostics", {}).items()
-                         if n in ("diag_len_ratio", "diag_repeat_3gram", "diag_coverage") and v[0] != v[1])
-        parts = [f'<div class="mover"><b>{k}. [{esc(m["system"])}] {esc(m["id"])}</b>: &Delta;F {d}; tokens '
-                 f'{m["cand_tokens"][0]} &rarr; {m["cand_tokens"][1]}' + (f"; {diag}" if diag else "")]
-        for name, label in (("base_candidate", "base"), ("new_candidate", "new")):
-            if m.get(name) is not None:
-                parts.append(f"<div>{label}:</div><pre>{esc(m[name])}</pre>")
-        for i, ref in enumerate(m.get("references") or []):
-            parts.append(f"<div>reference {i + 1}:</div><pre>{esc(ref)}</pre>")
-        parts.append("</div>")
-        body.append("".join(parts))
     body.append("<h2>Ids in one run only</h2>")
     if not result["only_in_one"]:
         body.append("<p>None: every (system, id) is in both runs.</p>")
@@ -243,13 +394,50 @@ def compare_report(result: dict, base, new, title: str | None = None) -> str:
         rows = []
         for o in result["only_in_one"]:
             if o["system_missing"]:
-                rows.append([esc(o["system"]), f"whole system only in the {esc(o['only_in'])} run", "", ""])
+                rows.append([esc(system_label(o["system"])), f"whole system only in the {esc(o['only_in'])} run",
+                             "", ""])
             else:
-                rows.append([esc(o["system"]), "", f"{o['n_only_base']}: {esc(', '.join(o['only_base']))}",
+                rows.append([esc(system_label(o["system"])), "", f"{o['n_only_base']}: {esc(', '.join(o['only_base']))}",
                              f"{o['n_only_new']}: {esc(', '.join(o['only_new']))}"])
         body.append(_table(["system", "note", "only in base", "only in new"], rows, left=4))
     body += _diag_section(new.scores)
     return _page(title or "ROUGE comparison", body)
 
 
-__all__ = ["run_report", "compare_report", "histogram_svg"]
+def significance_report(result: dict, title: str | None = None) -> str:
+    """HTML for ``pipeline.significance.significance``: one table per rouge type and statistic."""
+    st = result["settings"]
+    pct = int(round(st["confidence"] * 100))
+    body = [f"<h1>{esc(title or 'ROUGE: system vs system')}</h1>",
+            f"<p>Baseline <b>{esc(system_label(result['baseline']))}</b> from <code>{esc(result['base'])}</code>"
+            + ("" if result["new"] == result["base"] else f"; systems from <code>{esc(result['new'])}</code>")
+            + f"; documents by <code>{esc(result['doc_key'])}</code>.</p>",
+            f"<p>{esc(st['bootstrap'])} ({esc(st['n_boot'])} replicates); {esc(st['randomization'])} "
+            f"({esc(st['n_trials'])} trials); seed {esc(st['seed'])}; {esc(st['correction'])}. "
+            f"Bold rows: significant at {1 - st['confidence']:.2f} by both tests after the correction.</p>"]
+    for b in result["not_comparable"]:
+        body.append(f'<p class="verdict alarm">Not comparable: {esc(b)}</p>')
+    for t in result["rouge_types"]:
+        for s in result["stats"]:
+            fam = [r for r in result["rows"] if r["type"] == t and r["stat"] == s]
+            if not fam:
+                continue
+            body.append(f"<h2>{esc(t)} {esc(s)}</h2>")
+            b = fam[0]
+            rows = [[f"Baseline: {esc(system_label(b['baseline']))}", str(b["n_docs"]),
+                     f"{b['baseline_mean']:.4f} [{b['baseline_ci'][0]:.4f}, {b['baseline_ci'][1]:.4f}]",
+                     "", "", "", "", ""]]
+            cls = [""]
+            for r in fam:
+                rows.append([esc(system_label(r["system"])), str(r["n_docs"]),
+                             f"{r['system_mean']:.4f} [{r['system_ci'][0]:.4f}, {r['system_ci'][1]:.4f}]",
+                             f"{r['delta']:+.4f} [{r['delta_ci'][0]:+.4f}, {r['delta_ci'][1]:+.4f}]",
+                             _num(r["p_bootstrap"]), _num(r["p_bootstrap_holm"]), _num(r["p_ar"]),
+                             _num(r["p_ar_holm"])])
+                cls.append("alarm" if r["significant"] else "")
+            body.append(_table(["system", "docs", f"mean ({pct}% CI)", f"delta ({pct}% CI)", "p bootstrap",
+                                "p bootstrap (Holm)", "p AR", "p AR (Holm)"], rows, left=1, classes=cls))
+    return _page(title or "ROUGE: system vs system", body)
+
+
+__all__ = ["run_report", "compare_report", "significance_report", "histogram_svg", "trend_svg", "highlight"]

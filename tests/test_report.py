@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from _newsroom_runs import injected, records, score, write
+from _newsroom_runs import injected, records, resampled, score, write
 from pipeline import cli
 
 ARTIFACTS = Path(__file__).parent / "artifacts"
@@ -31,7 +31,15 @@ def reports(tmp_path_factory):
     assert cli.main(["report", str(base), "-o", str(run_html)]) == 0
     assert cli.main(["compare", str(base), str(new), "--html", str(cmp_html), "--n-boot", "300",
                      "--n-perm", "300"]) == 1
-    return {"run": run_html, "compare": cmp_html, "root": root}
+    # a history: five nights of the same outputs, then the truncation
+    nights = root / "nightly"
+    for j in range(5):
+        score(write(root / "in" / f"n{j}.jsonl", resampled(recs, 0.02, seed=j)), nights / f"2026-08-1{j}")
+    score(write(root / "in" / "new.jsonl", bad), nights / "2026-08-15")
+    hist_html = root / "history.html"
+    assert cli.main(["compare", str(nights / "2026-08-15"), "--previous", "--html", str(hist_html), "--n-boot",
+                     "200", "--n-perm", "200"]) == 1
+    return {"run": run_html, "compare": cmp_html, "history": hist_html, "root": root}
 
 
 def _offline(text: str) -> None:
@@ -55,7 +63,56 @@ def test_compare_report_content(reports):
     _offline(text)
     assert 'id="verdict">MOVED' in text and "ALARM moved down" in text
     assert text.count('class="hist"') == 7 * 4 and text.count('class="mover"') == 10
-    assert "reference 1:" in text and "Ids in one run only" in text
+    assert "reference 1 (marked" in text and "Ids in one run only" in text
+    assert text.count('<mark class="lcs">') > 50 and "the top 0" not in text
+
+
+def test_history_report_has_trend_charts_with_the_band_and_the_reason(reports):
+    text = reports["history"].read_text(encoding="utf-8")
+    _offline(text)
+    assert 'id="verdict">MOVED' in text and "Trend of the mean F over the history" in text
+    assert text.count('class="trend"') == 7 * 4 and text.count('class="band"') == 7 * 4
+    assert "outside the history band" in text
+    # each chart: 5 earlier nights and the new one
+    first = text[text.index('class="trend"'):]
+    first = first[:first.index("</svg>")]
+    assert first.count("<circle") == 6
+
+
+def test_no_mover_says_so_not_the_top_0(tmp_path):
+    from pipeline.compare import compare, load_run
+    from pipeline.report import compare_report
+
+    base = load_run(str(score(write(tmp_path / "a.jsonl", records()[:14]), tmp_path / "a")))
+    res = compare(base, base, n_boot=50, n_perm=50)
+    text = compare_report(res, base, base)
+    assert "No example changed." in text and "the top 0" not in text
+
+
+def test_identical_histograms_show_the_legend_colours_side_by_side():
+    import numpy as np
+
+    from pipeline.report import COLORS, histogram_svg
+
+    v = np.array([0.1, 0.1, 0.5, 0.55, 0.9])
+    svg = histogram_svg([v, v], "same", labels=["base", "new"])
+    rects = re.findall(r'<rect x="([\d.]+)" y="[\d.]+" width="([\d.]+)" height="[\d.]+" fill="(#\w+)" '
+                       r'fill-opacity="([\d.]+)"', svg)
+    assert len(rects) == 2 * 4 and {r[2] for r in rects} == set(COLORS)
+    assert {r[3] for r in rects} == {"0.85"}
+    spans = sorted((float(x), float(x) + float(w)) for x, w, _, _ in rects)
+    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:])), "bars must not overlap (blended colours)"
+
+
+def test_highlight_marks_the_lcs_and_other_matches():
+    from pipeline.report import highlight
+
+    out = highlight("The cat sat on the mat, sat.", "the cat on a mat sat")
+    # LCS of (the cat sat on the mat sat) and (the cat on a mat sat): the cat on mat sat (5)
+    marked = re.findall(r'<mark class="(\w+)">([^<]*)</mark>', out)
+    assert [w for c, w in marked if c == "lcs"] == ["The", "cat", "on", "mat,", "sat."]
+    assert [w for c, w in marked if c == "uni"] == ["sat", "the"]
+    assert highlight("<b>x</b>", "y") == "&lt;b&gt;x&lt;/b&gt;"
 
 
 def _chromium(url: str, tmp: Path, *args: str) -> subprocess.CompletedProcess:
@@ -73,7 +130,7 @@ def _chromium(url: str, tmp: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)")
-@pytest.mark.parametrize("which", ["compare", "run"])
+@pytest.mark.parametrize("which", ["compare", "run", "history"])
 def test_report_in_headless_chromium(reports, tmp_path, which):
     html = reports[which]
     png = tmp_path / f"{which}.png"
@@ -83,12 +140,12 @@ def test_report_in_headless_chromium(reports, tmp_path, which):
     dom = _chromium(html.as_uri(), tmp_path, "--dump-dom")
     assert dom.returncode == 0, dom.stderr[-2000:]
     # the figures exist in the rendered DOM
-    assert dom.stdout.count("<svg") == 7 * 4 and dom.stdout.count("<rect") > 7 * 4
+    assert dom.stdout.count("<svg") == 7 * 4 * (2 if which == "history" else 1) and dom.stdout.count("<rect") > 7 * 4
     for log in (shot.stderr, dom.stderr):
         bad = [l for l in log.splitlines() if "Uncaught" in l or "CONSOLE(" in l
                or "Refused to" in l or "ERR_" in l]
         assert not bad, bad
     ARTIFACTS.mkdir(exist_ok=True)
-    name = "report.png" if which == "run" else "compare.png"
+    name = {"run": "report.png", "compare": "compare.png", "history": "compare-history.png"}[which]
     shutil.copyfile(png, ARTIFACTS / name)
     print(f"screenshot: {ARTIFACTS / name} (and {png})")

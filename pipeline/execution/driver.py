@@ -44,6 +44,7 @@ works): use a cluster only on a trusted network; local clusters bind 127.0.0.1.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 import uuid
@@ -131,6 +132,12 @@ def _plan_settings(cfg) -> dict:
             "target_cost": cfg.execution.target_cost or job.DEFAULT_TARGET_COST}
 
 
+def _utc_now() -> str:
+    import datetime
+
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
 def prepare_run_folder(cfg, run_url: str, so: dict, signature: str, config_hash: str,
                        overwrite: bool, log=_log_default) -> None:
     """Refuse a folder made with other settings (unless ``overwrite``); write ``_run.json``."""
@@ -165,9 +172,11 @@ def prepare_run_folder(cfg, run_url: str, so: dict, signature: str, config_hash:
             if fs.exists(success):
                 fs.rm(success)
             return
+    # cwd: what relative input paths are relative to, for readers of the run (compare's movers)
     writers.write_json_atomic({"config": cfg.to_dict(redact=True), "signature": signature,
                                "config_hash": config_hash, "plan": plan, "layout": writers.LAYOUT,
-                               "version": cfg.hashed_settings()["version"]},
+                               "version": cfg.hashed_settings()["version"], "cwd": os.getcwd(),
+                               "started_at": _utc_now()},
                               f"{run_url}/_run.json", so)
 
 
@@ -431,6 +440,7 @@ def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream
         with_retries(lambda: write_exact(run_url, exact_rows, sig, chash, so), retries,
                      "writing the exact bootstrap", log)
     summary["seconds"] = round(time.perf_counter() - t_start, 3)
+    summary["finished_at"] = _utc_now()   # orders run histories (compare --history)
     with_retries(lambda: writers.write_json_atomic(summary, f"{run_url}/_summary.json", so), retries,
                  "writing _summary.json", log)
     with_retries(lambda: writers.mark_success(run_url, so), retries, "writing _SUCCESS", log)

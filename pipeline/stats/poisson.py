@@ -321,3 +321,13 @@ def poisson_weights(bases: np.ndarray, n_boot: int, out: np.ndarray | None = Non
         return weights_reference(bases, n_boot, out)
     _weights_kernel(bases, n_boot, POISSON1_THRESHOLDS, _LUT, out)
     return out
+
+
+def sign_flips(bases: np.ndarray, n: int) -> np.ndarray:
+    """Signs ``s[r, i]`` in {-1, +1} as float64 ``(n, len(bases))`` for paired randomization tests:
+    ``+1`` iff the top bit of ``u_r`` (the same splitmix64 stream as the weights, ``r = 0 .. n-1``)
+    is set, so an example's signs are a pure function of (seed, key) like its weights."""
+    bases = np.asarray(bases, dtype=np.uint64)
+    steps = (np.arange(1, n + 1, dtype=np.uint64) * np.uint64(GAMMA))[:, None]
+    u = mix64(bases[None, :] + steps)
+    return np.where((u >> np.uint64(63)) == 1, 1.0, -1.0)
