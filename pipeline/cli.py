@@ -139,9 +139,14 @@ def _compare(args) -> int:
     if args.html:
         print(f"html: {args.html}", file=sys.stderr)
     if result["verdict"] == "not comparable":
-        print("rouge-pipeline: compare: not comparable: " + "; ".join(result["not_comparable"]), file=sys.stderr)
+        print(f"rouge-pipeline: compare: not comparable: {base.url} -> {new.url}: " + "; ".join(result["not_comparable"]),
+              file=sys.stderr)
         return EXIT_NOT_COMPARABLE
-    return EXIT_FAILED if result["moved"] else EXIT_OK
+    if result["moved"]:
+        print(f"rouge-pipeline: compare: moved: {base.url} -> {new.url}: " + "; ".join(result["reasons"]),
+              file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
 
 
 def _write_text(url: str, text: str) -> None:

@@ -87,10 +87,13 @@ def schema_errors(doc, sch: dict, where: str = "") -> list[str]:
     if "oneOf" in sch:
         results = [schema_errors(doc, s, where) for s in sch["oneOf"]]
         ok = [r for r in results if not r]
-        if len(ok) != 1:
+        if len(ok) > 1:
+            errs.append(f"{at}: matches several alternatives")
+        elif not ok:
             # the branch of the value's own type explains best
-            best = min(results, key=len) if not ok else []
-            errs += best or [f"{at}: matches several alternatives"]
+            own = [r for s, r in zip(sch["oneOf"], results) if "type" not in s or any(
+                _is_type(doc, t) for t in ([s["type"]] if isinstance(s["type"], str) else s["type"]))]
+            errs += (own or results)[0]
     return errs
 
 

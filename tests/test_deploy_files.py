@@ -183,14 +183,73 @@ def test_nightly_job_matches_its_schema_and_its_config_loads():
             check_nightly(d)
 
 
-def test_every_job_definition_calls_the_one_cli():
-    for path in ("jobs/cron/rouge-nightly.cron", "jobs/k8s/cronjob.yaml", "jobs/k8s/daskjob.yaml",
-                 "jobs/slurm/score.sbatch", "docker/compose.yaml"):
-        text = (REPO / path).read_text()
-        assert "rouge-pipeline score --config" in text or '"rouge-pipeline", "score", "--config"' in text, path
+SCHEDULED = ("jobs/cron/rouge-nightly.cron", "jobs/k8s/cronjob.yaml", "jobs/k8s/daskjob.yaml", "jobs/slurm/score.sbatch")
+GATE = "rouge-pipeline nightly jobs/nightly.yaml"
+
+
+def executed_commands(path: str) -> str:
+    """What a scheduled spec runs (comments left out): the cron line, the container args, the script."""
+    text = (REPO / path).read_text()
+    if path.endswith(".yaml"):
+        doc = yaml.safe_load(text)
+        spec = doc["spec"]
+        pod = spec["jobTemplate"]["spec"]["template"]["spec"] if doc["kind"] == "CronJob" else spec["job"]["spec"]
+        return "\n".join(" ".join(c.get("command", []) + c.get("args", [])) for c in pod["containers"])
+    return "\n".join(l for l in text.splitlines() if l.strip() and not l.lstrip().startswith("#"))
+
+
+def test_every_scheduled_spec_runs_the_gate():
+    """Each scheduled spec runs the nightly (score, then compare with the earlier nights; exit 1 moved,
+    3 not comparable) and lets its status through, not `score` alone."""
+    for path in SCHEDULED:
+        lines = [" ".join(l.split()) for l in executed_commands(path).splitlines()]
+        gate = [l for l in lines if GATE in l]
+        assert gate, path
+        assert not any("rouge-pipeline score" in l for l in lines), path      # the gate is not bypassed
+        assert all("|| true" not in l for l in gate), path
+    assert "exec rouge-pipeline nightly" in executed_commands("jobs/k8s/cronjob.yaml")
+    assert "exec rouge-pipeline nightly" in executed_commands("jobs/k8s/daskjob.yaml")
+    sbatch = executed_commands("jobs/slurm/score.sbatch")
+    assert '|| status=$?' in sbatch and sbatch.rstrip().endswith('exit "$status"')
+    job = yaml.safe_load((REPO / "jobs/nightly.yaml").read_text())
+    assert job.get("compare", True) is not False                 # the job file gates too
     assert "flock -n" in (REPO / "jobs/cron/rouge-nightly.cron").read_text()
+    text = (REPO / "docker/compose.yaml").read_text()
+    assert "rouge-pipeline score --config" in text or '"rouge-pipeline", "score", "--config"' in text
     r = _run("bash", "-n", str(REPO / "jobs/slurm/score.sbatch"))
     assert r.returncode == 0, r.stderr
+    r = _run("bash", "-n", str(REPO / "jobs/compare_previous.sh"))
+    assert r.returncode == 0, r.stderr
+
+
+def test_nightly_validates_its_job_file_at_run_time_with_did_you_mean(tmp_path, capsys):
+    import jsonschema
+
+    from pipeline import nightly
+    from pipeline.cli import main
+
+    doc = yaml.safe_load((REPO / "jobs/nightly.yaml").read_text())
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump({**doc, "compare": {"min_efect": 0.01}}))
+    assert main(["nightly", str(path), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown key 'min_efect'" in err and "did you mean 'min_effect'?" in err
+    path.write_text(yaml.safe_dump({**doc, "schedul": doc["schedule"]}))
+    assert main(["nightly", str(path), "--dry-run"]) == 2
+    assert "did you mean 'schedule'?" in capsys.readouterr().err
+    # the run-time check agrees with jsonschema on valid and invalid documents
+    sch = nightly.schema()
+    cases = [doc, {**doc, "compare": False}, {**doc, "compare": {"band": 0}}, {**doc, "compare": {"k": 3, "window": 7}},
+             {**doc, "compare": {"min_coverage": 1.5}}, {**doc, "compare": "yes"}, {**doc, "timeout_minutes": 0},
+             {**doc, "timeout_minutes": 1.5}, {**doc, "scheduler": None}, {**doc, "scheduler": "dask:1"},
+             {**doc, "date_format": "%d"}, {**doc, "keep_previous": "yes"}, {**doc, "name": "Bad Name"},
+             {k: v for k, v in doc.items() if k != "config"}, {**doc, "compare": {"method": "iqr"}},
+             {**doc, "output_root": "s3://b/x/"}, {**doc, "compare": {"min_history": 1}}]
+    for case in cases:
+        ours = nightly.schema_errors(case, sch)
+        theirs = list(jsonschema.Draft202012Validator(sch).iter_errors(case))
+        assert bool(ours) == bool(theirs), (case, ours, [e.message for e in theirs])
+    assert sum(bool(nightly.schema_errors(c, sch)) for c in cases) == len(cases) - 4
 
 
 def test_nightly_command_writes_dated_folders_and_keeps_the_previous(tmp_path, capsys):
@@ -199,7 +258,8 @@ def test_nightly_command_writes_dated_folders_and_keeps_the_previous(tmp_path, c
     assert main(["nightly", str(REPO / "jobs/nightly.yaml"), "--date", "2026-08-15", "--dry-run"]) == 0
     assert capsys.readouterr().out.strip().splitlines() == [
         "rouge-pipeline score --config jobs/score.yaml --output s3://rouge-runs/nightly/2026-08-15 --no-progress",
-        "rouge-pipeline compare '{previous}' s3://rouge-runs/nightly/2026-08-15 --min-effect 0.002"]
+        "rouge-pipeline compare s3://rouge-runs/nightly/2026-08-15 --previous --min-effect 0.002 --k 4 --window 14 "
+        "--min-history 5 --band-method sd --html s3://rouge-runs/nightly/2026-08-15/compare.html"]
     job = {"name": "sample-nightly", "config": str(REPO / "configs/sample.yaml"), "schedule": "30 2 * * *",
            "output_root": str(tmp_path / "nightly")}
     check_nightly(job)
