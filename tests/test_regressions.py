@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from _newsroom_runs import DOC_KEY, injected, records, resampled, score, swapped, write
-from _shared import DATA
+from _shared import DATA_REASON, HAVE_DATA, needs_data
 from pipeline import cli
 from pipeline.compare import RunData, compare, load_run
 
@@ -165,13 +165,10 @@ def test_replicates_give_the_run_to_run_band():
 
 
 # ----------------------------------------------------------------------------- real outputs
-needs_data = pytest.mark.skipif(not (DATA / "newsroom").is_dir(), reason="shared test data (../shared/data) absent")
-
-
 @pytest.fixture(scope="module")
 def real(tmp_path_factory):
-    if not (DATA / "newsroom").is_dir():
-        pytest.skip("shared test data (../shared/data) absent")
+    if not HAVE_DATA:
+        pytest.skip(DATA_REASON)
     root = tmp_path_factory.mktemp("real")
     out = {"root": root}
     for ds, system, other in (("newsroom", "textrank", "abstractive"), ("dialsummeval", "F:BART", "C:LEAD_3")):
