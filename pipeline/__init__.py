@@ -3,4 +3,22 @@ __version__ = "0.1.0"
 
 from pipeline.scorer import RougeScorer, Score  # noqa: E402
 
-__all__ = ["RougeScorer", "Score", "__version__"]
+# NumPy is imported on first use of these (``import pipeline`` and a first small ``score`` load none)
+_LAZY = {"compute": "pipeline.api", "RougeResult": "pipeline.api",
+         "BootstrapAggregator": "pipeline.stats.rouge_score_bootstrap",
+         "AggregateScore": "pipeline.stats.rouge_score_bootstrap"}
+
+
+def __getattr__(name):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pipeline' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+__all__ = ["AggregateScore", "BootstrapAggregator", "RougeResult", "RougeScorer", "Score", "compute",
+           "__version__"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import re
 from collections import namedtuple
 from typing import TYPE_CHECKING, Sequence
 
@@ -62,9 +63,57 @@ def default_encoder(use_stemmer: bool) -> "DefaultEncoder":
     return enc
 
 
+# rouge-score's own types take the fast path; these (the ROUGE family) go through
+# pipeline.rouge155.family, imported only when asked for
+_FAMILY = re.compile(r"rouge(?:W-[0-9]*\.?[0-9]+|SU?(?:\*|[0-9]+))$")
+DEFAULT_PROFILE = "rouge-score-0.1.2"
+
+
 class RougeScorer:
+    """rouge-score's ``RougeScorer`` (same arguments, same ``Score`` numbers), plus the pipeline's
+    scoring options.
+
+    ``rouge_types``: rouge-score's ``rouge1``..``rouge9``, ``rougeL``, ``rougeLsum``, and the ROUGE
+    family's ``rougeW-<weight>``, ``rougeS<gap>``, ``rougeSU<gap>``, ``rougeS*``, ``rougeSU*``.
+    ``use_stemmer``, ``split_summaries``, ``tokenizer`` (an object with ``.tokenize(text)`` or a
+    callable; it makes ``use_stemmer`` a no-op, as in rouge-score): rouge-score's.
+    ``sentence_splitter``: ``newline`` | ``punkt`` | ``sentencex`` for rougeLsum.
+    Keyword-only, as in a run's ``scoring`` section (docs/configuration.md): ``profile``
+    (``rouge-score-0.1.2`` | ``unicode`` | ``rouge155``), ``language``, ``stemming`` and ``cjk``
+    (unicode profile), ``multi_ref`` (``max_f`` | ``pooled``/``A`` | ``best_recall``/``B`` |
+    ``mean``; default ``max_f``, ``A`` with ``rouge155``), ``alpha`` (F = PR / ((1-alpha)P +
+    alpha R)), ``remove_stopwords``, ``length_limit_words``, ``length_limit_bytes`` (rouge155).
+    Every option gives the numbers a YAML run with the same ``scoring`` settings writes.
+    """
+
     def __init__(self, rouge_types, use_stemmer: bool = False, split_summaries: bool = False,
-                 tokenizer=None, sentence_splitter: str | None = None, language: str = "en"):
+                 tokenizer=None, sentence_splitter: str | None = None, language: str = "en", *,
+                 profile: str = DEFAULT_PROFILE, multi_ref: str | None = None, alpha: float = 0.5,
+                 stemming: str = "none", cjk: str = "chars", remove_stopwords: bool = False,
+                 length_limit_words: int | None = None, length_limit_bytes: int | None = None):
+        options = dict(profile=profile, multi_ref=multi_ref, alpha=alpha, stemming=stemming, cjk=cjk,
+                       remove_stopwords=remove_stopwords, length_limit_words=length_limit_words,
+                       length_limit_bytes=length_limit_bytes)
+        self.profile = profile
+        self.multi_ref = multi_ref or ("A" if profile == "rouge155" else "max_f")
+        self.alpha = alpha
+        self.language = language
+        self._delegate = None
+        names = list(dict.fromkeys(rouge_types))
+        extended = any(isinstance(n, str) and _FAMILY.match(n) for n in names)
+        if extended or profile != DEFAULT_PROFILE or multi_ref not in (None, "max_f") or alpha != 0.5 \
+                or stemming != "none" or cjk != "chars" or remove_stopwords or length_limit_words \
+                or length_limit_bytes:
+            self._delegate = _family_scorer(names, use_stemmer, split_summaries, tokenizer, sentence_splitter,
+                                            language, options)
+            self.types = None
+            self.rouge_types = list(dict.fromkeys(names))
+            self.use_stemmer = use_stemmer
+            self.split_summaries = split_summaries
+            self.sentence_splitter = resolve_splitter_name(split_summaries, sentence_splitter)
+            self._tokenizer = None if tokenizer is None else as_tokenizer(tokenizer)
+            self._default_stream = False
+            return
         self.types = parse_rouge_types(rouge_types, allow_empty=True)
         self.rouge_types = [t.name for t in self.types]
         self.use_stemmer = use_stemmer
@@ -84,12 +133,16 @@ class RougeScorer:
 
     @property
     def tokenizer_name(self) -> str:
+        """The tokenizer's name in the signature (``default``, or the custom tokenizer's)."""
         if self._tokenizer is None:
             return "default"
         return getattr(self._tokenizer, "name", type(self._tokenizer).__name__)
 
     # -- encoding ---------------------------------------------------------------
     def encode(self, texts: Sequence[str]) -> EncodedDocs:
+        """Token ids of ``texts`` (whole texts and, for rougeLsum, sentences) for the kernels."""
+        if self._delegate is not None:
+            return self._delegate.encode(texts)
         if self._tokenizer is not None:
             encoder = _compiled()[1]
             compiled = getattr(self._tokenizer, "encode_batch", None)
@@ -122,7 +175,10 @@ class RougeScorer:
 
     # -- batch API --------------------------------------------------------------
     def score_arrays(self, references, candidates: Sequence[str]) -> BatchScores:
-        """Columnar scoring.  ``references[i]`` is one text or a list of texts."""
+        """Columnar scoring.  ``references[i]`` is one text or a list of texts (combined by
+        ``multi_ref``); the result's ``scores[e, t]`` is (precision, recall, fmeasure)."""
+        if self._delegate is not None:
+            return self._delegate.score_arrays(references, candidates)
         batch = _compiled()[0]
         docs, n_refs = batch.flatten_examples(references, candidates)
         return batch.score_encoded(self.encode(docs), batch.example_offsets(n_refs), self.types)
@@ -130,6 +186,11 @@ class RougeScorer:
     def score_arrow(self, references, candidates) -> BatchScores:
         """:meth:`score_arrays` on Arrow columns (``references``: strings or lists of strings).
         With the default tokenizer the UTF-8 buffers are tokenized in place."""
+        if self._delegate is not None:
+            arrow = getattr(self._delegate, "score_arrow", None)
+            if arrow is not None:
+                return arrow(references, candidates)
+            return self._delegate.score_arrays(references.to_pylist(), candidates.to_pylist())
         if self._default_stream:
             enc, n_refs = default_encoder(self.use_stemmer).encode_arrow(candidates, references)
             batch = _compiled()[0]
@@ -137,12 +198,16 @@ class RougeScorer:
         return self.score_arrays(references.to_pylist(), candidates.to_pylist())
 
     def score_batch(self, targets, predictions) -> list[dict[str, Score]]:
+        """``[score_multi(t, p) ...]`` (``score`` for a string ``t``) for whole lists at once:
+        ``targets[i]`` is a reference text or a list of them.  ValueError for an example whose
+        rougeLsum sentence pair is too long to score; a ROUGE-W score of a reference without
+        tokens is NaN (ROUGE-1.5.5 stops there)."""
         if self._default_stream:
             small = cold.try_score(self.types, self.use_stemmer, targets, predictions)
             if small is not None:
                 return [dict(zip(d, map(_NEW_SCORE, d.values()))) for d in small]
         res = self.score_arrays(targets, predictions)
-        too_long = res.status.nonzero()[0]
+        too_long = (res.status == 1).nonzero()[0]
         if too_long.size:
             raise ValueError(
                 f"example {int(too_long[0])}: a rougeLsum sentence pair is too long to backtrack "
@@ -182,10 +247,38 @@ class RougeScorer:
 
     # -- rouge-score API --------------------------------------------------------
     def score(self, target: str, prediction: str) -> dict[str, Score]:
+        """``{type: Score(precision, recall, fmeasure)}`` of ``prediction`` against ``target``
+        (the reference first, as in rouge-score)."""
         return self.score_batch([target], [prediction])[0]
 
     def score_multi(self, targets: Sequence[str], prediction: str) -> dict[str, Score]:
+        """Several references: rouge-score's rule (per type, the reference with the highest F,
+        first on ties) or the ``multi_ref`` rule given to the constructor."""
         targets = list(targets)
         if not targets:
             raise ValueError("attempt to get argmax of an empty sequence")
         return self.score_batch([targets], [prediction])[0]
+
+
+def _family_scorer(names, use_stemmer, split_summaries, tokenizer, sentence_splitter, language, options):
+    """The scorer a run with these ``scoring`` settings uses (:func:`pipeline.job.scorer_for`),
+    validated as a run's configuration is; with a custom tokenizer, the family scorer on it."""
+    from pipeline.config import ConfigError, ScoringConfig
+
+    splitter = resolve_splitter_name(split_summaries, sentence_splitter)
+    sc = ScoringConfig(rouge_types=list(names), use_stemmer=bool(use_stemmer), sentence_splitter=splitter,
+                       language=language, **options)
+    try:
+        sc.validate()
+    except ConfigError as e:
+        raise ValueError(str(e).replace("scoring.", "", 1)) from None
+    if tokenizer is not None:
+        if sc.profile != DEFAULT_PROFILE:
+            raise ValueError(f"tokenizer: a custom tokenizer cannot be combined with profile {sc.profile!r}")
+        from pipeline.rouge155.family import FamilyScorer
+
+        return FamilyScorer(list(names), use_stemmer=use_stemmer, tokenizer=as_tokenizer(tokenizer),
+                            sentence_splitter=splitter, language=language, multi_ref=sc.multi_ref, alpha=sc.alpha)
+    from pipeline.job import ScoringSettings, scorer_for
+
+    return scorer_for(ScoringSettings.from_config(sc))

@@ -3,21 +3,28 @@
 NumPy (numba compiles the bootstrap weights and key hashes; pyarrow is imported lazily,
 for ``to_arrow`` and for keys given as an Arrow column).  Never imports dask or fsspec.
 """
-from pipeline.stats.accumulator import (
-    CI_METHOD,
-    QUANTILES,
-    ROW_KEYS,
-    STATS,
-    StatsAccumulator,
-    rows_to_arrow,
-    stats_schema,
-    stats_to_json,
-)
-from pipeline.stats.fixedpoint import FIXED_BITS
-from pipeline.stats.rouge_score_bootstrap import AggregateScore, Score, bootstrap_aggregate
+from pipeline.stats.rouge_score_bootstrap import AggregateScore, BootstrapAggregator, Score, bootstrap_aggregate
+
+# The accumulator (numba) is imported on first use: ``pipeline.compute`` and the
+# BootstrapAggregator need NumPy only.
+_LAZY = {"CI_METHOD": "accumulator", "QUANTILES": "accumulator", "ROW_KEYS": "accumulator",
+         "STATS": "accumulator", "StatsAccumulator": "accumulator", "rows_to_arrow": "accumulator",
+         "stats_schema": "accumulator", "stats_to_json": "accumulator", "FIXED_BITS": "fixedpoint"}
+
+
+def __getattr__(name):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pipeline.stats' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"pipeline.stats.{module}"), name)
+    globals()[name] = value
+    return value
 
 __all__ = [
     "AggregateScore",
+    "BootstrapAggregator",
     "CI_METHOD",
     "FIXED_BITS",
     "QUANTILES",

@@ -14,6 +14,7 @@ and therefore every bit of the result -- is the one rouge-score gets.
 
 So ``bootstrap_aggregate(scores, seed)`` equals ``np.random.seed(seed)`` followed by
 ``BootstrapAggregator().aggregate()`` on the same scores, without touching the global RNG.
+:class:`BootstrapAggregator` is the drop-in class (``add_scores``, ``aggregate``), seeded.
 """
 from __future__ import annotations
 
@@ -32,20 +33,22 @@ _MAX_INDEX_BLOCK = 1 << 22
 
 def bootstrap_aggregate(
     scores_by_type: Mapping[str, np.ndarray],
-    seed: int,
+    seed: int | None,
     n_samples: int = 1000,
     confidence_interval: float = 0.95,
+    score_class=Score,
 ) -> dict[str, AggregateScore]:
     """``{type: AggregateScore(low, mid, high)}`` exactly as rouge-score computes it.
 
     ``scores_by_type[type]``: float64 ``(N, 3)`` rows of (precision, recall, fmeasure) in the
     order they would have been added; types are processed in the mapping's order.
+    ``seed=None`` draws from NumPy's global generator, as rouge-score does.
     """
     if confidence_interval < 0 or confidence_interval > 1:
         raise ValueError("confidence_interval must be in range [0, 1]")
     if n_samples <= 0:
         raise ValueError("n_samples must be positive")
-    rs = np.random.RandomState(seed)
+    rs = np.random if seed is None else np.random.RandomState(seed)
     delta = (1 - confidence_interval) / 2
     q = 100 * np.array([delta, 0.5, 1 - delta])
     result: dict[str, AggregateScore] = {}
@@ -64,5 +67,43 @@ def bootstrap_aggregate(
             for i in range(stop - start):
                 sample_mean[start + i, :] = np.mean(matrix[idx[i], :], axis=0)
         pct = np.percentile(sample_mean, q, axis=0)
-        result[name] = AggregateScore(*(Score(*pct[j, :]) for j in range(3)))
+        result[name] = AggregateScore(*(score_class(*pct[j, :]) for j in range(3)))
     return result
+
+
+class BootstrapAggregator:
+    """A drop-in for ``rouge_score.scoring.BootstrapAggregator``, seeded.
+
+    ``add_scores({type: Score})`` once per example, then ``aggregate()`` ->
+    ``{type: AggregateScore(low, mid, high)}`` of ``Score``: the percentiles
+    ``(1-ci)/2``, 50 and ``1-(1-ci)/2`` of ``n_samples`` bootstrap means, P, R and F each on its
+    own.  With ``seed`` the numbers are those of rouge-score's class after
+    ``np.random.seed(seed)``, and the global generator is left alone; ``seed=None`` draws
+    from the global generator as rouge-score does (same numbers for the same global state).
+    """
+
+    def __init__(self, confidence_interval: float = 0.95, n_samples: int = 1000, seed: int | None = None):
+        if confidence_interval < 0 or confidence_interval > 1:
+            raise ValueError("confidence_interval must be in range [0, 1]")
+        if n_samples <= 0:
+            raise ValueError("n_samples must be positive")
+        self._confidence_interval = confidence_interval
+        self._n_samples = n_samples
+        self._seed = seed
+        self._scores: dict[str, list] = {}
+
+    def add_scores(self, scores: Mapping) -> None:
+        """Add one example's ``{type: Score(precision, recall, fmeasure)}``."""
+        for name, score in scores.items():
+            self._scores.setdefault(name, []).append(score)
+
+    def aggregate(self) -> dict[str, AggregateScore]:
+        """``{type: AggregateScore}`` (``{}`` when nothing was added); the same result every call
+        when seeded."""
+        if not self._scores:
+            return {}
+        first = next(iter(self._scores.values()))[0]
+        cls = type(first) if hasattr(type(first), "_fields") else Score
+        return bootstrap_aggregate({k: np.array([tuple(s) for s in v], dtype=np.float64)
+                                    for k, v in self._scores.items()},
+                                   self._seed, self._n_samples, self._confidence_interval, cls)

@@ -1,0 +1,158 @@
+"""``pipeline.compute``: lists in, corpus scores out, in one call (Hugging Face ``evaluate``'s rouge
+arguments and return shape).
+
+```python
+import pipeline
+pipeline.compute(predictions=["the cat is on the mat"], references=["the cat sat on the mat"])
+# {'rouge1': 0.833..., 'rouge2': 0.6, 'rougeL': 0.833..., 'rougeLsum': 0.833...}
+```
+
+Replacing ``evaluate.load("rouge").compute(...)`` by ``pipeline.compute(...)`` keeps every
+argument: ``use_aggregator=True`` gives, per type, the ``mid`` F-measure of rouge-score's
+``BootstrapAggregator`` (the median of ``n_boot`` bootstrap means: evaluate's number, seeded);
+``use_aggregator=False`` the per-example F lists.  ``references[i]`` is a text or a list of
+texts (max-F reference by default, as ``score_multi``).  ``return_result=True`` returns a
+:class:`RougeResult` (exact means of P, R and F, the bootstrap low/mid/high, the signature).
+
+In process, no Dask; NumPy only, and small inputs are scored without loading numba.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pipeline.scorer import DEFAULT_PROFILE, RougeScorer, Score
+from pipeline.stats.rouge_score_bootstrap import AggregateScore, bootstrap_aggregate
+from pipeline.text.sentences import resolve_splitter_name
+
+DEFAULT_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
+DEFAULT_SEED = 12345  # the run configuration's stats.seed default
+STATS = ("precision", "recall", "fmeasure")
+
+
+@dataclass
+class RougeResult:
+    """Corpus result of :func:`compute`.
+
+    ``mean[type]``: ``Score`` of the exact means (correctly rounded sums) of per-example P, R, F;
+    ``aggregate[type]``: rouge-score's ``AggregateScore(low, mid, high)`` (empty when
+    ``n_boot=0``); ``scores``: float64 ``(n, types, 3)`` per-example P, R, F.
+    """
+
+    rouge_types: list
+    scores: np.ndarray
+    mean: dict
+    aggregate: dict
+    confidence: float
+    n_boot: int
+    seed: int
+    settings: dict = field(default_factory=dict, repr=False)
+    tokenizer_name: str = "default"
+
+    @property
+    def n(self) -> int:
+        """Number of examples."""
+        return int(self.scores.shape[0])
+
+    @property
+    def signature(self) -> str:
+        """The sacrebleu-style signature of every setting that changes a number."""
+        from types import SimpleNamespace
+
+        from pipeline.config import ScoringConfig
+        from pipeline.signature import Signature
+
+        sc = ScoringConfig(**self.settings)
+        sc.validate()
+        st = SimpleNamespace(bootstrap="rouge-score", n_boot=self.n_boot, seed=self.seed, confidence=self.confidence)
+        sig = Signature.from_config(SimpleNamespace(scoring=sc, stats=st))
+        fields = dict(sig.__dict__)
+        if self.n_boot > 0:  # rouge-score's bootstrap, not the run's bucketed Poisson one
+            fields["bs"] = f"rouge-score-{self.n_boot}"
+        if self.tokenizer_name != "default":  # a custom tokenizer: use_stemmer is a no-op
+            fields.update(tok=self.tokenizer_name, stem="no")
+        return str(Signature(**fields))
+
+    def fmeasure(self) -> dict:
+        """``{type: F}``: what ``compute`` returns with ``use_aggregator=True`` (the bootstrap mid,
+        or the exact mean when ``n_boot=0``)."""
+        if self.aggregate:
+            return {t: float(a.mid.fmeasure) for t, a in self.aggregate.items()}
+        return {t: m.fmeasure for t, m in self.mean.items()}
+
+    def per_example(self) -> list[dict]:
+        """One ``{type: Score}`` per example."""
+        return [{t: Score(*map(float, self.scores[e, k])) for k, t in enumerate(self.rouge_types)}
+                for e in range(self.n)]
+
+    def rows(self) -> list[dict]:
+        """One row per (type, stat): ``type, stat, n, mean, low, mid, high``."""
+        out = []
+        for t in self.rouge_types:
+            for k, stat in enumerate(STATS):
+                a = self.aggregate.get(t)
+                out.append({"type": t, "stat": stat, "n": self.n, "mean": self.mean[t][k],
+                            "low": float(a.low[k]) if a else None, "mid": float(a.mid[k]) if a else None,
+                            "high": float(a.high[k]) if a else None})
+        return out
+
+    def to_dict(self) -> dict:
+        """JSON-ready: the rows, the confidence, the bootstrap settings and the signature."""
+        return {"n": self.n, "confidence": self.confidence, "n_boot": self.n_boot, "seed": self.seed,
+                "signature": self.signature, "rows": self.rows()}
+
+
+def _fsum_mean(col: np.ndarray) -> float:
+    return math.fsum(col.tolist()) / col.shape[0]
+
+
+def compute(predictions, references, rouge_types=None, use_aggregator: bool = True, use_stemmer: bool = False,
+            tokenizer=None, *, profile: str = DEFAULT_PROFILE, language: str = "en", multi_ref: str | None = None,
+            alpha: float = 0.5, sentence_splitter: str | None = None, split_summaries: bool = False,
+            stemming: str = "none", cjk: str = "chars", confidence: float = 0.95, n_boot: int = 1000,
+            seed: int = DEFAULT_SEED, return_result: bool = False):
+    """ROUGE of ``predictions`` against ``references``, with ``evaluate``'s rouge arguments.
+
+    ``rouge_types`` (default rouge1, rouge2, rougeL, rougeLsum; any :class:`RougeScorer` type),
+    ``use_stemmer``, ``tokenizer`` (a callable or an object with ``.tokenize``): as in evaluate.
+    ``use_aggregator=True``: ``{type: F}``, the ``mid`` F of rouge-score's bootstrap with
+    ``n_boot`` resamples at ``confidence``, seeded by ``seed`` (equal to evaluate's
+    ``evaluate.load("rouge", seed=seed)``); ``False``: ``{type: [F per example]}``.
+    ``profile``, ``language``, ``multi_ref``, ``alpha``, ``sentence_splitter``,
+    ``stemming``, ``cjk``: the run configuration's ``scoring`` settings (:class:`RougeScorer`).
+    ``return_result=True``: a :class:`RougeResult` instead of the dict.
+    """
+    predictions = list(predictions)
+    references = list(references)
+    if len(predictions) != len(references):
+        raise ValueError(f"compute: {len(predictions)} predictions for {len(references)} references")
+    types = list(dict.fromkeys(DEFAULT_TYPES if rouge_types is None else rouge_types))
+    if isinstance(rouge_types, str):
+        types = [rouge_types]  # evaluate's rouge also takes one name
+    if not 0 <= confidence <= 1:
+        raise ValueError(f"confidence must be in [0, 1], got {confidence!r}")
+    if isinstance(n_boot, bool) or not isinstance(n_boot, int) or n_boot < 0:
+        raise ValueError(f"n_boot must be an integer >= 0, got {n_boot!r}")
+    settings = dict(rouge_types=types, use_stemmer=bool(use_stemmer), profile=profile, language=language,
+                    multi_ref=multi_ref, alpha=alpha, stemming=stemming, cjk=cjk,
+                    sentence_splitter=resolve_splitter_name(split_summaries, sentence_splitter))
+    scorer = RougeScorer(types, use_stemmer=use_stemmer, split_summaries=split_summaries, tokenizer=tokenizer,
+                         sentence_splitter=sentence_splitter, language=language, profile=profile,
+                         multi_ref=multi_ref, alpha=alpha, stemming=stemming, cjk=cjk)
+    per_example = scorer.score_batch(references, predictions) if predictions else []
+    k = len(types)
+    scores = np.array([[tuple(d[t]) for t in types] for d in per_example], dtype=np.float64).reshape(-1, k, 3)
+    if not use_aggregator and not return_result:
+        return {t: scores[:, i, 2].tolist() for i, t in enumerate(types)}
+    if not predictions:
+        raise ValueError("compute: no predictions to aggregate")
+    agg: dict[str, AggregateScore] = {}
+    if n_boot > 0:
+        agg = bootstrap_aggregate({t: scores[:, i, :] for i, t in enumerate(types)}, seed, n_boot, confidence)
+    mean = {t: Score(*(_fsum_mean(scores[:, i, s]) for s in range(3))) for i, t in enumerate(types)}
+    result = RougeResult(types, scores, mean, agg, confidence, n_boot, seed, settings, scorer.tokenizer_name)
+    if return_result:
+        return result
+    return result.fmeasure()
