@@ -18,7 +18,7 @@ import pytest
 from rouge_score import rouge_scorer, scoring
 
 import pipeline
-from _shared import DATA, ENGLISH_DATASETS, english_records
+from _shared import ENGLISH_DATASETS, english_records
 
 TYPES = ["rouge1", "rouge2", "rougeL", "rougeLsum"]
 
@@ -50,10 +50,8 @@ def rouge_score_dicts(predictions, references, rouge_types=TYPES, use_stemmer=Fa
 
 
 @pytest.fixture(scope="module")
-def english():
-    if not DATA.is_dir():
-        pytest.skip(f"shared test data not found at {DATA}")
-    return {name: english_records(DATA, name) for name in ENGLISH_DATASETS}
+def english(shared_data):
+    return {name: english_records(shared_data, name) for name in ENGLISH_DATASETS}
 
 
 @pytest.mark.parametrize("use_stemmer", [False, True])
