@@ -29,6 +29,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--overwrite", action="store_true", help="replace a run folder made with other settings")
     s.add_argument("--no-progress", action="store_true", help="no progress bar / progress log lines")
     s.add_argument("--json", action="store_true", help="print the summary as JSON instead of a table")
+    s.add_argument("--print-config", action="store_true",
+                   help="print the effective configuration (defaults filled in, secrets redacted) and exit")
     sh = sub.add_parser("show", help="print the statistics table and signature of a finished run")
     sh.add_argument("run", help="run folder URL")
     sh.add_argument("--json", action="store_true", help="print the statistics rows as JSON")
@@ -256,6 +258,11 @@ def _score(args) -> int:
     except (ConfigError, OSError) as e:
         print(f"rouge-pipeline: configuration error: {e}", file=sys.stderr)
         return EXIT_CONFIG
+    if args.print_config:
+        import yaml
+
+        print(yaml.safe_dump(cfg.effective_dict(), sort_keys=False, allow_unicode=True), end="")
+        return EXIT_OK
     from pipeline import redaction
 
     if redaction.active() is not None:   # from here on, this config's secret values are masked too

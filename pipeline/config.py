@@ -343,6 +343,21 @@ class RunConfig:
         }
         return redact_record(out) if redact else out
 
+    def effective_dict(self) -> dict:
+        """Every setting with its default filled in, redacted as the run record is: what
+        ``rouge-pipeline score --print-config`` prints. Loaded back, it gives the same config hash."""
+        out = self.to_dict(redact=False)
+        own = self.input.get("storage_options") or {}
+        spec = InputSpec.from_config({**self.input, "storage_options": own}).to_dict()
+        if not own:
+            spec.pop("storage_options")
+        out["input"] = spec
+        out = redact_record(out)
+        for key in ("paths", "candidates", "references"):     # the layout's own keys only
+            if out["input"].get(key) is None:
+                out["input"].pop(key, None)
+        return out
+
     def hashed_settings(self) -> dict:
         """The settings that change numbers or inputs (never output, execution or credentials),
         the statistics' format and the task markers' (a folder written with other formats is
@@ -400,8 +415,34 @@ def apply_overrides(d: dict, overrides: list[str] | None) -> dict:
     return d
 
 
+# Keys holding local paths that, written in a config file, are relative to that file's folder.
+PATH_KEYS = (("input", "paths"), ("input", "candidates"), ("input", "references"), ("output", "url"))
+
+
+def _from_folder(folder: str, value: Any) -> Any:
+    if isinstance(value, list):
+        return [_from_folder(folder, v) for v in value]
+    if not isinstance(value, str) or not value or "://" in value or os.path.isabs(value) or value.startswith("~"):
+        return value
+    return os.path.normpath(os.path.join(folder, value))
+
+
+def resolve_paths(d: dict, folder: str) -> dict:
+    """``d`` with the relative local paths of :data:`PATH_KEYS` joined to ``folder``; URLs,
+    absolute and ``~`` paths are left as they are."""
+    for section, key in PATH_KEYS:
+        sub = d.get(section)
+        if isinstance(sub, dict) and key in sub:
+            sub[key] = _from_folder(folder, sub[key])
+    return d
+
+
 def load_config(path: str | os.PathLike | None, overrides: list[str] | None = None) -> RunConfig:
-    """Read ``path`` (YAML, ``safe_load`` only; ``None``: overrides only), apply overrides, validate."""
+    """Read ``path`` (YAML, ``safe_load`` only; ``None``: overrides only), apply overrides, validate.
+
+    Relative paths in the file (:data:`PATH_KEYS`) are resolved from the file's folder, so a
+    config works from any current directory; paths in ``overrides`` (``--set``, ``--output``)
+    stay relative to the current directory."""
     d: Any = {}
     if path is not None:
         with open(path, encoding="utf-8") as f:
@@ -413,6 +454,7 @@ def load_config(path: str | os.PathLike | None, overrides: list[str] | None = No
             d = {}
         if not isinstance(d, dict):
             raise ConfigError(f"{path}: the top level must be a mapping, got {_type_name(d)}")
+        d = resolve_paths(d, os.path.dirname(os.fspath(path)))
     return RunConfig.from_dict(apply_overrides(d, overrides))
 
 # compare: the smallest |delta F| the noise band alarms on (here so the CLI's parser need not import compare)
