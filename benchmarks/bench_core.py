@@ -1,7 +1,7 @@
 """Core throughput benchmark: ours vs rouge-score-rs vs rouge-score, one core, same corpus.
 
-    /work/venv/bin/python benchmarks/bench_core.py --kind short --pairs 20000 --rounds 3
-    /work/venv/bin/python benchmarks/bench_core.py --kind long --pairs 100 --rounds 3
+    python benchmarks/bench_core.py --kind short --pairs 20000 --rounds 3
+    python benchmarks/bench_core.py --kind long --pairs 100 --rounds 3
 
 All three libraries run in this one process, pinned to one CPU, with their thread
 pools set to one thread, in alternating rounds (ours, rs, rouge-score, ours, ...).
@@ -18,6 +18,7 @@ phase split of our time (encode / kernel / building the Score dicts).
 from __future__ import annotations
 
 import os
+import tempfile
 
 # Thread pools must be sized before numba / rayon / BLAS are imported.
 for _var in ("NUMBA_NUM_THREADS", "RAYON_NUM_THREADS", "OMP_NUM_THREADS",
@@ -118,7 +119,7 @@ def main(argv=None) -> int:
     ap.add_argument("--interleave", type=int, default=0, metavar="BATCH",
                     help="also time ours and rouge-score-rs alternately on every BATCH-pair batch (3 passes) "
                          "and print the median per-batch ratio: steadier on a shared machine")
-    ap.add_argument("--dump-failures", default=os.path.join("/tmp", "bench_core_failures.jsonl"),
+    ap.add_argument("--dump-failures", default=os.path.join(tempfile.gettempdir(), "bench_core_failures.jsonl"),
                     help="where the texts of differing pairs are written (only if any)")
     args = ap.parse_args(argv)
     n = args.pairs or (20_000 if args.kind == "short" else 100)

@@ -1,6 +1,6 @@
 """First-call cost: a fresh process imports the library and scores 100 short pairs.
 
-    /work/venv/bin/python benchmarks/bench_first_call.py --repeats 5
+    python benchmarks/bench_first_call.py --repeats 5
 
 For each library (ours, ours-compiled, rouge-score-rs, rouge-score) a fresh ``python`` subprocess
 reads 100 short pairs from a JSONL file (written once by this script from

@@ -2,7 +2,7 @@
 
     python benchmarks/bench_pipeline.py                         # 200,000 short pairs; 1 and 2 workers, 3 rounds
     python benchmarks/bench_pipeline.py --pairs 2000000 --workers 2   # client memory at 2M pairs
-    python benchmarks/bench_pipeline.py --corpus '/tmp/c/shard-*.jsonl'  # a corpus written before (--keep)
+    python benchmarks/bench_pipeline.py --corpus 'corpus/shard-*.jsonl'  # a corpus kept from an earlier run (--keep)
 
 For each worker count it runs the whole job on the same sharded JSONL corpus
 (``make_corpus("short")``, written once) in a fresh run folder and prints end-to-end pairs/s

@@ -1,6 +1,6 @@
 """Pairs/s of the ``unicode`` profile against the default (rouge-score) profile, per language.
 
-    /work/venv/bin/python benchmarks/bench_unicode.py [--rounds 5] [--repeat 4]
+    python benchmarks/bench_unicode.py [--rounds 5] [--repeat 4]
 
 Data: ``../shared/data/multi_summeval`` (270 pairs per language; internal test data, not
 shipped).  Each language's pairs are repeated ``--repeat`` times (so ~1080 pairs per batch).
