@@ -1,5 +1,5 @@
 """No path of the machine the project was built on in the repository: commands in docs use
-``python`` and paths any user has (a fresh clone's reader has no /work/venv and no /tmp corpora)."""
+``python`` and paths any user has (a fresh clone has neither the build machine's venv nor its temp corpora)."""
 from __future__ import annotations
 
 import re
