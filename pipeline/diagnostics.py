@@ -41,7 +41,7 @@ import pyarrow as pa
 
 from numba import njit
 
-from pipeline.scoring.kernels import _clear, _new_table, _pair_ids  # the kernels' per-pair dense ids
+from pipeline.scoring.kernels import _GOLD, _clear, _new_table, _pair_ids  # the kernels' per-pair dense ids
 
 AGREEMENT_TYPES = ("rouge2", "rougeL")
 NOVEL_ORDERS = (1, 2, 3)
@@ -114,6 +114,231 @@ def longest_common_span(a, b):
     return best
 
 
+# ------------------------------------------------------------ copy statistics in linear time
+# ``fragments`` and ``longest_common_span`` above are the definitions (O(|S| |A|)); ``copy_stats``
+# gives the same three numbers from a suffix automaton of the article (O(|A| + |S|) besides the
+# rare scans described in ``_greedy_fragment``).  tests/test_diagnostics.py checks them against
+# each other and against a brute force on generated hard cases.
+@njit(cache=True, inline="always")
+def _slot(key, mask):
+    return np.int64((np.uint64(key) * _GOLD) >> np.uint64(32)) & mask
+
+
+@njit(cache=True, inline="always")
+def _find(hkey, hval, key):
+    """Edge index of ``key`` (state * alphabet + token), -1 if absent."""
+    mask = hkey.shape[0] - 1
+    slot = _slot(key, mask)
+    while True:
+        k = hkey[slot]
+        if k == key:
+            return hval[slot]
+        if k < 0:
+            return -1
+        slot = (slot + 1) & mask
+
+
+@njit(cache=True, inline="always")
+def _insert(hkey, hval, key, edge):
+    mask = hkey.shape[0] - 1
+    slot = _slot(key, mask)
+    while hkey[slot] >= 0:
+        slot = (slot + 1) & mask
+    hkey[slot] = key
+    hval[slot] = edge
+
+
+@njit(cache=True)
+def _suffix_automaton(article, alphabet):
+    """The suffix automaton of ``article`` (token ids < ``alphabet``): state lengths, suffix
+    links, and its transitions as edges (target ``e_to``) found by ``_find(hkey, hval, state *
+    alphabet + token)``.  At most 2n states and 3n edges."""
+    n = article.shape[0]
+    cap = 2 * n + 2
+    length = np.zeros(cap, dtype=np.int64)
+    link = np.full(cap, -1, dtype=np.int64)
+    head = np.full(cap, -1, dtype=np.int64)       # each state's edges, as a list (for clones)
+    ecap = 3 * n + 8
+    e_tok = np.empty(ecap, dtype=np.int64)
+    e_to = np.empty(ecap, dtype=np.int64)
+    e_next = np.empty(ecap, dtype=np.int64)
+    hsize = 16
+    while hsize < 2 * ecap:
+        hsize *= 2
+    hkey = np.full(hsize, -1, dtype=np.int64)
+    hval = np.empty(hsize, dtype=np.int64)
+    size = 1
+    last = 0
+    n_edges = 0
+    for t in range(n):
+        c = np.int64(article[t])
+        cur = size
+        size += 1
+        length[cur] = length[last] + 1
+        p = last
+        while p != -1 and _find(hkey, hval, p * alphabet + c) < 0:
+            e_tok[n_edges] = c
+            e_to[n_edges] = cur
+            e_next[n_edges] = head[p]
+            head[p] = n_edges
+            _insert(hkey, hval, p * alphabet + c, n_edges)
+            n_edges += 1
+            p = link[p]
+        if p == -1:
+            link[cur] = 0
+        else:
+            q = e_to[_find(hkey, hval, p * alphabet + c)]
+            if length[p] + 1 == length[q]:
+                link[cur] = q
+            else:
+                clone = size
+                size += 1
+                length[clone] = length[p] + 1
+                link[clone] = link[q]
+                e = head[q]
+                while e >= 0:
+                    e_tok[n_edges] = e_tok[e]
+                    e_to[n_edges] = e_to[e]
+                    e_next[n_edges] = head[clone]
+                    head[clone] = n_edges
+                    _insert(hkey, hval, clone * alphabet + e_tok[e], n_edges)
+                    n_edges += 1
+                    e = e_next[e]
+                while p != -1:
+                    e = _find(hkey, hval, p * alphabet + c)
+                    if e < 0 or e_to[e] != q:
+                        break
+                    e_to[e] = clone
+                    p = link[p]
+                link[q] = clone
+                link[cur] = clone
+        last = cur
+    return length, link, e_to, hkey, hval
+
+
+@njit(cache=True)
+def _longest_matches(summary, article, alphabet):
+    """``M[i]``: the longest prefix of ``summary[i:]`` that occurs contiguously in ``article``."""
+    m = summary.shape[0]
+    length, link, e_to, hkey, hval = _suffix_automaton(article, alphabet)
+    # E[j]: the longest suffix of summary[:j + 1] occurring in the article (matching statistics)
+    E = np.empty(m, dtype=np.int64)
+    v = 0
+    cur = 0
+    for j in range(m):
+        c = np.int64(summary[j])
+        e = _find(hkey, hval, v * alphabet + c)
+        while e < 0 and v != 0:
+            v = link[v]
+            cur = length[v]
+            e = _find(hkey, hval, v * alphabet + c)
+        if e >= 0:
+            v = e_to[e]
+            cur += 1
+        else:
+            cur = 0
+        E[j] = cur
+    # the match ending at j starts at j - E[j] + 1, which never decreases with j: the longest
+    # match starting at i ends at the last j whose match starts at or before i
+    M = np.empty(m, dtype=np.int64)
+    J = -1
+    for i in range(m):
+        while J + 1 < m and J + 1 - E[J + 1] + 1 <= i:
+            J += 1
+        M[i] = J - i + 1
+    return M
+
+
+@njit(cache=True)
+def _lcp(summary, i, article, p):
+    k = 0
+    while i + k < summary.shape[0] and p + k < article.shape[0] and summary[i + k] == article[p + k]:
+        k += 1
+    return k
+
+
+@njit(cache=True)
+def _gram_index(tokens, order, alphabet):
+    """The ``order``-grams of ``tokens``: sorted keys and, for equal keys, their start positions
+    in increasing order."""
+    keys = _gram_keys(tokens, 0, tokens.shape[0], order, alphabet)
+    perm = np.argsort(keys, kind="mergesort")
+    return keys[perm], perm
+
+
+@njit(cache=True)
+def copy_stats(summary, article, alphabet):
+    """``(sum |f|, sum |f|^2, longest common span)``: ``fragments``' first two numbers and
+    ``longest_common_span``, for token ids below ``alphabet``."""
+    m = summary.shape[0]
+    if m == 0 or article.shape[0] == 0:
+        return 0, 0, 0
+    M = _longest_matches(summary, article, alphabet)
+    longest = 0
+    for i in range(m):
+        longest = max(longest, M[i])
+    # the distance to the next equal token of the summary (m: none)
+    nxt = np.full(m, m, dtype=np.int64)
+    seen = np.full(alphabet, -1, dtype=np.int64)
+    for i in range(m - 1, -1, -1):
+        c = summary[i]
+        if seen[c] >= 0:
+            nxt[i] = seen[c] - i
+        seen[c] = i
+    idx_keys = [np.empty(0, dtype=np.int64) for _ in range(3)]
+    idx_pos = [np.empty(0, dtype=np.int64) for _ in range(3)]
+    built = np.zeros(3, dtype=np.bool_)
+    tot = 0
+    sq = 0
+    i = 0
+    while i < m:
+        best = M[i]
+        if best > nxt[i]:
+            g = min(nxt[i] + 1, 3)
+            if not built[g - 1]:
+                idx_keys[g - 1], idx_pos[g - 1] = _gram_index(article, g, alphabet)
+                built[g - 1] = True
+            best = _greedy_fragment(summary, i, article, M[i], g, idx_keys[g - 1], idx_pos[g - 1], alphabet)
+        if best > 0:
+            tot += best
+            sq += best * best
+            i += best
+        else:
+            i += 1
+    return tot, sq, longest
+
+
+@njit(cache=True)
+def _greedy_fragment(summary, i, article, most, g, keys, pos, alphabet):
+    """The fragment ``fragments`` takes at ``summary[i]`` when its scan can skip a match.
+
+    That scan visits the article's occurrences of ``c = summary[i]`` left to right and jumps past
+    each match, so an occurrence inside an earlier match is never tried, and the fragment can be
+    shorter than ``most`` (the longest match).  A match of length ``l`` covers only occurrences
+    ``p + d`` with ``summary[i + d] == c``, ``d < l``: with ``k`` the distance to the next ``c`` in
+    the summary, matches of at most ``k`` tokens skip nothing, so the scan is replayed over the
+    occurrences of the ``g``-gram ``summary[i:i + g]`` (``g <= k + 1``), stopping at ``most``."""
+    key = np.int64(0)
+    for q in range(g):
+        key = key * alphabet + summary[i + q]
+    lo = np.searchsorted(keys, key)
+    best = 0
+    reach = 0
+    t = lo
+    while t < keys.shape[0] and keys[t] == key:
+        p = pos[t]
+        t += 1
+        if p < reach:
+            continue
+        l = _lcp(summary, i, article, p)
+        if l > best:
+            best = l
+            if best == most:
+                break
+        reach = p + l
+    return best
+
+
 @njit(cache=True)
 def _gram_keys(lid, start, length, order, L):
     """Exact keys of the ``order``-grams of ``lid[start:start+length]`` (local ids < L)."""
@@ -168,13 +393,12 @@ def _per_example(tok, c_start, c_end, s_start, s_end, has_src, out_f, out_i):
         out_i[d, 0] = ns
         if m == 0:
             continue
-        S = tok[c0:c1]
-        A = tok[s0:s1]
-        tot, sq, _ = fragments(S, A)
+        # local ids relate equal tokens exactly as the token ids do
+        tot, sq, longest = copy_stats(lid[0:m], lid[m:m + ns], L)
         out_f[d, 1] = tot / m
         out_f[d, 2] = sq / m
         out_f[d, 3] = ns / m
-        out_i[d, 1] = longest_common_span(S, A)
+        out_i[d, 1] = longest
         for order in range(1, 4):
             if m < order:
                 continue
