@@ -52,6 +52,9 @@ STATS = ("precision", "recall", "fmeasure")
 # same on 1 or 100 workers.
 DEFAULT_TARGET_COST = 60_000_000
 BYTES_PER_TOKEN = 6  # UTF-8 bytes per token, for the cost estimate
+# Cost units per source token when diagnostics are on (the suffix automaton, n-gram sorts and
+# encoding of the source: ~0.2-0.45 us a token where a cost unit of scoring is ~4 ns).
+SOURCE_TOKEN_COST = 64
 
 
 @dataclass(frozen=True)
@@ -253,9 +256,10 @@ def unit_stats(scores: pa.Table, ctx: UnitContext, hashes: np.ndarray | None = N
 
 
 # --------------------------------------------------------------------------- planning
-def estimate_costs(table: pa.Table) -> np.ndarray:
+def estimate_costs(table: pa.Table, source: bool = True) -> np.ndarray:
     """Estimated cost per example: (candidate tokens + 1) x (reference tokens + 1), tokens
-    estimated as UTF-8 bytes / 6 (a cheap proxy for the LCS table size).  Bytes, not
+    estimated as UTF-8 bytes / 6 (a cheap proxy for the LCS table size), plus, with ``source``
+    (diagnostics on), ``SOURCE_TOKEN_COST`` per source token (linear: pipeline.diagnostics).  Bytes, not
     characters: they come from the Arrow offsets without reading the text (counting characters
     was ~2.7 ms per 12,500 short pairs of the plan pass), are the same for ASCII, and are
     nearer the token count for CJK text, whose characters are tokens of their own."""
@@ -269,7 +273,10 @@ def estimate_costs(table: pa.Table) -> np.ndarray:
     offsets = refs.offsets.to_numpy().astype(np.int64)
     csum = np.concatenate([[0], np.cumsum(n_bytes(refs.flatten()))])
     ref_total = csum[offsets[1:]] - csum[offsets[:-1]]
-    return (cand // BYTES_PER_TOKEN + 1) * (ref_total // BYTES_PER_TOKEN + 1)
+    cost = (cand // BYTES_PER_TOKEN + 1) * (ref_total // BYTES_PER_TOKEN + 1)
+    if source and "source" in table.column_names:
+        cost += n_bytes(table.column("source")) // BYTES_PER_TOKEN * SOURCE_TOKEN_COST
+    return cost
 
 
 class UnitTables:
@@ -387,7 +394,7 @@ def plan_unit(spec, unit: readers.WorkUnit, read_token: str = "", keep_mb: int =
     plan (cross-unit duplicates) is read and scored again by its task."""
     _test_sleep(TEST_PLAN_SLEEP_ENV)
     tables = readers.read_unit(spec, unit)
-    costs = estimate_costs(tables[0])
+    costs = estimate_costs(tables[0], source=ctx is None or ctx.scoring.diagnostics)
     keys = readers.unit_keys(tables[0])
     hashes = key_hashes(keys)
     prepared = None

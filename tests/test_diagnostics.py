@@ -7,6 +7,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from _shared import DATA, load_records, needs_data
+
 from pipeline import diagnostics as D
 from pipeline import job
 
@@ -192,3 +194,91 @@ def test_diagnostics_with_scorers_that_do_not_keep_tokens(kw):
     row = _row(job.score_table(table, settings), 0)
     assert row["diag_novel_1gram"] == pytest.approx(1 / 6)
     assert row["diag_ref_agree_rougeL_mean"] is not None
+
+
+# ------------------------------------------------------------ copy statistics in linear time
+def _brute_longest_span(S, A):
+    """The longest common contiguous span, from the definition (every span of S, as a set)."""
+    spans = {tuple(A[j:k]) for j in range(len(A)) for k in range(j + 1, len(A) + 1)}
+    return max((k - i for i in range(len(S)) for k in range(i + 1, len(S) + 1) if tuple(S[i:k]) in spans),
+               default=0)
+
+
+def _hard_cases():
+    """Repeats, periods, long copies, the greedy scan's skipped matches, empty and one token."""
+    rng = np.random.default_rng(17)
+    cases = [([], []), ([1], []), ([], [1]), ([1], [1]), ([1], [2]),
+             ([1] * 7, [1] * 12), ([1] * 12, [1] * 7), ([1, 2] * 6, [1, 2] * 9 + [3]),
+             ([1, 1, 2], [1, 1, 1, 2]),                     # the scan jumps past the longest match
+             ([1, 2, 1, 2, 3], [1, 2, 1, 2, 1, 2, 3]), ([1, 2, 3] * 4, [3, 2, 1] * 5 + [1, 2, 3]),
+             (list(range(40)), list(range(40))), (list(range(40)), list(range(39, -1, -1))),
+             (list(range(20)) + list(range(10)), [5] + list(range(30)))]
+    for _ in range(400):                                   # tiny alphabets: many repeats and skips
+        v = int(rng.integers(1, 4))
+        A = rng.integers(0, v, int(rng.integers(0, 25))).tolist()
+        if A and rng.random() < 0.5:                      # a summary of copied spans and novel tokens
+            S = []
+            while len(S) < rng.integers(1, 25):
+                a = int(rng.integers(0, len(A)))
+                S += A[a:a + int(rng.integers(1, 9))] + ([v] if rng.random() < 0.3 else [])
+        else:
+            S = rng.integers(0, v + 1, int(rng.integers(0, 25))).tolist()
+        cases.append((S, A))
+    return cases
+
+
+def test_copy_stats_equal_the_definitions_on_hard_cases():
+    """The suffix-automaton path against the readable definitions: Grusky's scan as plain
+    Python (``fragments.py_func``) and the longest common span by brute force."""
+    n_skips = 0
+    for S, A in _hard_cases():
+        s, a = np.array(S, dtype=np.int64), np.array(A, dtype=np.int64)
+        alphabet = max(S + A + [0]) + 1
+        tot, sq, _ = D.fragments.py_func(s, a)
+        want = (tot, sq, _brute_longest_span(S, A))
+        assert D.copy_stats(s, a, alphabet) == want, (S, A)
+        assert (*D.fragments(s, a)[:2], D.longest_common_span(s, a)) == want, (S, A)
+        # cases where the scan's fragment is shorter than the longest match (the hard part)
+        n_skips += sq < sum(m * m for m in _greedy_longest(S, A))
+    assert n_skips >= 20
+
+
+def _greedy_longest(S, A):
+    """Greedy fragments taking the true longest match at each step (not Grusky's scan)."""
+    out, i = [], 0
+    while i < len(S):
+        best = max((k for k in range(1, len(S) - i + 1) for j in range(len(A) - k + 1)
+                    if A[j:j + k] == S[i:i + k]), default=0)
+        if best:
+            out.append(best)
+        i += max(best, 1)
+    return out
+
+
+@needs_data
+@pytest.mark.parametrize("name", ["newsroom", "dialsummeval"])
+def test_copy_stats_equal_todays_kernels_on_real_sources(name):
+    """The numbers do not move: on every real candidate/source pair, the linear path gives the
+    quadratic kernels' coverage sum, density sum and longest copy."""
+    recs = [r for r in load_records(DATA, name) if r.get("source")]
+    scorer = job.scorer_for(job.ScoringSettings(("rouge1",), use_stemmer=True))
+    enc = scorer.encode([r["candidate"] for r in recs] + [r["source"] for r in recs])
+    tok, off, n = np.asarray(enc.tokens, dtype=np.int64), np.asarray(enc.doc_tok), len(recs)
+    alphabet = int(tok.max()) + 1
+    for k in range(n):
+        S, A = tok[off[k]:off[k + 1]], tok[off[n + k]:off[n + k + 1]]
+        want = (*D.fragments(S, A)[:2], D.longest_common_span(S, A))
+        assert D.copy_stats(S, A, alphabet) == want, recs[k]["id"]
+
+
+def test_estimate_costs_count_the_source():
+    """A long source costs its diagnostics: the estimate grows with it, so one example with a
+    long source ends its task instead of stalling one that holds many others."""
+    t = pa.table({"candidate": ["a b c"] * 3, "references": [["a b"]] * 3,
+                  "source": [None, "w " * 100, "w " * 100_000]})
+    c = job.estimate_costs(t)
+    assert c[0] < c[1] < c[2]
+    assert job.estimate_costs(t.drop_columns(["source"])).tolist() == [c[0]] * 3
+    assert c[2] - c[0] >= job.SOURCE_TOKEN_COST * (200_000 // job.BYTES_PER_TOKEN)
+    tasks = job.split_by_cost([None], [np.array([c[0]] * 50 + [c[2]] + [c[0]] * 50)], target_cost=c[2])
+    assert [(t.lo, t.n_rows) for t in tasks if t.oversized] == [(50, 1)]
