@@ -236,7 +236,10 @@ def format_summary(summary: dict) -> str:
     return (f"rows {summary['rows']}, quarantined {q}" + (f" ({reasons})" if q else "")
             + f", systems {len(summary['systems'])}, tasks {summary['tasks']}"
             + (f" ({summary['tasks_resumed']} resumed)" if summary.get("tasks_resumed") else "")
-            + f", {summary.get('seconds', 0):.1f}s, {summary.get('pairs_per_s', 0):,.0f} pairs/s")
+            + f", {summary.get('seconds', 0):.1f}s, "
+            # the rate of what this run scored: a resumed run that found every task done has none
+            + ("resumed, nothing to score" if summary.get("tasks_resumed") and not summary.get("rows_scored", 1)
+               else f"{summary.get('pairs_per_s', 0):,.0f} pairs/s"))
 
 
 def _score(args) -> int:

@@ -24,8 +24,8 @@ scoring:
   cjk: chars                          # chars | segmenter (unicode profile: jieba for zh, newmm for th)
   diagnostics: true                   # per-example diagnostics columns (pipeline/diagnostics.py)
 stats:
-  seed: 12345
-  n_boot: 1000                        # 0: no bootstrap
+  seed: 12345                         # 0 .. 2**63-1 (2**32-1 with bootstrap: exact)
+  n_boot: 1000                        # 0: no bootstrap; at most 20,000
   confidence: 0.95
   bootstrap: poisson                  # poisson (mergeable, partition-independent) | exact
 execution:
@@ -76,6 +76,9 @@ HASH_DEFAULTS = {**PROFILE_DEFAULTS, "diagnostics": True}
 FAMILY_DEFAULTS = {"alpha": 0.5, "remove_stopwords": False, "length_limit_words": None, "length_limit_bytes": None}
 HASH_DEFAULTS.update(FAMILY_DEFAULTS)
 BOOTSTRAPS = ("poisson", "exact")
+MAX_N_BOOT = 20_000          # stats.n_boot: the finalisation's weight block is 164 MB at this limit
+MAX_SEED = 2**63 - 1         # stats.seed: stored as int64 in the statistics
+MAX_SEED_EXACT = 2**32 - 1   # with stats.bootstrap: exact (NumPy's RandomState, as rouge-score)
 MODES = ("local", "scheduler", "sync")
 
 
@@ -228,8 +231,18 @@ class StatsConfig:
     bootstrap: str = "poisson"
 
     def validate(self):
+        # bounds checked here, not after the scoring: the statistics store the seed as int64,
+        # rouge-score's bootstrap (exact) seeds NumPy's RandomState (32 bits), and the
+        # finalisation holds an n_boot x 1024 float64 block per system
         _check_int(self.seed, "stats.seed")
         _check_int(self.n_boot, "stats.n_boot")
+        top = MAX_SEED_EXACT if self.bootstrap == "exact" else MAX_SEED
+        if self.seed > top:
+            raise ConfigError(f"stats.seed: must be <= {top}"
+                              + (" with stats.bootstrap: exact" if self.bootstrap == "exact" else "")
+                              + f", got {self.seed}")
+        if self.n_boot > MAX_N_BOOT:
+            raise ConfigError(f"stats.n_boot: must be <= {MAX_N_BOOT:,} (bootstrap replicates), got {self.n_boot:,}")
         c = self.confidence
         if isinstance(c, bool) or not isinstance(c, (int, float)) or not 0 < c < 1:
             raise ConfigError(f"stats.confidence: expected a number between 0 and 1 (exclusive), got {c!r}")

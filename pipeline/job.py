@@ -703,11 +703,11 @@ def split_block(prep: dict | None, k: int, n_blocks: int, settings: ScoringSetti
     return out
 
 
-def finish_split(spec, task: Task, ctx: UnitContext, prep: dict | None, *blocks) -> dict:
+def finish_split(spec, task: Task, ctx: UnitContext, prep: dict | None, *blocks, earlier: bool | None = None) -> dict:
     """Score and write an oversized task from its blocks (resume-aware, like :func:`run_task`)."""
     done = load_done(task, ctx)
     if done is not None:
-        done["skipped"] = 1
+        done["skipped"] = int(earlier is None or earlier)
         return done
     if prep is None:
         return score_task(spec, task, ctx)
@@ -748,12 +748,15 @@ def load_done(task: Task, ctx: UnitContext) -> dict | None:
     return result
 
 
-def run_task(spec, task: Task, ctx: UnitContext, resume: bool = True) -> dict:
-    """Resume-aware entry point: the marker's result if the task is done, else :func:`score_task`."""
+def run_task(spec, task: Task, ctx: UnitContext, resume: bool = True, earlier: bool | None = None) -> dict:
+    """Resume-aware entry point: the marker's result if the task is done, else :func:`score_task`.
+    ``earlier``: whether an earlier run finished the task (the driver knows); a marker this run
+    wrote (a retry after a worker died past it) then does not count as ``skipped`` (resumed).
+    ``None``: every marker found counts."""
     if resume:
         done = load_done(task, ctx)
         if done is not None:
-            done["skipped"] = 1
+            done["skipped"] = int(earlier is None or earlier)
             return done
     return score_task(spec, task, ctx)
 

@@ -77,3 +77,21 @@ def test_readme_sample_in_local_mode(tmp_path):
     assert "workers warm" in r.stderr
     summary = json.loads((out / "_summary.json").read_text())
     assert summary["mode"] == "dask" and summary["workers"] == 1
+
+
+def test_resumed_run_reports_what_it_did_and_huge_n_boot_is_refused_up_front(tmp_path):
+    """A resume that found every task done says so instead of "0 pairs/s"; an n_boot the
+    finalisation cannot hold is a configuration error before anything is scored."""
+    cfg = _config_file(tmp_path)
+    out = tmp_path / "run"
+    first = cli("score", "--config", str(cfg), "--output", str(out), "--sync", "--set", "stats.n_boot=50")
+    assert first.returncode == 0, first.stderr
+    assert "pairs/s" in first.stdout and "nothing to score" not in first.stdout
+    again = cli("score", "--config", str(cfg), "--output", str(out), "--sync", "--set", "stats.n_boot=50")
+    assert again.returncode == 0, again.stderr
+    assert "resumed, nothing to score" in again.stdout and "0 pairs/s" not in again.stdout
+    huge = cli("score", "--config", str(cfg), "--output", str(tmp_path / "huge"), "--sync",
+               "--set", "stats.n_boot=1000000000")
+    assert huge.returncode == 2
+    assert "stats.n_boot" in huge.stderr and "20,000" in huge.stderr and "Traceback" not in huge.stderr
+    assert not (tmp_path / "huge").exists()

@@ -172,3 +172,23 @@ def test_config_hash_changes_with_the_statistics_format(tmp_path, monkeypatch):
     with monkeypatch.context() as m:
         m.setattr(writers, "MARKER_FORMAT", writers.MARKER_FORMAT - 1)
         assert cfg.config_hash() != h
+
+
+@pytest.mark.parametrize("stats, field", [
+    ({"n_boot": 20_001}, "stats.n_boot"), ({"n_boot": 10**12}, "stats.n_boot"),
+    ({"seed": 2**63}, "stats.seed"), ({"seed": 2**32, "bootstrap": "exact"}, "stats.seed"),
+    ({"seed": -1}, "stats.seed"), ({"confidence": 1.0}, "stats.confidence"), ({"confidence": 0}, "stats.confidence"),
+])
+def test_stats_bounds_are_checked_at_config_time(stats, field):
+    """Values the statistics cannot hold (int64 seed, RandomState's 32-bit seed for exact, the
+    finalisation's n_boot block) fail when the config is read, not after the scoring."""
+    d = {**BASE, "stats": stats}
+    with pytest.raises(ConfigError, match=field):
+        RunConfig.from_dict(d)
+
+
+def test_stats_bounds_accept_their_limits():
+    from pipeline.config import MAX_N_BOOT, MAX_SEED, MAX_SEED_EXACT
+
+    assert RunConfig.from_dict({**BASE, "stats": {"n_boot": MAX_N_BOOT, "seed": MAX_SEED}}).stats.n_boot == 20_000
+    assert RunConfig.from_dict({**BASE, "stats": {"seed": MAX_SEED_EXACT, "bootstrap": "exact"}}).stats.seed == 2**32 - 1

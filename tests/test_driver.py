@@ -383,3 +383,72 @@ def test_progress_close_ends_an_open_terminal_line_once():
     done.update(5)
     done.close()
     assert out.getvalue().count("\n") == 1 and done.rate() < 5   # perf_counter() seconds since 0.0
+
+
+# ------------------------------------------------------------ issue 17 item 10: honest run records
+def _fail_once_after_writing():
+    """In this process: the next task's write_outputs writes its files and marker, then fails as a
+    worker losing its connection would (Dask retries the task; the retry finds the marker)."""
+    from pipeline import job as j
+
+    orig = getattr(j, "_unpatched_write_outputs", j.write_outputs)
+    j._unpatched_write_outputs = orig
+    state = {"failed": False}
+
+    def write_then_fail(prepared, task, ctx):
+        r = orig(prepared, task, ctx)
+        if not state["failed"]:
+            state["failed"] = True
+            raise ConnectionError("connection lost after the write")
+        return r
+
+    j.write_outputs = write_then_fail
+
+
+def _unpatch():
+    from pipeline import job as j
+
+    if hasattr(j, "_unpatched_write_outputs"):
+        j.write_outputs = j._unpatched_write_outputs
+        del j._unpatched_write_outputs
+
+
+@pytest.mark.parametrize("mode", ["sync", "dask"])
+def test_tasks_rerun_within_a_run_are_not_resumed(corpus, client1, tmp_path, mode):
+    """A task retried after it wrote its marker (a worker that died or lost its connection past
+    the write) is this run's work: a run that was never resumed reports no resumed task."""
+    cfg = _cfg(corpus, tmp_path / "r", execution={"target_cost": 3000, "retries": 2})
+    client = None if mode == "sync" else client1
+    if client is None:
+        _fail_once_after_writing()
+    else:
+        client.run(_fail_once_after_writing)
+    try:
+        r = run(cfg, client, progress=False, log=_log)
+    finally:
+        _unpatch() if client is None else client.run(_unpatch)
+    ref = run(_cfg(corpus, tmp_path / "ref", execution={"target_cost": 3000}), None, progress=False, log=_log)
+    assert r.summary["tasks"] == ref.summary["tasks"] > 1
+    assert r.summary["tasks_resumed"] == 0
+    assert r.rows == ref.rows
+    again = run(cfg, client, progress=False, log=_log)      # a real resume still counts
+    assert again.summary["tasks_resumed"] == again.summary["tasks"]
+    assert again.summary["rows_scored"] == 0
+
+
+def test_a_successful_run_removes_its_own_temp_files_only(corpus, tmp_path):
+    """Killed writes leave ``.tmp-<name>-<uuid>`` files; the next successful run in the folder
+    deletes those (our writer's names, inside the run folder) and nothing else."""
+    out = tmp_path / "r"
+    run(_cfg(corpus, out, execution=TARGET), None, progress=False, log=_log)
+    part_dir = next((out / "scores").iterdir())
+    ours = [part_dir / f".tmp-part-00000.parquet-{'a' * 32}", out / f".tmp-_summary.json-{'0123456789abcdef' * 2}",
+            out / "_done" / f".tmp-unit-00003.json-{'f' * 32}"]
+    others = [out / ".tmp-notes.txt", out / f"tmp-part-00000.parquet-{'a' * 32}", part_dir / "keep.tmp-x",
+              out / f".tmp-part-1.parquet-{'a' * 31}", tmp_path / f".tmp-_run.json-{'b' * 32}"]
+    for p in ours + others:
+        p.write_bytes(b"partial")
+    run(_cfg(corpus, out, execution=TARGET), None, progress=False, log=_log)
+    assert [p.name for p in ours if p.exists()] == []
+    assert [p.name for p in others if not p.exists()] == []
+    assert (out / "_SUCCESS").exists()

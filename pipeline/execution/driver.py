@@ -377,8 +377,8 @@ def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream
         if client is None:
             results = []
             for t in tasks:
-                r = with_retries(lambda t=t: _run_task_sync(spec, t, ctx, n_blocks[t.index]), retries,
-                                 f"task {t.key}", log)
+                r = with_retries(lambda t=t: _run_task_sync(spec, t, ctx, n_blocks[t.index], t.index in done),
+                                 retries, f"task {t.key}", log)
                 results.append(r)
                 bar.update(t.n_rows, skipped=bool(r.get("skipped")))
             final = job.finalize_results(cfg.stats.confidence, *results)
@@ -412,6 +412,7 @@ def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream
         "mode": "sync" if client is None else "dask",
         "workers": 1 if client is None else len(client.scheduler_info()["workers"]),
         "scoring_seconds": round(scoring_seconds, 3),
+        "rows_scored": bar.scored_rows,       # by this run (not the resumed tasks')
         "pairs_per_s": round(bar.rate(), 1),  # the bar's rate counts from t_plan too
     }
     if cfg.strict and final["quarantined"]:
@@ -443,6 +444,8 @@ def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream
     summary["finished_at"] = _utc_now()   # orders run histories (compare --history)
     with_retries(lambda: writers.write_json_atomic(summary, f"{run_url}/_summary.json", so), retries,
                  "writing _summary.json", log)
+    # what killed writes of earlier attempts left (every task of this run has ended)
+    with_retries(lambda: writers.remove_temp_files(run_url, so), retries, "removing temp files", log)
     with_retries(lambda: writers.mark_success(run_url, so), retries, "writing _SUCCESS", log)
     return RunResult(run_url, summary, rows, exact_rows, sig, chash)
 
@@ -459,16 +462,16 @@ def _release_kept(client, token: str) -> None:
         pass
 
 
-def _run_task_sync(spec, t, ctx, n_blocks: int) -> dict:
+def _run_task_sync(spec, t, ctx, n_blocks: int, earlier: bool) -> dict:
     if n_blocks <= 1:
-        return job.run_task(spec, t, ctx)
+        return job.run_task(spec, t, ctx, earlier=earlier)
     done = job.load_done(t, ctx)
     if done is not None:
-        done["skipped"] = 1
+        done["skipped"] = int(earlier)
         return done
     prep = job.prepare_split(spec, t, ctx)
     blocks = [job.split_block(prep, k, n_blocks, ctx.scoring) for k in range(n_blocks)]
-    return job.finish_split(spec, t, ctx, prep, *blocks)
+    return job.finish_split(spec, t, ctx, prep, *blocks, earlier=earlier)
 
 
 def _submit_task(client, spec, t, ctx, retries: int, nonce: str, n_blocks: int, done: set, where: dict):
@@ -481,14 +484,16 @@ def _submit_task(client, spec, t, ctx, retries: int, nonce: str, n_blocks: int, 
     # first): the first merges of the statistics tree then run while later tasks score,
     # instead of all at the end.
     order = {"priority": -t.index}
-    if n_blocks <= 1 or t.index in done:
-        return client.submit(job.run_task, spec, t, ctx, key=key, retries=retries, pure=False, **near, **order)
+    earlier = t.index in done   # only a marker of an earlier run makes the task resumed
+    if n_blocks <= 1 or earlier:
+        return client.submit(job.run_task, spec, t, ctx, earlier=earlier, key=key, retries=retries, pure=False,
+                             **near, **order)
     prep = client.submit(job.prepare_split, spec, t, ctx, key=f"{key}-prep", retries=retries, pure=False,
                          **near, **order)
     blocks = [client.submit(job.split_block, prep, k, n_blocks, ctx.scoring, key=f"{key}-block-{k:03d}",
                             retries=retries, pure=False, **order) for k in range(n_blocks)]
-    return client.submit(job.finish_split, spec, t, ctx, prep, *blocks, key=key, retries=retries, pure=False,
-                         **order)
+    return client.submit(job.finish_split, spec, t, ctx, prep, *blocks, earlier=earlier, key=key, retries=retries,
+                         pure=False, **order)
 
 
 def _run_on_client(client, spec, tasks, ctx, retries: int, done: set, bar, n_blocks: dict, where: dict,

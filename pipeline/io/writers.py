@@ -164,6 +164,25 @@ def _write_bytes_atomic(url: str, write, storage_options: dict | None) -> str:
     return url
 
 
+# The temp names _write_bytes_atomic gives: ".tmp-<final name>-<uuid4 hex>" (nothing else matches)
+_TEMP_NAME = re.compile(r"^\.tmp-[A-Za-z0-9_.%=\-]+-[0-9a-f]{32}$")
+
+
+def remove_temp_files(run_url: str, storage_options: dict | None = None) -> int:
+    """Delete the temp files our atomic writes left in ``run_url`` (a killed writer cannot
+    remove its own); only names of :data:`_TEMP_NAME`'s form, inside the run folder.  Object
+    stores get none (they are written directly).  Returns how many were removed."""
+    fs, path = get_fs(run_url, storage_options)
+    if _protocol(fs) in _OBJECT_STORES or not fs.exists(path):
+        return 0
+    root = path.rstrip("/") + "/"
+    stale = [p for p in fs.find(path, withdirs=False)
+             if p.startswith(root) and _TEMP_NAME.match(posixpath.basename(p))]
+    for p in stale:
+        fs.rm_file(p)
+    return len(stale)
+
+
 def _write_parquet(table: pa.Table, metadata: dict | None, sink) -> None:
     """``table`` as Parquet (zstd) into ``sink``; ``metadata`` goes into the Arrow schema metadata
     (values that are not ``str``/``bytes`` are stored as compact, key-sorted JSON)."""
