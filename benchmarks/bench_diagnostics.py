@@ -1,7 +1,7 @@
 """Diagnostics on long sources: the quadratic copy statistics before issue 17 vs the suffix automaton.
 
-    flock /tmp/rp-suite.lock /work/venv/bin/python benchmarks/bench_diagnostics.py
-    /work/venv/bin/python benchmarks/bench_diagnostics.py --sizes 10000 100000 --rounds 3 --old-rev <commit>
+    python benchmarks/bench_diagnostics.py
+    python benchmarks/bench_diagnostics.py --sizes 10000 100000 --rounds 3 --old-rev <commit>
 
 The old module is ``pipeline/diagnostics.py`` as of ``--old-rev`` (default: the parent of the commit
 that added ``copy_stats``), read with ``git show`` and imported under another name in this process
