@@ -1,7 +1,9 @@
-"""``rouge-pipeline score`` and ``rouge-pipeline show`` (argparse; Dask is imported only when scoring).
+"""``rouge-pipeline eval``, ``score``, ``show``, ``compare``, ``report``, ``nightly`` (argparse; Dask is
+imported only when scoring).
 
 Exit status: 0 ok, 1 run failed, 2 configuration or usage error, 3 strict mode and quarantined
-records, 4 run folder made with other settings.
+records, 4 run folder made with other settings; ``eval``: 0, 2, 5 (no example).  141: the reader
+of stdout closed it early (``rouge-pipeline show --json | head``), silently.
 """
 from __future__ import annotations
 
@@ -15,9 +17,18 @@ EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_STRICT, EXIT_RUN_FOLDER = 0, 1, 2, 3, 4
 
 
 def _parser() -> argparse.ArgumentParser:
+    from pipeline import __version__
+
     p = argparse.ArgumentParser(prog="rouge-pipeline", description="Exact, fast ROUGE over sharded corpora.")
+    p.add_argument("--version", action="version", version=f"rouge-pipeline {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
-    s = sub.add_parser("score", help="score a corpus described by a YAML config")
+    from pipeline import quick
+
+    quick.add_parser(sub)
+    s = sub.add_parser("score", help="score a corpus into a run folder: a YAML config, or input files and -o RUN")
+    s.add_argument("inputs", nargs="*", metavar="INPUT",
+                   help="record files or globs (JSONL/Parquet with id, candidate, references; input.paths), "
+                        "instead of a config's input section")
     s.add_argument("--config", "-c", help="YAML config (configs/*.yaml)")
     s.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config key, e.g. --set scoring.use_stemmer=true (repeatable)")
@@ -246,6 +257,13 @@ def _score(args) -> int:
     from pipeline.config import ConfigError, load_config
 
     overrides = list(args.overrides)
+    if args.inputs:
+        overrides += ["input.layout=records", f"input.paths={json.dumps(args.inputs)}"]
+    elif args.config is None and not any(o.startswith("input.") for o in overrides):
+        print("rouge-pipeline: configuration error: nothing to score: pass --config FILE or an input "
+              "(rouge-pipeline score INPUT... -o RUN; rouge-pipeline eval -r REFS -i HYPS for a quick score)",
+              file=sys.stderr)
+        return EXIT_CONFIG
     if args.output:
         overrides.append(f"output.url={json.dumps(args.output)}")
     if args.scheduler:
@@ -347,11 +365,33 @@ def main(argv=None) -> int:
     from pipeline.redaction import masked_std
 
     # every line this process prints goes through the run's redactor (pipeline.redaction)
-    with masked_std():
-        return _dispatch(args)
+    try:
+        with masked_std():
+            return _dispatch(args)
+    except BrokenPipeError:
+        return _stdout_closed()
+
+
+EXIT_PIPE_CLOSED = 141  # 128 + SIGPIPE: the reader (e.g. `head`) closed our output early
+
+
+def _stdout_closed() -> int:
+    """The reader of stdout went away: no traceback, and none again when Python flushes at exit."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return EXIT_PIPE_CLOSED
 
 
 def _dispatch(args) -> int:
+    if args.command == "eval":
+        from pipeline import quick
+
+        return quick.run(args)
     if args.command == "score":
         return _score(args)
     if args.command == "nightly":
