@@ -1,5 +1,8 @@
 """The run configuration: safe YAML, unknown keys refused, dotted ``key=value`` overrides.
 
+Every key, its default and what it changes: docs/configuration.md (checked against these
+classes by tests/test_configuration_doc.py: add a row there with a new key).
+
 ```yaml
 input:            # pipeline.io.readers.InputSpec (layout, paths | candidates+references, format, columns, ...)
   layout: records
