@@ -1,9 +1,15 @@
 """``rouge-pipeline eval``, ``score``, ``show``, ``compare``, ``report``, ``nightly`` (argparse; Dask is
 imported only when scoring).
 
-Exit status: 0 ok, 1 run failed, 2 configuration or usage error, 3 strict mode and quarantined
-records, 4 run folder made with other settings; ``eval``: 0, 2, 5 (no example).  141: the reader
-of stdout closed it early (``rouge-pipeline show --json | head``), silently.
+Exit status: 0 ok, 1 run failed, 2 configuration or usage error (bad config, missing or
+unreadable input, refused paths), 3 strict mode and quarantined records, 4 run folder made with
+other settings, 5 no row scored (empty input or every record quarantined; ``eval``: no example),
+130 interrupted.  141: the reader of stdout closed it early (``rouge-pipeline show --json | head``),
+silently.
+
+Every failure is one line on stderr, ``rouge-pipeline: <what>: <path>: <cause>``, mapped from the
+exception in one place (:func:`main`, :func:`failure`); ``--debug`` (or ``ROUGE_PIPELINE_DEBUG=1``)
+prints the traceback too.
 """
 from __future__ import annotations
 
@@ -11,9 +17,14 @@ import argparse
 import atexit
 import gc
 import json
+import os
 import sys
+import traceback
 
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_STRICT, EXIT_RUN_FOLDER = 0, 1, 2, 3, 4
+EXIT_NO_ROWS = 5
+EXIT_INTERRUPTED = 130
+DEBUG_ENV = "ROUGE_PIPELINE_DEBUG"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -21,6 +32,8 @@ def _parser() -> argparse.ArgumentParser:
 
     p = argparse.ArgumentParser(prog="rouge-pipeline", description="Exact, fast ROUGE over sharded corpora.")
     p.add_argument("--version", action="version", version=f"rouge-pipeline {__version__}")
+    p.add_argument("--debug", action="store_true",
+                   help=f"print the traceback of a failure too (or set {DEBUG_ENV}=1)")
     sub = p.add_subparsers(dest="command", required=True)
     from pipeline import quick
 
@@ -276,9 +289,9 @@ def _score(args) -> int:
         overrides.append("output.overwrite=true")
     try:
         cfg = load_config(args.config, overrides)
-    except (ConfigError, OSError) as e:
-        print(f"rouge-pipeline: configuration error: {e}", file=sys.stderr)
-        return EXIT_CONFIG
+    except OSError as e:  # the config file itself
+        raise ConfigError(f"{e.filename or args.config}: {e.strerror or e}") from e
+    _CONTEXT["output"] = cfg.output.url
     if args.print_config:
         import yaml
 
@@ -289,24 +302,10 @@ def _score(args) -> int:
     if redaction.active() is not None:   # from here on, this config's secret values are masked too
         redaction.active().add_config(cfg.to_dict(redact=False))
 
-    from pipeline.execution.driver import RunFailedError, RunFolderError, StrictModeError, run_config
+    from pipeline.execution.driver import run_config
 
-    try:
-        result = run_config(cfg, progress=not args.no_progress)
-    except RunFolderError as e:
-        print(f"rouge-pipeline: {e}", file=sys.stderr)
-        return EXIT_RUN_FOLDER
-    except StrictModeError as e:
-        print(f"rouge-pipeline: {e}", file=sys.stderr)
-        print(format_summary(e.summary), file=sys.stderr)
-        return EXIT_STRICT
-    except (ValueError, FileNotFoundError) as e:
-        print(f"rouge-pipeline: error: {e}", file=sys.stderr)
-        return EXIT_CONFIG
-    except RunFailedError as e:
-        # after its retries: the message names the task's file and rows; rerunning resumes
-        print(f"rouge-pipeline: run failed: {e}", file=sys.stderr)
-        return EXIT_FAILED
+    # failures are mapped to their exit status and one line by main()
+    result = run_config(cfg, progress=not args.no_progress)
     if args.json:
         print(json.dumps(result.summary, indent=2, sort_keys=True))
         return EXIT_OK
@@ -356,6 +355,50 @@ def _fast_exit() -> None:
 _EXIT_HOOKED = False
 
 
+# what the command in progress is about, for the wording of its failure (failure())
+_CONTEXT: dict = {}
+
+_OS_CONFIG_ERRORS = (FileNotFoundError, PermissionError, NotADirectoryError, IsADirectoryError, FileExistsError)
+
+
+def _os_what(e: OSError) -> str:
+    out = str(_CONTEXT.get("output") or "").removeprefix("file://").rstrip("/")
+    name = str(e.filename or "").removeprefix("file://")
+    if out and (name == out or name.startswith(out + "/") or out.startswith(name.rstrip("/") + "/")):
+        return "cannot write the run folder"
+    return "cannot read the input" if isinstance(e, (PermissionError, IsADirectoryError)) else "path error"
+
+
+def failure(e: BaseException, command: str = "score") -> tuple[int, str]:
+    """``(exit status, one-line message)`` for an exception that ended ``command``: the one map
+    from exception types to the documented exit statuses."""
+    from pipeline.config import ConfigError
+
+    driver = sys.modules.get("pipeline.execution.driver")  # not imported: none of its errors
+    unexpected = EXIT_CONFIG if command == "compare" else EXIT_FAILED  # compare's 1 means "moved"
+    if isinstance(e, KeyboardInterrupt):
+        return EXIT_INTERRUPTED, "interrupted" + ("; rerun the same command to resume" if command == "score" else "")
+    if isinstance(e, ConfigError):
+        return EXIT_CONFIG, f"configuration error: {e}"
+    if driver is not None:
+        if isinstance(e, driver.RunFolderError):
+            return EXIT_RUN_FOLDER, str(e)
+        if isinstance(e, driver.StrictModeError):
+            return EXIT_STRICT, f"{e} ({format_summary(e.summary)})"
+        if isinstance(e, driver.NoRowsError):
+            return EXIT_NO_ROWS, f"no row scored: {e}"
+        if isinstance(e, driver.RunFailedError):
+            # after its retries: the message names the task's file and rows; rerunning resumes
+            return EXIT_FAILED, f"run failed: {e}"
+    if isinstance(e, _OS_CONFIG_ERRORS):
+        if e.filename is not None and e.strerror:
+            return EXIT_CONFIG, f"{_os_what(e)}: {str(e.filename).removeprefix('file://')}: {e.strerror}"
+        return EXIT_CONFIG, f"error: {e}"   # fsspec's own messages name the path
+    if isinstance(e, ValueError):
+        return EXIT_CONFIG, f"error: {e}"   # input and settings errors name the file, line or field
+    return unexpected, f"unexpected error: {type(e).__name__}: {e} (rerun with --debug for the traceback)"
+
+
 def main(argv=None) -> int:
     global _EXIT_HOOKED
     if argv is None and not _EXIT_HOOKED:  # run as the command, not called from Python
@@ -364,10 +407,27 @@ def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     from pipeline.redaction import masked_std
 
-    # every line this process prints goes through the run's redactor (pipeline.redaction)
+    saved = dict(_CONTEXT)
+    debug = _CONTEXT["debug"] = bool(args.debug or saved.get("debug")
+                                      or os.environ.get(DEBUG_ENV, "") not in ("", "0"))
+    # every line this process prints goes through the run's redactor (pipeline.redaction),
+    # the failure's line and traceback too
     try:
         with masked_std():
-            return _dispatch(args)
+            try:
+                return _dispatch(args)
+            except BrokenPipeError:
+                raise
+            except (Exception, KeyboardInterrupt) as e:
+                status, message = failure(e, args.command)
+                if debug:
+                    traceback.print_exc()
+                print("rouge-pipeline: " + message.replace("\r", " ").replace("\n", " "), file=sys.stderr,
+                      flush=True)
+                return status
+            finally:
+                _CONTEXT.clear()
+                _CONTEXT.update(saved)
     except BrokenPipeError:
         return _stdout_closed()
 

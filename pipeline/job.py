@@ -521,6 +521,7 @@ def unit_from_dict(d: dict) -> readers.WorkUnit:
     d = dict(d)
     d["ref_files"] = tuple(d.get("ref_files") or ())
     d["ref_ranges"] = tuple(tuple(r) for r in d.get("ref_ranges") or ())
+    d["ref_report"] = tuple(tuple(r) for r in d.get("ref_report") or ())
     d["ref_bytes"] = None if d.get("ref_bytes") is None else tuple(d["ref_bytes"])
     d["extra_quarantine"] = tuple(tuple(q) for q in d.get("extra_quarantine") or ())
     d["drop_rows"] = tuple(tuple(q) for q in d.get("drop_rows") or ())
@@ -563,6 +564,21 @@ def _test_sleep(var: str = TEST_TASK_SLEEP_ENV) -> None:
     s = os.environ.get(var)
     if s:
         time.sleep(float(s))
+
+
+# TEST HOOK (tests/test_adversarial.py only): "K:PATH": every task with index >= K that is not
+# done yet creates PATH and waits while PATH exists, so a test can interrupt a run at a known step.
+TEST_TASK_PAUSE_ENV = "ROUGE_PIPELINE_TEST_TASK_PAUSE"
+
+
+def _test_pause(index: int) -> None:
+    v = os.environ.get(TEST_TASK_PAUSE_ENV)
+    if v:
+        k, path = v.split(":", 1)
+        if index >= int(k):
+            open(path, "w").close()
+            while os.path.exists(path):
+                time.sleep(0.01)
 
 
 def _task_input(spec, task: Task, read_token: str, release: bool | None = None):
@@ -660,6 +676,7 @@ def score_task(spec, task: Task, ctx: UnitContext, split_positions=None) -> dict
     The returned ``"stats"`` is the :class:`StatsAccumulator` itself (Dask pickles its arrays
     as they are, and the merges only add them)."""
     _test_sleep()
+    _test_pause(task.index)
     # (an oversized example, the only task with split_positions, is never one the plan pass scored)
     table, quarantine, prepared = _task_input(spec, task, ctx.read_token)
     if prepared is None:

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipeline import job
-from pipeline.io.readers import InputSpec, plan_units, read_unit
+from pipeline.io.readers import InputSpec, UnreadableFileError, plan_units, read_unit
 
 rouge_scorer = pytest.importorskip("rouge_score.rouge_scorer")
 rouge_tokenizers = pytest.importorskip("rouge_score.tokenizers")
@@ -66,6 +66,19 @@ def _blank(raw: bytes, row: int) -> bool:
     return not text.strip()
 
 
+def _json_array_file(raw_lines) -> bool:
+    """The first non-blank line opens a JSON array that goes on, or is a one-line array of objects."""
+    first = next((l for i, l in enumerate(raw_lines) if not _blank(l, i)), b"")
+    text = first.removeprefix(b"\xef\xbb\xbf").strip(b" \t\r")
+    if not text.startswith(b"["):
+        return False
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return True
+    return isinstance(value, list) and any(isinstance(x, dict) for x in value)
+
+
 @FUZZ
 @given(st.lists(lines, max_size=14), st.sampled_from([None, 1, 2, 5]))
 def test_reader_never_crashes_and_accounts_for_every_line(raw_lines, target_rows):
@@ -73,6 +86,11 @@ def test_reader_never_crashes_and_accounts_for_every_line(raw_lines, target_rows
         path = Path(d) / "fuzz.jsonl"
         path.write_bytes(b"".join(l + b"\n" for l in raw_lines))
         spec = InputSpec.from_config({"paths": str(path)})
+        if _json_array_file(raw_lines):  # refused as a whole, naming the file (issue 17)
+            with pytest.raises(UnreadableFileError, match=f"file://{path}: a JSON array, not JSONL"):
+                units = plan_units(spec, target_rows)
+                [job.plan_unit(spec, u) for u in units]
+            return
         units = plan_units(spec, target_rows)
         # the plan pass (as the driver runs it): cross-unit duplicates move to drop_rows
         units, costs = job.drop_duplicates(units, [job.plan_unit(spec, u) for u in units])

@@ -296,9 +296,10 @@ def test_paired_bad_rows_on_both_sides(tmp_path):
                         "references": str(tmp_path / "r.jsonl")})
     assert t.column("id").to_pylist() == ["a"] and t.column("references").to_pylist() == [["ra"]]
     rs = reasons(q)
-    assert len(rs) == 6
+    assert len(rs) == 7   # the bad reference row of c is a row of its own, and c's candidate one
     joined = "\n".join(rs)
     for piece in ("r.jsonl line 3: references side: malformed JSON",
+                  "r.jsonl line 2: references side: empty reference list",
                   "r.jsonl line 4: references side: missing id field",
                   "c.jsonl line 2: null candidate", "c.jsonl line 3: malformed JSON",
                   "c.jsonl line 4: references side", "empty reference list",

@@ -113,6 +113,30 @@ class StrictModeError(RuntimeError):
         self.summary = summary
 
 
+class NoRowsError(RuntimeError):
+    """The run scored no row: the input holds no record, or every record was quarantined.
+    The message says why (the most common quarantine reasons, the fields of the first
+    records, a "did you mean" for the column mapping); no statistics and no ``_SUCCESS``."""
+
+    def __init__(self, message, summary):
+        super().__init__(message)
+        self.summary = summary
+
+
+def no_rows_message(spec, final: dict, run_url: str) -> str:
+    from pipeline.io.readers import field_hints
+
+    q = final["quarantined"]
+    if q:
+        top = sorted(final["quarantine_reasons"].items(), key=lambda kv: (-kv[1], kv[0]))[:3]
+        why = (f"every record was quarantined ({q}; most common: "
+               + "; ".join(f"{k}: {v}" for k, v in top) + f"; see {run_url}/quarantine/)")
+    else:
+        why = "the input holds no record"
+    hints = field_hints(spec)
+    return f"{run_url}: {why}" + "".join(f"; {h}" for h in hints)
+
+
 @dataclass
 class RunResult:
     run_url: str
@@ -415,6 +439,12 @@ def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream
         "rows_scored": bar.scored_rows,       # by this run (not the resumed tasks')
         "pairs_per_s": round(bar.rate(), 1),  # the bar's rate counts from t_plan too
     }
+    if not final["rows"]:  # before strict mode: nothing scored is the bigger problem
+        summary["status"] = "failed: no row scored"
+        summary["seconds"] = round(time.perf_counter() - t_start, 3)
+        with_retries(lambda: writers.write_json_atomic(summary, f"{run_url}/_summary.json", so), retries,
+                     "writing _summary.json", log)
+        raise NoRowsError(no_rows_message(spec, final, run_url), summary)
     if cfg.strict and final["quarantined"]:
         summary["status"] = "failed: strict mode and quarantined records"
         summary["seconds"] = round(time.perf_counter() - t_start, 3)

@@ -15,11 +15,15 @@ As pyrouge does it (``Rouge155.__get_model_filenames_for_id`` / ``convert_and_ev
 * every file of a candidates folder (directly in it, sorted by name) whose name **matches**
   ``system_filename_pattern`` (``re.match``: anchored at the start) is one candidate; its id is
   the pattern's first group (the whole match when the pattern has no group);
-* its references are the files of the references folder whose names match
-  ``model_filename_pattern`` with ``#ID#`` replaced by that id (``re.match`` again), sorted by
-  name -- so ``42.A.txt``, ``42.B.txt``, ... in that order;
+* its references are the files of the references folder whose **whole** names match
+  ``model_filename_pattern`` with ``#ID#`` replaced by that id, sorted by name -- so
+  ``42.A.txt``, ``42.B.txt``, ... in that order.  Unlike pyrouge, the id is escaped (``a+b``
+  is not a pattern matching ``aab.A.txt``) and the match is ``re.fullmatch`` (a stray
+  ``7.A.txt.bak`` is not a second reference of ``7``);
 * each file is one summary with **one sentence per line**, read as UTF-8 and kept as it is
-  (``\\r\\n`` becomes ``\\n``), which is exactly what ROUGE-1.5.5 reads from SPL files.
+  (``\\r\\n`` becomes ``\\n``), which is exactly what ROUGE-1.5.5 reads from SPL files.  A file
+  name ending in a compression extension (``.gz``, ``.bz2``, ``.xz``, ``.zst``) is decompressed,
+  and a truncated one is an error naming it, as in every layout.
 
 Files of the candidates folder that do not match are ignored (as pyrouge ignores them).  A
 candidate without any reference file, an unreadable (non-UTF-8) file, and a second candidate
@@ -89,8 +93,8 @@ def plan_folders(spec, target_rows: int | None):
             if m is None:
                 continue
             id_ = _id_of(m)
-            model_re = re.compile(spec.model_filename_pattern.replace("#ID#", id_))
-            refs = [u for n, u in models if model_re.match(n)]
+            model_re = model_pattern(spec.model_filename_pattern, id_)
+            refs = [u for n, u in models if model_re.fullmatch(n)]
             examples.append((url, refs, id_))
         if not examples:
             raise FileNotFoundError(f"input.candidates: no file of {folder!r} matches "
@@ -118,9 +122,16 @@ def _one(urls, what: str) -> str:
     return urls[0]
 
 
+def model_pattern(pattern: str, id_: str) -> re.Pattern:
+    """``model_filename_pattern`` for one id: the id matches only itself (escaped)."""
+    return re.compile(pattern.replace("#ID#", re.escape(id_)))
+
+
 def _read_text(url: str, so: dict) -> str:
-    fs, path = get_fs(url, so)
-    with fs.open(path, "rb") as f:
+    from pipeline.io.paths import compression_of
+    from pipeline.io.readers import _open, _reading
+
+    with _reading(url), _open(url, so, compression_of(url)) as f:
         raw = f.read()
     return raw.decode("utf-8").replace("\r\n", "\n")
 

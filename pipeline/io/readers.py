@@ -33,7 +33,9 @@ Layouts (``InputSpec.layout``):
     or ``"folder"`` (system = the candidate file's folder name).  Line ``k`` of the
     candidate file pairs with line ``k`` of the reference file; the id is
     ``"<reference file stem>:<k>"`` with ``k`` 1-based (the reference name, so the
-    same example has the same id in every system).  Different line counts are an
+    same example has the same id in every system); where two reference files share a
+    stem, their path relative to the folder holding every reference file replaces the
+    stem (``testA/ref:3``, :func:`line_id_prefixes`).  Different line counts are an
     error naming both files, raised at plan time.  Lines are split on ``"\\n"``
     (a trailing ``"\\r"`` is removed, as Python's text mode does); a final newline
     does not start a record.
@@ -60,10 +62,13 @@ truncated compression, not Parquet, a folder where a file is expected):
 """
 from __future__ import annotations
 
+import bisect
+import collections
 import gzip
 import itertools
 import json
 import lzma
+import posixpath
 import re
 import zlib
 from contextlib import contextmanager
@@ -235,6 +240,8 @@ class WorkUnit:
     ``drop_rows`` holds ``(row, where the first occurrence is)`` for the rows of ``file``
     whose ``(system, id)`` already occurs in an earlier unit (found by the driver's plan
     pass, which sees every id): they become ``duplicate id`` quarantine rows.
+    ``ref_report`` (``paired``) holds the reference rows whose bad records this unit reports
+    as quarantine rows; ``id_prefix`` (``lines``) the ids' prefix.
     """
 
     index: int
@@ -254,6 +261,11 @@ class WorkUnit:
     n_rows: int | None = None
     n_bytes: int | None = None
     drop_rows: tuple[tuple[int, str], ...] = ()
+    # paired: the reference rows (runs as in ref_ranges) whose bad records this unit reports
+    # (each is reported by the first unit that reads it, so once)
+    ref_report: tuple[tuple[int, int, int], ...] = ()
+    # lines: ids are f"{id_prefix}:{k}" (None: the reference file's stem)
+    id_prefix: str | None = None
 
     @property
     def key(self) -> str:
@@ -398,8 +410,79 @@ def _reading(url: str, parquet: bool = False):
         raise
 
 
+class _ZstdReader:
+    """The zstd frames of a binary stream, decompressed, in order (concatenated frames too, as
+    the zstd tool reads them).  ``EOFError`` when the stream ends inside a frame: zstandard's
+    ``stream_reader`` (fsspec's zstd) returns what it has of a truncated frame as if it were all."""
+
+    def __init__(self, raw, chunk: int = 1 << 20):
+        import zstandard
+
+        self._raw, self._chunk = raw, chunk
+        self._dctx = zstandard.ZstdDecompressor()
+        self._obj = None          # the frame being decompressed
+        self._pending = b""       # compressed bytes after the end of the last frame
+        self._out, self._pos = b"", 0  # decompressed bytes not yet returned: self._out[self._pos:]
+
+    def _more(self, size: int) -> bytes:
+        """The next decompressed bytes (``size`` compressed bytes read at a time, -1: the rest);
+        ``b""`` at the end of the stream."""
+        while True:
+            if self._pending:
+                data, self._pending = self._pending, b""
+            else:
+                data = self._raw.read(size)
+                if not data:
+                    if self._obj is not None and not self._obj.eof:
+                        raise EOFError("the zstd stream ends inside a frame (truncated file)")
+                    return b""
+            if self._obj is None or self._obj.eof:
+                self._obj = self._dctx.decompressobj()
+            out = self._obj.decompress(data)
+            if self._obj.eof:
+                self._pending = self._obj.unused_data
+            if out:
+                return out
+
+    def read(self, size: int = -1) -> bytes:
+        if size is None or size < 0:
+            parts = [self._out[self._pos:]]
+            self._out, self._pos = b"", 0
+            while chunk := self._more(-1):
+                parts.append(chunk)
+            return b"".join(parts)
+        while len(self._out) - self._pos < size:
+            chunk = self._more(self._chunk)
+            if not chunk:
+                break
+            self._out, self._pos = self._out[self._pos:] + chunk, 0
+        out = self._out[self._pos:self._pos + size]
+        self._pos += len(out)
+        return out
+
+    def readable(self) -> bool:
+        return True
+
+
+@contextmanager
 def _open(url: str, so: dict, compression: str | None = None):
-    return fsspec.open(url, "rb", compression=compression, **so)
+    """``url`` opened for binary reading, decompressed by ``compression``.  Every decoder fails
+    on a stream that ends early (gzip, bz2 and xz raise ``EOFError`` themselves; zstd through
+    :class:`_ZstdReader`), so a truncated file is never read as a shorter one."""
+    if compression == "zstd" and _has_zstandard():
+        with fsspec.open(url, "rb", **so) as raw:
+            yield _ZstdReader(raw)
+        return
+    with fsspec.open(url, "rb", compression=compression, **so) as f:
+        yield f
+
+
+def _has_zstandard() -> bool:
+    try:
+        import zstandard  # noqa: F401
+    except ImportError:
+        return False  # fsspec's own zstd (Python 3.14's compression.zstd) raises EOFError itself
+    return True
 
 
 def _iter_lines(url: str, so: dict, row_start: int = 0, row_stop: int | None = None,
@@ -525,12 +608,37 @@ def _require_columns(url: str, names: list[str], required: list[tuple[str, str]]
             raise ValueError(f"{url}: no column {col!r} for {key} (columns: {', '.join(names)}){hint}")
 
 
+def _json_array_start(first_line: bytes) -> bool:
+    """Does a JSONL file whose first non-blank line is this start a JSON array of records?  The
+    line starts with ``[`` and does not parse on its own (the array goes on over the next
+    lines), or is a list holding an object.  ``[]`` or ``[1, 2]`` alone is a record (quarantined)."""
+    s = first_line.lstrip(b"\xef\xbb\xbf \t").rstrip()
+    if not s.startswith(b"["):
+        return False
+    try:
+        v = json.loads(s)
+    except (ValueError, RecursionError):
+        return True
+    return isinstance(v, list) and any(isinstance(x, dict) for x in v)
+
+
 def _iter_records(url: str, fmt: str, so: dict, columns: list[str], required: list[tuple[str, str]],
                   row_start: int = 0, row_stop: int | None = None, byte_start: int | None = None,
                   byte_stop: int | None = None) -> Iterator[tuple[int, dict | None, str | None]]:
-    """``(row, record, None)`` or ``(row, None, reason)`` for each record of a file slice."""
+    """``(row, record, None)`` or ``(row, None, reason)`` for each record of a file slice.
+
+    A JSONL file that is one JSON array of records (``[{...}, ...]``, on one line or
+    pretty-printed) is refused as a whole (:class:`UnreadableFileError` "a JSON array, not
+    JSONL"; :func:`_json_array_start`): read line by line it would be one quarantined record,
+    or a quarantined fragment per line.  Convert it (``jq -c '.[]'``)."""
     if fmt == "jsonl":
+        first = row_start == 0 and not byte_start
         for row, raw in _iter_lines(url, so, row_start, row_stop, byte_start, byte_stop):
+            if first and raw.strip():
+                first = False
+                if _json_array_start(raw):
+                    raise UnreadableFileError(f"{url}: a JSON array, not JSONL (one JSON object per line); "
+                                              "convert it, e.g. jq -c '.[]' FILE > FILE.jsonl")
             rec, err = _parse_json_line(raw, row)
             if rec is None and err is None:
                 continue
@@ -715,15 +823,17 @@ def _plan_paired(spec: InputSpec, target_rows):
             slices = [(a, b, None, None, b - a) for a, b in _ranges(n, target_rows)]
         for a, b, ba, bb, n_rows in slices:
             b_eff = n if b is None else b
-            need = []
+            need, report = [], []
             for rid in ids[a:b_eff]:
                 if rid is not None and rid in ref_index:
-                    used.add(rid)
+                    if rid not in used:
+                        used.add(rid)
+                        report.extend(ref_index[rid])
                     need.extend(ref_index[rid])
             planned.append(dict(layout="paired", file=url, format=fmt, row_start=a,
                                 row_stop=None if (a == 0 and b_eff == n) else b_eff,
                                 byte_start=ba, byte_stop=bb, ref_files=tuple(ref_files), ref_format=ref_fmt,
-                                ref_ranges=_runs(need), n_rows=n_rows if n_rows is not None else b_eff - a))
+                                ref_ranges=_runs(need), ref_report=_runs(report), n_rows=n_rows if n_rows is not None else b_eff - a))
     # 3. references nobody asks for.
     for rid, positions in ref_index.items():
         if rid not in used:
@@ -755,6 +865,7 @@ def _plan_lines(spec: InputSpec, target_rows):
         compression_of(url)
     units = []
     ref_scans: dict[str, tuple[int, list[int] | None]] = {}
+    prefixes = line_id_prefixes(ref_files)
     for system in sorted(groups):
         cands = groups[system]
         if len(cands) != len(ref_files):
@@ -781,8 +892,34 @@ def _plan_lines(spec: InputSpec, target_rows):
                     byte_stop=c_starts[k + 1] if split and c_starts else None,
                     ref_files=(r_url,), ref_format="text", ref_ranges=((0, a, b),),
                     ref_bytes=(r_starts[k], r_starts[k + 1]) if split and r_starts else None,
-                    system=system, n_rows=b - a))
+                    system=system, n_rows=b - a, id_prefix=prefixes[r_url]))
     return units
+
+
+def line_id_prefixes(ref_files: list[str]) -> dict[str, str]:
+    """The id prefix of each reference file of layout ``lines``: its stem where no other
+    reference file has that stem, else its path relative to the folder that holds every
+    reference file (``testA/ref``; with the extensions where even that is ambiguous), so
+    ids stay unique when two test sets' reference files share a name."""
+    stems = {u: file_stem(u) for u in ref_files}
+    count = collections.Counter(stems.values())
+    clash = [u for u in ref_files if count[stems[u]] > 1]
+    if not clash:
+        return stems
+    root = posixpath.commonpath([posixpath.dirname(u.split("://", 1)[-1]) for u in ref_files])
+
+    def rel(u: str) -> str:
+        return posixpath.relpath(u.split("://", 1)[-1], root)
+
+    def no_ext(u: str) -> str:
+        r = rel(u)
+        return posixpath.join(posixpath.dirname(r), stems[u])
+
+    short = collections.Counter(no_ext(u) for u in clash)
+    out = dict(stems)
+    for u in clash:
+        out[u] = no_ext(u) if short[no_ext(u)] == 1 else rel(u)
+    return out
 
 
 # The separator of the statistics' example keys f"{system}\x1f{id}": not allowed in a system name
@@ -1067,6 +1204,8 @@ def _read_paired(spec: InputSpec, unit: WorkUnit, out: _Out) -> None:
                 src = _get_str(rec, c["source"], "source", False)
             except _Bad as bad:
                 ref_err.setdefault(rid, f"references side {where}: {bad.reason}")
+                if _in_runs(unit.ref_report, fi, row):
+                    out.quarantine(rid, None, r_url, row, f"{where}: references side: {bad.reason}")
                 continue
             refs.setdefault(rid, []).extend(r)
             if ref_source.get(rid) is None:
@@ -1099,6 +1238,12 @@ def _read_paired(spec: InputSpec, unit: WorkUnit, out: _Out) -> None:
                 row, url, where)
 
 
+def _in_runs(runs: tuple[tuple[int, int, int], ...], fi: int, row: int) -> bool:
+    """Is ``(fi, row)`` in the sorted ``(file, start, stop)`` runs?"""
+    k = bisect.bisect_right(runs, (fi, row, float("inf"))) - 1
+    return k >= 0 and runs[k][0] == fi and runs[k][1] <= row < runs[k][2]
+
+
 def _read_lines(spec: InputSpec, unit: WorkUnit, out: _Out) -> None:
     so = spec.storage_options
     r_url = unit.ref_files[0]
@@ -1106,7 +1251,7 @@ def _read_lines(spec: InputSpec, unit: WorkUnit, out: _Out) -> None:
     rb = unit.ref_bytes or (None, None)
     c_lines = _iter_lines(unit.file, so, unit.row_start, unit.row_stop, unit.byte_start, unit.byte_stop)
     r_lines = _iter_lines(r_url, so, a, b if unit.row_stop is not None else None, rb[0], rb[1])
-    stem = file_stem(r_url)
+    stem = file_stem(r_url) if unit.id_prefix is None else unit.id_prefix
     sentinel = (None, None)
     for (c_row, c_raw), (r_row, r_raw) in itertools.zip_longest(c_lines, r_lines, fillvalue=sentinel):
         if c_row is None or r_row is None:
@@ -1126,3 +1271,82 @@ def _read_lines(spec: InputSpec, unit: WorkUnit, out: _Out) -> None:
                            f"references {r_url} line {r_row + 1}: invalid UTF-8 at byte {e.start}")
             continue
         out.add(id_, unit.system, cand, [ref], None, c_row, unit.file, f"{unit.file} line {c_row + 1}")
+
+
+# --------------------------------------------------------------------------- a run that scored nothing
+# names a column mapping often has in other datasets (after difflib's close matches)
+_COLUMN_SYNONYMS = {
+    "id": ("id", "key", "uid", "guid", "example_id", "doc_id", "idx", "index"),
+    "candidate": ("candidate", "prediction", "predictions", "pred", "hypothesis", "hyp", "output", "generated",
+                  "summary", "generation", "system_output"),
+    "references": ("references", "reference", "refs", "ref", "target", "targets", "gold", "highlights",
+                   "summary", "summaries", "label", "abstract"),
+}
+
+
+def _first_fields(urls: tuple[str, ...], declared: str, so: dict, n_records: int = 5) -> list[str]:
+    """The fields of the first records of the first non-empty file among ``urls`` (best effort)."""
+    try:
+        files = expand(urls, so)
+    except (OSError, ValueError):
+        return []
+    for url in files[:5]:
+        try:
+            fmt = infer_format(url, declared)
+            if fmt == "parquet":
+                with _reading(url, parquet=True), _open(url, so) as f:
+                    return list(pq.ParquetFile(f).schema_arrow.names)
+            if fmt != "jsonl":
+                return []
+            fields: dict[str, None] = {}
+            seen = 0
+            for k, (row, raw) in enumerate(_iter_lines(url, so, 0, 200)):
+                rec, _ = _parse_json_line(raw, row)
+                if isinstance(rec, dict):
+                    fields.update(dict.fromkeys(map(str, rec)))
+                    seen += 1
+                    if seen >= n_records:
+                        break
+            if fields:
+                return list(fields)
+        except (OSError, ValueError):
+            continue
+    return []
+
+
+def _did_you_mean(col: str, key: str, fields: list[str]) -> str | None:
+    import difflib
+
+    close = difflib.get_close_matches(col, fields, n=1, cutoff=0.6)
+    if not close:
+        close = [f for f in fields if f.lower() in _COLUMN_SYNONYMS.get(key.replace("reference_id", "id"), ())]
+    return close[0] if close else None
+
+
+def field_hints(spec: InputSpec | dict) -> list[str]:
+    """For a run that scored no row: the fields found in the first records of each side and,
+    for each column the mapping asks for that is not there, a "did you mean" (difflib, then
+    names common in other datasets).  Empty for the text layouts."""
+    spec = InputSpec.from_config(spec)
+    if spec.layout == "records":
+        sides = [("input.paths", spec.paths, spec.format, ("id", "candidate", "references"))]
+    elif spec.layout == "paired":
+        sides = [("input.candidates", spec.candidates, spec.format, ("id", "candidate")),
+                 ("input.references", spec.references, spec.reference_format, ("reference_id", "references"))]
+    else:
+        return []
+    out = []
+    for name, urls, declared, keys in sides:
+        fields = _first_fields(urls, declared, spec.storage_options)
+        if not fields:
+            continue
+        shown = ", ".join(fields[:12]) + (", …" if len(fields) > 12 else "")
+        out.append(f"fields in the first records of {name}: {shown}")
+        for key in keys:
+            col = spec.col(key)
+            if col in fields:
+                continue
+            guess = _did_you_mean(col, key, [f for f in fields if f != col])
+            out.append(f"no field {col!r} for {key}" + (f"; did you mean --set input.columns.{key}={guess}?"
+                                                          if guess else ""))
+    return out
