@@ -20,10 +20,19 @@ from pipeline import job
 DEFAULT_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
 
 
-def _settings(rouge_types, use_stemmer, tokenizer, sentence_splitter) -> job.ScoringSettings:
+def _settings(rouge_types, use_stemmer, tokenizer, sentence_splitter, **options) -> job.ScoringSettings:
+    """The run configuration's ``scoring`` settings, validated as a config file's are."""
+    from pipeline.config import ConfigError, ScoringConfig
+
     if isinstance(rouge_types, str):
         rouge_types = [rouge_types]
-    return job.ScoringSettings(tuple(rouge_types), bool(use_stemmer), sentence_splitter, tokenizer)
+    sc = ScoringConfig(rouge_types=list(rouge_types), use_stemmer=bool(use_stemmer), tokenizer=tokenizer,
+                       sentence_splitter=sentence_splitter, **options)
+    try:
+        sc.validate()
+    except ConfigError as e:
+        raise ValueError(str(e)) from None
+    return job.ScoringSettings.from_config(sc)
 
 
 def _score_columns(settings: job.ScoringSettings) -> dict:
@@ -40,6 +49,26 @@ def _as_refs(v):
     return [str(x) for x in v]
 
 
+def _check_not_stringified(refs, column: str) -> None:
+    """Refuse references that are the text of a Python list: ``dd.from_pandas`` turns an object
+    column of lists into their ``str()`` (``dataframe.convert-string``), which would be scored
+    as one reference."""
+    import ast
+
+    for v in refs:
+        if isinstance(v, str) and len(v) > 1 and v[0] == "[" and v[-1] == "]":
+            try:
+                parsed = ast.literal_eval(v)
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                continue
+            if isinstance(parsed, list) and all(isinstance(x, str) for x in parsed):
+                raise ValueError(
+                    f"the {column!r} column holds the text of a Python list ({v[:60]!r}): Dask turned a "
+                    "column of lists into strings (dataframe.convert-string, e.g. in dd.from_pandas). Keep "
+                    "it a list column: pass pd.ArrowDtype(pa.list_(pa.string())) before dd.from_pandas, or "
+                    "dask.config.set({'dataframe.convert-string': False}), or read it with dd.read_parquet")
+
+
 def score_pandas(df: pd.DataFrame, settings: job.ScoringSettings, candidate: str = "candidate",
                  references: str = "references") -> pd.DataFrame:
     """One partition: ``df`` plus ``n_refs``, token counts and ``<type>_<stat>`` columns."""
@@ -50,7 +79,9 @@ def score_pandas(df: pd.DataFrame, settings: job.ScoringSettings, candidate: str
             out[name] = pd.Series([], dtype=dtype, index=df.index)
         return out
     scorer = job.scorer_for(settings)
-    res = scorer.score_arrays([_as_refs(r) for r in df[references]], [str(c) for c in df[candidate]])
+    refs = [_as_refs(r) for r in df[references]]
+    _check_not_stringified(refs, references)
+    res = scorer.score_arrays(refs, [str(c) for c in df[candidate]])
     out["n_refs"] = res.n_refs.astype(np.int32)
     out["cand_tokens"] = res.cand_len.astype(np.int64)
     out["ref_tokens"] = res.ref_len.astype(np.int64)
@@ -62,15 +93,18 @@ def score_pandas(df: pd.DataFrame, settings: job.ScoringSettings, candidate: str
 
 def score_dataframe(ddf, rouge_types=DEFAULT_TYPES, use_stemmer: bool = False, tokenizer: str = "default",
                     sentence_splitter: str = "newline", candidate: str = "candidate",
-                    references: str = "references"):
+                    references: str = "references", *, profile: str = "rouge-score-0.1.2", language: str = "en",
+                    multi_ref: str | None = None, alpha: float = 0.5, stemming: str = "none", cjk: str = "chars"):
     """``ddf`` (a column of candidates and one of references: a string or a list of strings per
     row) -> the same Dask DataFrame plus score columns, via ``map_partitions`` with ``meta``.
 
-    Note: with ``dataframe.convert-string`` on (Dask's default), a pandas *object* column of
-    Python lists is turned into strings by ``dd.from_pandas``; keep list columns Arrow-typed
-    (``pd.ArrowDtype(pa.list_(pa.string()))``, as ``read_parquet`` gives) or lists of strings
-    will be scored as one reference text."""
-    settings = _settings(rouge_types, use_stemmer, tokenizer, sentence_splitter)
+    The scoring options are :func:`pipeline.compute`'s and a run's ``scoring`` section's
+    (``tokenizer``: ``default`` | ``whitespace``).  With ``dataframe.convert-string`` on (Dask's
+    default), ``dd.from_pandas`` turns a pandas *object* column of Python lists into strings;
+    such a column is refused (ValueError, when the partition is scored) with how to keep it a
+    list column (``pd.ArrowDtype(pa.list_(pa.string()))``, as ``read_parquet`` gives)."""
+    settings = _settings(rouge_types, use_stemmer, tokenizer, sentence_splitter, profile=profile,
+                         language=language, multi_ref=multi_ref, alpha=alpha, stemming=stemming, cjk=cjk)
     meta = ddf._meta.copy()
     for name, dtype in _score_columns(settings).items():
         meta[name] = pd.Series([], dtype=dtype, index=meta.index)
