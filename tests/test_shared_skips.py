@@ -3,6 +3,7 @@ CI (``ROUGE_PIPELINE_REQUIRE_SHARED=1``, set by .ci/run) turns the missing folde
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -37,3 +38,12 @@ def test_ci_requires_the_shared_folder():
     lines = (REPO / ".ci" / "run").read_text().splitlines()
     exported = next(i for i, line in enumerate(lines) if line.strip() == "export ROUGE_PIPELINE_REQUIRE_SHARED=1")
     assert exported < next(i for i, line in enumerate(lines) if line.strip() == "pytest")
+
+
+def test_only_the_helper_knows_where_the_shared_folder_is():
+    """A test that builds its own path to the shared folder would skip (or fail) its own way;
+    tests/_shared.py is the one place (its DATA, SEEDS, needs_data, needs_seeds, fixtures)."""
+    pattern = re.compile(r"""/\s*["']shared["']|["']\.\./shared""")
+    own = [p.name for p in sorted((REPO / "tests").glob("*.py"))
+           if p.name not in ("_shared.py", Path(__file__).name) and pattern.search(p.read_text(encoding="utf-8"))]
+    assert own == []
