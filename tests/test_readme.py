@@ -88,3 +88,16 @@ def test_readme_code_runs(tmp_path):
             assert out.returncode == 0, f"README.md line {line}: {' '.join(cmd[1:])[:200]}\n{out.stderr[-2000:]}"
             ran += 1
     assert ran >= 8, ran          # the Quick start's commands and snippets at least
+
+
+def test_relative_links_of_the_docs_exist():
+    link = re.compile(r"\]\(([^)\s]+)\)")
+    missing = []
+    for doc in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), REPO / "tests" / "README.md"]:
+        for target in link.findall(doc.read_text(encoding="utf-8")):
+            path = target.split("#", 1)[0]
+            if not path or "://" in path or path.startswith("mailto:"):
+                continue
+            if not (doc.parent / path).exists():
+                missing.append(f"{doc.relative_to(REPO)}: {target}")
+    assert missing == []
