@@ -117,6 +117,16 @@ def without_redacted(options: Any) -> Any:
     return out
 
 
+class HiddenOptions(dict):
+    """Storage options whose repr shows only their keys: they travel as task arguments, which
+    Dask's workers log (repr) when a task fails."""
+
+    def __repr__(self) -> str:
+        return f"<storage options: {', '.join(map(str, self))}>"
+
+    __str__ = __repr__
+
+
 def _leaves(obj: Any, prefix: str = "") -> Iterable[tuple[str, Any]]:
     if isinstance(obj, dict):
         for k, v in obj.items():

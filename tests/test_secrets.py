@@ -168,3 +168,30 @@ def test_every_credential_option_appears_in_no_byte_of_the_run_or_its_output(tmp
     outputs = {f"{n}.{k}": getattr(r, k).encode() for n, r in (("bad", bad), ("missing", missing))
                for k in ("stdout", "stderr")}
     assert _leaks(outputs, secrets + [url_pw, url_sig]) == []
+
+
+def test_the_objects_sent_to_workers_do_not_show_credentials():
+    """Dask's workers log a failed task's arguments (their repr) on their own stderr, which the
+    command's redactor does not see: the input spec and the task context hide their options."""
+    from pipeline import job
+    from pipeline.io.readers import InputSpec
+
+    so, secrets = _credential_options()
+    spec = InputSpec.from_config({"layout": "records", "paths": "/data/x.jsonl", "storage_options": so})
+    ctx = job.UnitContext(run_url="/r", scoring=job.ScoringSettings(("rouge1",)), seed=1, n_boot=0,
+                          metadata={}, storage_options=so)
+    assert spec.storage_options == so
+    assert _leaks({"spec": repr(spec).encode(), "ctx": repr(ctx).encode()}, secrets) == []
+
+
+def test_hidden_options_work_as_options_and_show_only_their_keys():
+    import pickle
+
+    from pipeline.redaction import HiddenOptions
+
+    so, secrets = _credential_options()
+    h = HiddenOptions(so)
+    assert dict(h) == so and pickle.loads(pickle.dumps(h)) == so
+    assert _leaks({"repr": repr(h).encode(), "str": str(h).encode(), "in a tuple": repr((1, h)).encode()},
+                  secrets) == []
+    assert "connection_string" in repr(h)

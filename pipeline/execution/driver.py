@@ -55,6 +55,7 @@ from pipeline import job
 from pipeline.io import writers
 from pipeline.io.paths import get_fs
 from pipeline.io.readers import plan_units
+from pipeline.redaction import HiddenOptions
 from pipeline.signature import Signature
 from pipeline.stats import rows_to_arrow
 
@@ -356,7 +357,7 @@ def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream
 
     t_start = time.perf_counter()
     run_url = cfg.output.url.rstrip("/")
-    so = dict(cfg.storage_options)
+    so = HiddenOptions(cfg.storage_options)   # task arguments: logged by a worker when one fails
     spec = cfg.input_spec()
     sig = str(Signature.from_config(cfg))
     chash = cfg.config_hash()

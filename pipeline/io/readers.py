@@ -130,7 +130,7 @@ class InputSpec:
     format: str = "auto"
     reference_format: str = "auto"
     columns: dict = field(default_factory=dict)
-    storage_options: dict = field(default_factory=dict)
+    storage_options: dict = field(default_factory=dict, repr=False)  # Dask logs a failed task's args
     system_from: str | None = None
     system_filename_pattern: str | None = None  # layout folders (pipeline.io.folders)
     model_filename_pattern: str | None = None
