@@ -44,6 +44,9 @@ from numba import njit
 from pipeline.scoring.kernels import _GOLD, _clear, _new_table, _pair_ids  # the kernels' per-pair dense ids
 
 AGREEMENT_TYPES = ("rouge2", "rougeL")
+# Up to this many steps per candidate + source token the quadratic definitions run directly
+# (candidates of up to ~256 tokens); above, copy_stats' suffix automaton (benchmarks/bench_diagnostics.py).
+_DIRECT_STEPS = 256
 NOVEL_ORDERS = (1, 2, 3)
 
 DIAG_FIELDS = [
@@ -393,8 +396,15 @@ def _per_example(tok, c_start, c_end, s_start, s_end, has_src, out_f, out_i):
         out_i[d, 0] = ns
         if m == 0:
             continue
-        # local ids relate equal tokens exactly as the token ids do
-        tot, sq, longest = copy_stats(lid[0:m], lid[m:m + ns], L)
+        # local ids relate equal tokens exactly as the token ids do; a short candidate's direct
+        # scan (m x ns steps, at most _DIRECT_STEPS per token) is faster than building the automaton
+        S = lid[0:m]
+        A = lid[m:m + ns]
+        if m * ns <= _DIRECT_STEPS * (m + ns):
+            tot, sq, _ = fragments(S, A)
+            longest = longest_common_span(S, A)
+        else:
+            tot, sq, longest = copy_stats(S, A, L)
         out_f[d, 1] = tot / m
         out_f[d, 2] = sq / m
         out_f[d, 3] = ns / m

@@ -282,3 +282,36 @@ def test_estimate_costs_count_the_source():
     assert c[2] - c[0] >= job.SOURCE_TOKEN_COST * (200_000 // job.BYTES_PER_TOKEN)
     tasks = job.split_by_cost([None], [np.array([c[0]] * 50 + [c[2]] + [c[0]] * 50)], target_cost=c[2])
     assert [(t.lo, t.n_rows) for t in tasks if t.oversized] == [(50, 1)]
+
+
+def test_long_candidates_take_the_linear_path_with_the_same_columns():
+    """Long candidates (past the direct scan's bound) go through copy_stats inside the batch
+    kernel; the columns equal the definitions on the same tokens, short and long mixed."""
+    import random
+
+    rng = random.Random(9)
+    words = ["a", "b", "c", "d"]
+    cands, sources = [], []
+    for k in range(12):
+        long = k % 2 == 0
+        src = [rng.choice(words) for _ in range(2000 if long else 30)]
+        cand = []
+        while len(cand) < (900 if long else 20):
+            a = rng.randrange(len(src))
+            cand += src[a:a + rng.randint(1, 30)] + (["z"] if rng.random() < 0.2 else [])
+        cands.append(" ".join(cand))
+        sources.append(" ".join(src))
+    m_ns = [(len(c.split()), len(s.split())) for c, s in zip(cands, sources)]
+    assert any(m * n > D._DIRECT_STEPS * (m + n) for m, n in m_ns)       # both paths are taken
+    assert any(m * n <= D._DIRECT_STEPS * (m + n) for m, n in m_ns)
+    table = pa.table({"id": [str(i) for i in range(12)], "system": ["s"] * 12, "candidate": cands,
+                      "references": [["a b"]] * 12, "source": sources})
+    out = job.score_table(table, _settings())
+    for i, (c, s) in enumerate(zip(cands, sources)):
+        ids = {w: k for k, w in enumerate(sorted(set(words) | {"z"}))}
+        S = np.array([ids[w] for w in c.split()], dtype=np.int64)
+        A = np.array([ids[w] for w in s.split()], dtype=np.int64)
+        tot, sq, _ = D.fragments(S, A)
+        row = _row(out, i)
+        assert (row["diag_coverage"], row["diag_density"]) == (tot / len(S), sq / len(S)), i
+        assert row["diag_longest_copy"] == D.longest_common_span(S, A), i
