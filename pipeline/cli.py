@@ -48,7 +48,9 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--output", "-o", help="run folder URL (output.url)")
     g = s.add_mutually_exclusive_group()
     g.add_argument("--scheduler", help="address of an existing Dask scheduler (tcp://HOST:PORT)")
-    g.add_argument("--sync", action="store_true", help="run in this process without Dask (debugging)")
+    g.add_argument("--sync", action="store_true", help="run in this process without Dask (execution.mode: sync)")
+    g.add_argument("--local", action="store_true",
+                   help="start the local Dask cluster whatever the input size (execution.mode: local)")
     s.add_argument("--workers", type=int, help="local worker processes (execution.n_workers)")
     s.add_argument("--overwrite", action="store_true", help="replace a run folder made with other settings")
     s.add_argument("--no-progress", action="store_true", help="no progress bar / progress log lines")
@@ -263,7 +265,8 @@ def format_summary(summary: dict) -> str:
             + f", {summary.get('seconds', 0):.1f}s, "
             # the rate of what this run scored: a resumed run that found every task done has none
             + ("resumed, nothing to score" if summary.get("tasks_resumed") and not summary.get("rows_scored", 1)
-               else f"{summary.get('pairs_per_s', 0):,.0f} pairs/s"))
+               else f"{summary.get('pairs_per_s', 0):,.0f} pairs/s")
+            + (f", {summary['execution']}" if summary.get("execution") else ""))
 
 
 def _score(args) -> int:
@@ -283,6 +286,8 @@ def _score(args) -> int:
         overrides += ["execution.mode=scheduler", f"execution.scheduler={json.dumps(args.scheduler)}"]
     if args.sync:
         overrides.append("execution.mode=sync")
+    if args.local:
+        overrides.append("execution.mode=local")
     if args.workers is not None:
         overrides.append(f"execution.n_workers={args.workers}")
     if args.overwrite:

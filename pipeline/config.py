@@ -32,7 +32,8 @@ stats:
   confidence: 0.95
   bootstrap: poisson                  # poisson (mergeable, partition-independent) | exact
 execution:
-  mode: local                         # local | scheduler | sync
+  mode: auto                          # auto (in process below 32 MiB of input, else local) | local
+                                      #   | scheduler | sync
   scheduler: null                     # address, for mode: scheduler (tcp://host:8786)
   n_workers: <cpu count>
   memory_limit: null                  # per worker, e.g. "4GB" (null: Dask's default)
@@ -82,7 +83,7 @@ BOOTSTRAPS = ("poisson", "exact")
 MAX_N_BOOT = 20_000          # stats.n_boot: the finalisation's weight block is 164 MB at this limit
 MAX_SEED = 2**63 - 1         # stats.seed: stored as int64 in the statistics
 MAX_SEED_EXACT = 2**32 - 1   # with stats.bootstrap: exact (NumPy's RandomState, as rouge-score)
-MODES = ("local", "scheduler", "sync")
+MODES = ("auto", "local", "scheduler", "sync")
 
 
 class ConfigError(ValueError):
@@ -255,7 +256,7 @@ class StatsConfig:
 
 @dataclass
 class ExecutionConfig:
-    mode: str = "local"
+    mode: str = "auto"  # auto: in process below driver.AUTO_LOCAL_MIN_BYTES of input, else local
     scheduler: str | None = None
     n_workers: int = field(default_factory=lambda: os.cpu_count() or 1)
     memory_limit: str | int | None = None

@@ -1,10 +1,16 @@
 """Compile (or load from numba's cache) every kernel once: ``python -m pipeline.warmup``.
 
 Docker images and CI run this at build time so workers do not compile at their
-first task.
+first task.  A run compiles them itself when this machine has not yet
+(:func:`ensure_compiled`: once, in the client, with a one-line notice, before any worker
+starts, so the workers only load numba's cache instead of all compiling at the same time).
+Whether it has is a stamp file next to numba's cache, keyed by everything that invalidates it.
 """
 from __future__ import annotations
 
+import hashlib
+import os
+import sys
 import time
 
 
@@ -48,5 +54,72 @@ def _warm_job(settings=None) -> None:
     score_split(job.scorer_for(job.ScoringSettings()), "a b\nc", ["c a\nb"], 2)
 
 
+def _warm_key() -> str:
+    """Changes whenever numba's cache of this package's kernels would be stale."""
+    import platform
+
+    from pipeline import __version__
+
+    try:
+        from importlib.metadata import version
+
+        numba_version = version("numba")
+    except Exception:  # noqa: BLE001
+        numba_version = "unknown"
+    root = os.path.dirname(os.path.abspath(__file__))
+    h = hashlib.sha256(f"{__version__}|{numba_version}|{sys.version}|{platform.machine()}|{root}".encode())
+    for dirpath, dirnames, files in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        for name in sorted(files):
+            if name.endswith(".py"):
+                st = os.stat(os.path.join(dirpath, name))
+                h.update(f"{os.path.relpath(os.path.join(dirpath, name), root)}:{st.st_mtime_ns}:{st.st_size}".encode())
+    return h.hexdigest()[:16]
+
+
+def _stamp_path() -> str:
+    """Where numba caches (``NUMBA_CACHE_DIR``, else the package's ``__pycache__`` if writable,
+    else a user cache folder): clearing that cache clears the stamp with it."""
+    cache = os.environ.get("NUMBA_CACHE_DIR")
+    if not cache:
+        cache = os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__")
+        if not os.access(os.path.dirname(cache), os.W_OK):
+            cache = os.path.join(os.path.expanduser("~"), ".cache", "rouge-pipeline")
+    return os.path.join(cache, f"rouge-pipeline-kernels-{_warm_key()}")
+
+
+def is_compiled() -> bool:
+    """True when this machine's numba cache holds this version's kernels (a stamp says so)."""
+    try:
+        return os.path.exists(_stamp_path())
+    except OSError:
+        return False
+
+
+def _mark_compiled() -> None:
+    try:
+        path = _stamp_path()
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("kernels compiled\n")
+    except OSError:  # a read-only cache: the next run compiles (or loads) again, as before
+        pass
+
+
+def ensure_compiled(settings=None, log=None) -> float | None:
+    """Compile the kernels in this process if this machine has not yet (one notice line
+    before and the time after); ``None`` when they were compiled already."""
+    if is_compiled():
+        return None
+    say = log or (lambda m: print(m, file=sys.stderr, flush=True))
+    say("compiling the scoring kernels (first run only) ...")
+    seconds = warmup(settings)
+    _mark_compiled()
+    say(f"scoring kernels compiled in {seconds:.1f}s (cached for the next runs)")
+    return seconds
+
+
 if __name__ == "__main__":
-    print(f"kernels ready in {warmup():.2f}s")
+    seconds = warmup()
+    _mark_compiled()
+    print(f"kernels ready in {seconds:.2f}s")

@@ -70,13 +70,22 @@ def test_strict_and_config_errors(tmp_path):
 
 def test_readme_sample_in_local_mode(tmp_path):
     out = tmp_path / "sample"
-    r = cli("score", "--config", "configs/sample.yaml", "--output", str(out), "--workers", "1", "--no-progress")
+    r = cli("score", "--config", "configs/sample.yaml", "--output", str(out), "--workers", "1", "--no-progress",
+            "--local")
     assert r.returncode == 0, r.stderr
     assert "rows 200, quarantined 0, systems 2" in r.stdout
     assert "abstractive" in r.stdout and "lead" in r.stdout
     assert "workers warm" in r.stderr
     summary = json.loads((out / "_summary.json").read_text())
-    assert summary["mode"] == "dask" and summary["workers"] == 1
+    assert summary["mode"] == "dask" and summary["workers"] == 1 and summary["execution"] == "local"
+    # the sample's own setting (execution.mode: auto): in process, the same files
+    auto = tmp_path / "auto"
+    r = cli("score", "--config", "configs/sample.yaml", "--output", str(auto), "--no-progress")
+    assert r.returncode == 0, r.stderr
+    assert "auto: in process" in r.stdout and "workers warm" not in r.stderr
+    assert json.loads((auto / "_summary.json").read_text())["mode"] == "sync"
+    for p in sorted(out.glob("scores/*/*.parquet")) + sorted(out.glob("stats/*")):
+        assert (auto / p.relative_to(out)).read_bytes() == p.read_bytes(), p
 
 
 def test_resumed_run_reports_what_it_did_and_huge_n_boot_is_refused_up_front(tmp_path):

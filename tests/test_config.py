@@ -32,7 +32,7 @@ def test_defaults(tmp_path):
     assert (cfg.scoring.tokenizer, cfg.scoring.sentence_splitter, cfg.scoring.multi_ref) == \
         ("default", "newline", "max_f")
     assert (cfg.stats.seed, cfg.stats.n_boot, cfg.stats.confidence) == (12345, 1000, 0.95)
-    assert cfg.execution.mode == "local" and cfg.execution.retries == 2
+    assert cfg.execution.mode == "auto" and cfg.execution.retries == 2
     assert cfg.execution.n_workers == (os.cpu_count() or 1)
     assert cfg.strict is False and cfg.output.overwrite is False
     spec = cfg.input_spec()

@@ -161,7 +161,8 @@ def local_cluster(n_workers: int | None = None, memory_limit=None, dashboard_add
 @contextmanager
 def open_client(mode: str = "local", scheduler: str | None = None, n_workers: int | None = None,
                 memory_limit=None, dashboard_address: str | None = "127.0.0.1:8787", worker_profile: bool = False):
-    """Yield a ``distributed.Client`` (``local``, ``scheduler``) or ``None`` (``sync``: no Dask)."""
+    """Yield a ``distributed.Client`` (``local``, ``scheduler``) or ``None`` (``sync``: no Dask;
+    ``auto`` is resolved before, by :func:`pipeline.execution.driver.choose_mode`)."""
     if mode == "sync":
         yield None
         return

@@ -334,6 +334,13 @@ def _plan_pass(cfg, spec, units, settings, client, log, ctx, progress, done: fro
     return tasks, n_dup, where
 
 
+def _one_worker_per_host(client) -> list[str]:
+    by_host: dict[str, str] = {}
+    for addr, info in sorted(client.scheduler_info()["workers"].items()):
+        by_host.setdefault(info.get("host") or addr.rsplit(":", 1)[0], addr)
+    return sorted(by_host.values())
+
+
 def _done_indices(run_url: str, so: dict) -> set[int]:
     fs, path = get_fs(f"{run_url}/_done", so)
     try:
@@ -351,8 +358,10 @@ def _done_indices(run_url: str, so: dict) -> set[int]:
     return out
 
 
-def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream=None) -> RunResult:
-    """Run ``cfg`` on ``client`` (``None``: synchronously, in this process)."""
+def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream=None,
+        execution: str | None = None) -> RunResult:
+    """Run ``cfg`` on ``client`` (``None``: synchronously, in this process); ``execution``: how
+    :func:`run_config` chose where (the summary's ``execution``)."""
     from pipeline.execution.progress import Progress
 
     t_start = time.perf_counter()
@@ -376,8 +385,17 @@ def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream
 
             t0 = time.perf_counter()
             # with this run's settings: a unicode or rouge155 profile builds its tables and loads
-            # its kernels here, on every worker at once, not inside each worker's first task
-            client.run(warmup, ctx.scoring)
+            # its kernels here, not inside each worker's first task.  Local workers share this
+            # machine's cache, which run_config filled first; on an existing cluster one worker per
+            # host goes first, so a host's workers load its cache instead of all compiling at once.
+            if cfg.execution.mode == "scheduler":
+                firsts = _one_worker_per_host(client)
+                client.run(warmup, ctx.scoring, workers=firsts)
+                rest = [w for w in client.scheduler_info()["workers"] if w not in firsts]
+                if rest:
+                    client.run(warmup, ctx.scoring, workers=rest)
+            else:
+                client.run(warmup, ctx.scoring)
             log(f"workers warm ({len(client.scheduler_info()['workers'])} workers) in "
                 f"{time.perf_counter() - t0:.2f}s")
         # the tasks finished by an earlier run: listed before the plan, whose pass already
@@ -435,6 +453,7 @@ def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream
         "cand_tokens": final["cand_tokens"],
         "ref_tokens": final.get("ref_tokens", 0),
         "mode": "sync" if client is None else "dask",
+        "execution": execution or cfg.execution.mode,
         "workers": 1 if client is None else len(client.scheduler_info()["workers"]),
         "scoring_seconds": round(scoring_seconds, 3),
         "rows_scored": bar.scored_rows,       # by this run (not the resumed tasks')
@@ -659,13 +678,52 @@ def write_exact(run_url: str, rows: list[dict], sig: str, chash: str, so: dict) 
                               f"{run_url}/stats/bootstrap_exact.json", so)
 
 
+# execution.mode auto: inputs below this many (estimated, uncompressed) bytes are scored in this
+# process, larger ones on the local cluster.  A local cluster costs seconds to start and warm;
+# in process, short pairs score at tens of thousands a second, so below ~32 MiB (~100,000 short
+# pairs) the cluster would mostly add its start (a chosen bound, not a tuned one).  The outputs are the same files either way.
+AUTO_LOCAL_MIN_BYTES = 32 * 1024 * 1024
+COMPRESSION_RATIO = 4  # the estimate's factor for compressed input files
+
+
+def estimate_input_bytes(cfg) -> int:
+    """The input's uncompressed size, estimated from its listing (file sizes; no file is read)."""
+    units = with_retries(lambda: plan_units(cfg.input_spec(), None), cfg.execution.retries, "listing the input")
+    total = 0
+    for u in units:
+        if u.n_bytes:
+            compressed = u.file.rsplit(".", 1)[-1].lower() in ("gz", "zst", "bz2", "xz")
+            total += u.n_bytes * (COMPRESSION_RATIO if compressed else 1)
+    return total
+
+
+def choose_mode(cfg, log=_log_default) -> tuple[str, str]:
+    """(``local``/``scheduler``/``sync``, the summary's note) for ``cfg.execution.mode``."""
+    mode = cfg.execution.mode
+    if mode != "auto":
+        return mode, mode
+    size = estimate_input_bytes(cfg)
+    limit = AUTO_LOCAL_MIN_BYTES
+    if size < limit:
+        log(f"execution: in process (auto: input ~{size / 2**20:.1f} MiB < {limit / 2**20:.0f} MiB; "
+            "--local or execution.mode: local starts the cluster)")
+        return "sync", "auto: in process"
+    log(f"execution: local cluster (auto: input ~{size / 2**20:.0f} MiB >= {limit / 2**20:.0f} MiB)")
+    return "local", "auto: local cluster"
+
+
 def run_config(cfg, progress: bool | None = True, log=_log_default, stream=None) -> RunResult:
-    """Open the client the config asks for (local / scheduler / sync) and run."""
+    """Open the client the config asks for (auto / local / scheduler / sync) and run."""
     from pipeline.execution.cluster import dashboard_link, open_client
 
     ex = cfg.execution
-    with open_client(ex.mode, ex.scheduler, ex.n_workers, ex.memory_limit, worker_profile=ex.worker_profile) as client:
+    mode, note = choose_mode(cfg, log)
+    if mode != "scheduler":  # this machine compiles once, before any local worker starts
+        from pipeline.warmup import ensure_compiled
+
+        ensure_compiled(job.ScoringSettings.from_config(cfg.scoring), log)
+    with open_client(mode, ex.scheduler, ex.n_workers, ex.memory_limit, worker_profile=ex.worker_profile) as client:
         link = dashboard_link(client)
         if link:
             log(f"dashboard: {link}")
-        return run(cfg, client, progress=progress, log=log, stream=stream)
+        return run(cfg, client, progress=progress, log=log, stream=stream, execution=note)
