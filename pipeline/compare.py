@@ -437,7 +437,7 @@ def compare(base: RunData, new: RunData, band: float | None = None, min_effect: 
                                    f"{row['band']} band [{chart_b['low']:.4f}, {chart_b['high']:.4f}] "
                                    f"(centre {chart_b['centre']:.4f}, {chart_b['n_runs']} runs)")
                 else:
-                    reasons.append(f"{label} {t} {s}: delta {delta:+.4f} [{lo:+.4f}, {hi:+.4f}] {row['status']}, "
+                    reasons.append(f"{label} {t} {s[0].upper()}: delta {delta:+.4f} [{lo:+.4f}, {hi:+.4f}] {row['status']}, "
                                    f"outside the {row['band']} band")
         # movers of this system
         fcols = [types.index(t) * 3 + 2 for t in types]
