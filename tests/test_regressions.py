@@ -128,16 +128,17 @@ def test_history_band_both_directions_inside_and_the_min_effect_boundary():
 
 
 def test_identical_history_alarms_from_min_effect_on():
-    hist = _history([0.4] * 6)
-    for eps, alarm in ((0.002, True), (0.0019, False)):
-        new = run_of("n", {"A": [0.4 + eps] * len(BASE)})
-        dev = float(np.mean([0.4 + eps] * len(BASE))) - 0.4
-        r = f_row(compare(hist[-1], new, history=hist, min_effect=0.002 if alarm else dev + 1e-9, texts=False,
-                          **FAST))
-        assert r["band"] == "history" and r["alarm"] is alarm, r
-    at = f_row(compare(hist[-1], run_of("n", {"A": [0.41] * 8}), history=hist, min_effect=float(np.mean([0.41] * 8))
-                       - 0.4, texts=False, **FAST))
-    assert at["alarm"]                                           # AT the threshold
+    hist = _history([0.4] * 6)                                   # sd 0: the band is the min_effect
+    centre = float(np.mean(np.full(6, np.mean(np.full(len(BASE), 0.4)))))   # the chart's centre
+    value = float(np.mean(np.full(len(BASE), 0.41)))             # the new run's mean
+    new = run_of("n", {"A": [0.41] * len(BASE)})
+    at = f_row(compare(hist[-1], new, history=hist, min_effect=value - centre, texts=False, **FAST))
+    assert at["band"] == "history" and at["band_sd"] < 1e-15 and at["alarm"] and at["status"] == "moved up"
+    above = f_row(compare(hist[-1], new, history=hist, min_effect=float(np.nextafter(value - centre, 1)),
+                          texts=False, **FAST))
+    assert not above["alarm"] and above["status"] == "inside"
+    down = f_row(compare(hist[-1], run_of("n", {"A": [0.39] * len(BASE)}), history=hist, texts=False, **FAST))
+    assert down["alarm"] and down["status"] == "moved down"
 
 
 def test_too_little_history_falls_back_to_the_bootstrap_band():
