@@ -113,6 +113,8 @@ def _add_compare_parsers(sub) -> None:
     r = sub.add_parser("report", help="write a single-file HTML report of a finished run")
     r.add_argument("run", help="run folder URL")
     r.add_argument("-o", "--output", required=True, metavar="FILE", help="HTML file to write")
+    r.add_argument("--history", nargs="+", metavar="RUN", help="earlier runs (folders, a nightly root, globs): "
+                   "a trend chart of each system's mean F with the band")
 
 
 EXIT_NOT_COMPARABLE = 3   # compare: the runs cannot be compared (coverage, settings)
@@ -216,7 +218,13 @@ def _report(args) -> int:
     from pipeline.report import run_report
 
     try:
-        html = run_report(load_run(args.run))
+        run = load_run(args.run)
+        history = None
+        if args.history:
+            from pipeline.compare import find_runs
+
+            history = [h for h in find_runs(args.history, exclude=run.url) if h.recorded_time <= run.recorded_time]
+        html = run_report(run, history=history)
         with open(args.output, "w", encoding="utf-8") as f:
             f.write(html)
     except (CompareError, OSError, ValueError) as e:

@@ -136,8 +136,31 @@ def _diag_section(df) -> list[str]:
     return body
 
 
-def run_report(run, title: str | None = None) -> str:
-    """HTML for one finished run (``pipeline.compare.RunData``)."""
+def history_trend(run, history: list, k: float | None = None, window: int | None = None,
+                  min_history: int | None = None) -> dict:
+    """The trend of every system's mean F over ``history`` (earlier ``RunData``, oldest first) and
+    ``run``, with the history band where there are enough runs (as ``compare --history``)."""
+    from pipeline import compare as cmp
+
+    k = cmp.DEFAULT_K if k is None else k
+    window = cmp.DEFAULT_WINDOW if window is None else window
+    min_history = cmp.MIN_HISTORY if min_history is None else min_history
+    hist = [h.means() for h in history]
+    now = run.means()
+    means, chart = {}, []
+    for (system, t) in sorted(set(now) | {key for h in hist for key in h}):
+        values = [h.get((system, t)) for h in hist] + [now.get((system, t))]
+        means.setdefault(system, {})[t] = values
+        hv = [v for v in values[:-1] if v is not None]
+        if len(hv) >= min_history:
+            chart.append({"system": system, "type": t, **cmp.history_band(hv, k, window)})
+    return {"trend": {"runs": [{"url": h.url} for h in history] + [{"url": run.url}], "means": means},
+            "chart": chart, "rows": []}
+
+
+def run_report(run, title: str | None = None, history: list | None = None) -> str:
+    """HTML for one finished run (``pipeline.compare.RunData``); with ``history`` (earlier runs,
+    oldest first), the trend of each system's mean F with the band."""
     df = run.scores
     types = _types_of(df, run.rouge_types)
     stats = (run.stats or {}).get("rows", [])
@@ -161,6 +184,8 @@ def run_report(run, title: str | None = None) -> str:
                      f"[{_num(rc.get('ci_low'))}, {_num(rc.get('ci_high'))}]"])
     body.append(_table(["system", "type", "n", "P", "R", "F", "F std", "F 95% CI", "P 95% CI", "R 95% CI"], rows)
                 if rows else "<p>No statistics.</p>")
+    if history:
+        body += _trend_section(history_trend(run, history))
     body.append("<h2>F-measure distributions</h2><div class=\"figs\">")
     for system in sorted(df["system"].unique()) if len(df) else []:
         g = df[df["system"] == system]

@@ -39,7 +39,9 @@ def reports(tmp_path_factory):
     hist_html = root / "history.html"
     assert cli.main(["compare", str(nights / "2026-08-15"), "--previous", "--html", str(hist_html), "--n-boot",
                      "200", "--n-perm", "200"]) == 1
-    return {"run": run_html, "compare": cmp_html, "history": hist_html, "root": root}
+    trend_html = root / "trend.html"
+    assert cli.main(["report", str(nights / "2026-08-15"), "--history", str(nights), "-o", str(trend_html)]) == 0
+    return {"run": run_html, "compare": cmp_html, "history": hist_html, "trend": trend_html, "root": root}
 
 
 def _offline(text: str) -> None:
@@ -77,6 +79,15 @@ def test_history_report_has_trend_charts_with_the_band_and_the_reason(reports):
     first = text[text.index('class="trend"'):]
     first = first[:first.index("</svg>")]
     assert first.count("<circle") == 6
+
+
+def test_run_report_with_history_draws_the_trend_and_band(reports):
+    text = reports["trend"].read_text(encoding="utf-8")
+    _offline(text)
+    assert text.count('class="trend"') == 7 * 4 and text.count('class="band"') == 7 * 4
+    assert text.count('class="hist"') == 7 * 4
+    plain = reports["run"].read_text(encoding="utf-8")
+    assert 'class="trend"' not in plain
 
 
 def test_no_mover_says_so_not_the_top_0(tmp_path):
