@@ -335,9 +335,15 @@ def compare(base: RunData, new: RunData, band: float | None = None, min_effect: 
             notes.append(diff + ", allowed by --allow-different-settings")
         else:
             blockers.append(diff + "; pass --allow-different-settings if that is deliberate")
-    for h in history + replicates:
+    # history of other settings is left out of the band (a deliberate change starts a new history)
+    other = [h for h in history if h.signature != new.signature]
+    if other:
+        history = [h for h in history if h.signature == new.signature]
+        notes.append(f"{len(other)} history run(s) made with other settings left out of the band "
+                     f"({', '.join(h.url for h in other[:3])}{' ...' if len(other) > 3 else ''})")
+    for h in replicates:
         if h.signature != new.signature and not allow_different_settings:
-            blockers.append(f"history run {h.url} was made with other settings ("
+            blockers.append(f"replicate run {h.url} was made with other settings ("
                             + "; ".join(signature_diff(h.signature, new.signature)) + ")")
     hist_means = [h.means() for h in history]
     rep_means = [r.means() for r in replicates]

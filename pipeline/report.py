@@ -93,12 +93,15 @@ def _page(title: str, body: list[str]) -> str:
             f"<title>{esc(title)}</title><style>{CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
 
 
+_LEFT = ' class="l"'
+
+
 def _table(head: list[str], rows: list[list[str]], left: int = 2, classes: list[str] | None = None) -> str:
-    out = ["<table><thead><tr>" + "".join(f'<th class="{"l" if i < left else ""}">{esc(h)}</th>'
+    out = ["<table><thead><tr>" + "".join(f'<th{_LEFT if i < left else ""}>{esc(h)}</th>'
                                           for i, h in enumerate(head)) + "</tr></thead><tbody>"]
     for k, r in enumerate(rows):
         cls = f' class="{classes[k]}"' if classes and classes[k] else ""
-        out.append(f"<tr{cls}>" + "".join(f'<td class="{"l" if i < left else ""}">{c}</td>' for i, c in enumerate(r))
+        out.append(f"<tr{cls}>" + "".join(f'<td{_LEFT if i < left else ""}>{c}</td>' for i, c in enumerate(r))
                    + "</tr>")
     out.append("</tbody></table>")
     return "".join(out)
@@ -270,7 +273,8 @@ def _trend_section(result: dict) -> list[str]:
     for system, by_type in sorted(trend["means"].items()):
         for t, values in by_type.items():
             cap = f"{system_label(system)} - {t} F" + (" (ALARM)" if (system, t) in alarms else "")
-            body.append(f'<figure class="{"alarm" if (system, t) in alarms else ""}">'
+            fig = '<figure class="alarm">' if (system, t) in alarms else "<figure>"
+            body.append(f'{fig}'
                         f'{trend_svg(values, bands.get((system, t)), cap)}<figcaption>{esc(cap)}</figcaption></figure>')
     body.append("</div>")
     return body
@@ -439,7 +443,8 @@ def significance_report(result: dict, title: str | None = None) -> str:
             + f"; documents by <code>{esc(result['doc_key'])}</code>.</p>",
             f"<p>{esc(st['bootstrap'])} ({esc(st['n_boot'])} replicates); {esc(st['randomization'])} "
             f"({esc(st['n_trials'])} trials); seed {esc(st['seed'])}; {esc(st['correction'])}. "
-            f"Bold rows: significant at {1 - st['confidence']:.2f} by both tests after the correction.</p>"]
+            f"Marked rows: significant at {1 - st['confidence']:.2f} by both tests after the correction (green: "
+            "above the baseline, red: below).</p>"]
     for b in result["not_comparable"]:
         body.append(f'<p class="verdict alarm">Not comparable: {esc(b)}</p>')
     for t in result["rouge_types"]:
@@ -459,7 +464,7 @@ def significance_report(result: dict, title: str | None = None) -> str:
                              f"{r['delta']:+.4f} [{r['delta_ci'][0]:+.4f}, {r['delta_ci'][1]:+.4f}]",
                              _num(r["p_bootstrap"]), _num(r["p_bootstrap_holm"]), _num(r["p_ar"]),
                              _num(r["p_ar_holm"])])
-                cls.append("alarm" if r["significant"] else "")
+                cls.append(("ok" if r["delta"] > 0 else "alarm") if r["significant"] else "")
             body.append(_table(["system", "docs", f"mean ({pct}% CI)", f"delta ({pct}% CI)", "p bootstrap",
                                 "p bootstrap (Holm)", "p AR", "p AR (Holm)"], rows, left=1, classes=cls))
     return _page(title or "ROUGE: system vs system", body)

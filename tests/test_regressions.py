@@ -141,6 +141,15 @@ def test_identical_history_alarms_from_min_effect_on():
     assert down["alarm"] and down["status"] == "moved down"
 
 
+def test_history_of_other_settings_is_left_out_of_the_band():
+    hist = _history([0.40, 0.41, 0.39, 0.40, 0.42, 0.38])
+    hist[1].info["signature"] = SIG + "|stem:porter"
+    res = compare(hist[-1], run_of("n", {"A": [0.40] * 8}), history=hist, texts=False, **FAST)
+    assert f_row(res)["band_runs"] == 5 and res["verdict"] == "no change"
+    assert any("1 history run(s) made with other settings" in n for n in res["notes"])
+    assert [r["url"] for r in res["trend"]["runs"]] == ["h0", "h2", "h3", "h4", "h5", "n"]
+
+
 def test_too_little_history_falls_back_to_the_bootstrap_band():
     hist = _history([0.40, 0.41, 0.39, 0.40])                    # 4 < min_history 5
     res = compare(hist[-1], run_of("n", {"A": [0.40] * 8}), history=hist, texts=False, **FAST)
@@ -267,3 +276,20 @@ def test_movers_texts_resolve_a_relative_input_from_the_runs_record(tmp_path, mo
     assert not os.path.exists("in/base.jsonl")
     res = compare(load_run(str(a)), load_run(str(b)), **FAST)
     assert res["texts_error"] is None and res["movers"][0]["new_candidate"] and res["movers"][0]["base_candidate"]
+
+
+def test_the_empty_system_is_shown_one_way_everywhere(tmp_path):
+    from pipeline.cli import format_stats_table
+    from pipeline.compare import format_result
+    from pipeline.report import compare_report
+
+    base = run_of("b", {"": BASE})
+    new = run_of("n", {"": [v - 0.1 for v in BASE]})
+    res = compare(base, new, texts=False, **FAST)
+    text, html = format_result(res), compare_report(res, base, new)
+    table = format_stats_table([{"system": "", "type": "rouge1", "stat": s, "count": 8, "mean": 0.4, "std": 0.1,
+                                 "ci_low": 0.3, "ci_high": 0.5} for s in ("precision", "recall", "fmeasure")])
+    for out in (text, html, table, "; ".join(res["reasons"])):
+        assert "(no system)" in out
+        assert '""' not in out and "[]" not in out and "system=" not in out
+    assert res["rows"][0]["system"] == ""                     # the data keep the value

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from _newsroom_runs import injected, records, resampled, score, write
+from _newsroom_runs import DOC_KEY, injected, records, resampled, score, write
 from pipeline import cli
 
 ARTIFACTS = Path(__file__).parent / "artifacts"
@@ -41,7 +41,11 @@ def reports(tmp_path_factory):
                      "200", "--n-perm", "200"]) == 1
     trend_html = root / "trend.html"
     assert cli.main(["report", str(nights / "2026-08-15"), "--history", str(nights), "-o", str(trend_html)]) == 0
-    return {"run": run_html, "compare": cmp_html, "history": hist_html, "trend": trend_html, "root": root}
+    sig_html = root / "significance.html"
+    assert cli.main(["compare", str(base), "--systems", "lede3,pointer_c,textrank,abstractive", "--doc-key", DOC_KEY,
+                     "--html", str(sig_html), "--n-boot", "200", "--n-perm", "500"]) == 0
+    return {"run": run_html, "compare": cmp_html, "history": hist_html, "trend": trend_html,
+            "significance": sig_html, "root": root}
 
 
 def _offline(text: str) -> None:
@@ -141,7 +145,7 @@ def _chromium(url: str, tmp: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)")
-@pytest.mark.parametrize("which", ["compare", "run", "history"])
+@pytest.mark.parametrize("which", ["compare", "run", "history", "significance"])
 def test_report_in_headless_chromium(reports, tmp_path, which):
     html = reports[which]
     png = tmp_path / f"{which}.png"
@@ -151,12 +155,16 @@ def test_report_in_headless_chromium(reports, tmp_path, which):
     dom = _chromium(html.as_uri(), tmp_path, "--dump-dom")
     assert dom.returncode == 0, dom.stderr[-2000:]
     # the figures exist in the rendered DOM
-    assert dom.stdout.count("<svg") == 7 * 4 * (2 if which == "history" else 1) and dom.stdout.count("<rect") > 7 * 4
+    if which == "significance":      # tables only: one per rouge type, the significant rows marked
+        assert dom.stdout.count("<table>") == 4 and 'class="alarm"' in dom.stdout
+    else:
+        assert dom.stdout.count("<svg") == 7 * 4 * (2 if which == "history" else 1) and dom.stdout.count("<rect") > 7 * 4
     for log in (shot.stderr, dom.stderr):
         bad = [l for l in log.splitlines() if "Uncaught" in l or "CONSOLE(" in l
                or "Refused to" in l or "ERR_" in l]
         assert not bad, bad
     ARTIFACTS.mkdir(exist_ok=True)
-    name = {"run": "report.png", "compare": "compare.png", "history": "compare-history.png"}[which]
+    name = {"run": "report.png", "compare": "compare.png", "history": "compare-history.png",
+            "significance": "significance.png"}[which]
     shutil.copyfile(png, ARTIFACTS / name)
     print(f"screenshot: {ARTIFACTS / name} (and {png})")
