@@ -1,6 +1,6 @@
 """First run and small runs, timed from outside in fresh processes.
 
-    flock /tmp/rp-suite.lock /work/venv/bin/python benchmarks/bench_first_run.py --repeats 3
+    python benchmarks/bench_first_run.py --repeats 3
 
 * ``sample cold``: the README's ``rouge-pipeline score --config configs/sample.yaml`` with an empty
   numba cache (``NUMBA_CACHE_DIR`` set to a new folder: nothing compiled on this machine yet),
