@@ -54,7 +54,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--workers", type=int, help="local worker processes (execution.n_workers)")
     s.add_argument("--overwrite", action="store_true", help="replace a run folder made with other settings")
     s.add_argument("--no-progress", action="store_true", help="no progress bar / progress log lines")
-    s.add_argument("--json", action="store_true", help="print the summary as JSON instead of a table")
+    s.add_argument("--json", action="store_true",
+                   help="print the summary and the statistics rows (\"statistics\") as JSON instead of a table")
     s.add_argument("--print-config", action="store_true",
                    help="print the effective configuration (defaults filled in, secrets redacted) and exit")
     sh = sub.add_parser("show", help="print the statistics table and signature of a finished run")
@@ -319,8 +320,8 @@ def _score(args) -> int:
 
     # failures are mapped to their exit status and one line by main()
     result = run_config(cfg, progress=not args.no_progress)
-    if args.json:
-        print(json.dumps(result.summary, indent=2, sort_keys=True))
+    if args.json:  # the summary and the statistics rows (show --json's "rows"), in one document
+        print(json.dumps({**result.summary, "statistics": result.rows}, indent=2, sort_keys=True))
         return EXIT_OK
     print(format_stats_table(result.rows, result.exact_rows))
     print()

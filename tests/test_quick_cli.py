@@ -132,9 +132,16 @@ def test_score_input_files_without_a_config(tmp_path, capsys):
                           "--no-progress"], capsys)
     assert rc == 0, err
     t = pq.read_table(tmp_path / "run" / "scores")
-    per, _, _ = expected(REFS1, HYPS)
+    per, means, _ = expected(REFS1, HYPS)
     got = {i: f for i, f in zip(t["id"].to_pylist(), t["rouge1_fmeasure"].to_pylist())}
     assert got == {f"d{i}": p["rouge1"].fmeasure for i, p in enumerate(per)}
+    # --json: the summary and the scores in one document
+    rc, out, err = _main(["score", str(tmp_path / "c.jsonl"), "-o", str(tmp_path / "run2"), "--sync",
+                          "--no-progress", "--json"], capsys)
+    doc = json.loads(out)
+    assert rc == 0 and doc["rows"] == 4
+    row = next(r for r in doc["statistics"] if r["type"] == "rouge1" and r["stat"] == "fmeasure")
+    assert row["mean"] == pytest.approx(means["rouge1"][2], rel=1e-15)
 
 
 def test_score_without_arguments_says_what_to_pass(capsys):
