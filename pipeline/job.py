@@ -225,11 +225,14 @@ def score_table(table: pa.Table, settings: ScoringSettings, quarantine: bool = F
     q = {n: [] for n in readers.QUARANTINE_SCHEMA.names}
     for i in bad.tolist():
         where = f"{files[i]} row {rows[i]}" if fmt == "parquet" else f"{files[i]} line {rows[i] + 1}"
-        for k, v in zip(readers.QUARANTINE_SCHEMA.names, (
-                ids[i], systems[i], files[i], rows[i],
-                f"{where}: rougeLsum sentence pair too long to backtrack (candidate {int(res.cand_len[i])} "
-                f"tokens, references {int(res.ref_len[i])} tokens, more than {MAX_BACKTRACK_WORDS} words of "
-                "memory); split the text into sentences (newlines) or leave out rougeLsum")):
+        if res.status[i] == 2:  # the family scorer: ROUGE-W of a reference without tokens
+            reason = (f"{where}: ROUGE-W is undefined for a reference without tokens (ROUGE-1.5.5 stops "
+                      "there); drop that reference or leave out rougeW")
+        else:
+            reason = (f"{where}: rougeLsum sentence pair too long to backtrack (candidate {int(res.cand_len[i])} "
+                      f"tokens, references {int(res.ref_len[i])} tokens, more than {MAX_BACKTRACK_WORDS} words of "
+                      "memory); split the text into sentences (newlines) or leave out rougeLsum")
+        for k, v in zip(readers.QUARANTINE_SCHEMA.names, (ids[i], systems[i], files[i], rows[i], reason)):
             q[k].append(v)
     keep = pa.array(~too_long)
     return scores.filter(keep), pa.table(q, schema=readers.QUARANTINE_SCHEMA)

@@ -55,7 +55,9 @@ def test_scorer_equals_the_yaml_run(corpus, case, tmp_path):
     run(cfg, None, progress=False, log=lambda m: None)
     table = pa.concat_tables(pq.read_table(p) for p in sorted((out / "scores").glob("*/*.parquet")))
     by_id = {i: k for k, i in enumerate(table.column("id").to_pylist())}
-    quarantined = {q["id"] for p in (out / "quarantine").glob("*.parquet") for q in pq.read_table(p).to_pylist()}
+    qrows = [q for p in (out / "quarantine").glob("*.parquet") for q in pq.read_table(p).to_pylist()]
+    quarantined = {q["id"] for q in qrows}
+    assert all("ROUGE-W is undefined for a reference without tokens" in q["reason"] for q in qrows)
     assert sorted(by_id) == sorted(r["id"] for r in recs if r["id"] not in quarantined)
     # a run quarantines an example whose ROUGE-W is undefined (a reference without tokens);
     # RougeScorer gives NaN for that type there
