@@ -2,9 +2,10 @@
 imported only when scoring).
 
 Exit status: 0 ok, 1 run failed, 2 configuration or usage error (bad config, missing or
-unreadable input, refused paths), 3 strict mode and quarantined records, 4 run folder made with
-other settings, 5 no row scored (empty input or every record quarantined; ``eval``: no example),
-130 interrupted.  141: the reader of stdout closed it early (``rouge-pipeline show --json | head``),
+unreadable input, refused paths), 3 strict mode and quarantined records, 4 run-folder conflict
+(other settings or an older format, not a run folder, foreign files, inputs changed during the
+run), 5 no row scored (empty input or every record quarantined; ``eval``: no example), 6 run
+folder held by another live run (its lease), 130 interrupted.  141: the reader of stdout closed it early (``rouge-pipeline show --json | head``),
 silently.
 
 Every failure is one line on stderr, ``rouge-pipeline: <what>: <path>: <cause>``, mapped from the
@@ -25,6 +26,7 @@ EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_STRICT, EXIT_RUN_FOLDER = 0, 1, 2, 3, 4
 EXIT_NO_ROWS = 5
 EXIT_INTERRUPTED = 130
 DEBUG_ENV = "ROUGE_PIPELINE_DEBUG"
+EXIT_BUSY = 6
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -52,7 +54,8 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--local", action="store_true",
                    help="start the local Dask cluster whatever the input size (execution.mode: local)")
     s.add_argument("--workers", type=int, help="local worker processes (execution.n_workers)")
-    s.add_argument("--overwrite", action="store_true", help="replace a run folder made with other settings")
+    s.add_argument("--overwrite", action="store_true",
+                   help="replace a run folder made with other settings (only a run folder holding nothing else)")
     s.add_argument("--no-progress", action="store_true", help="no progress bar / progress log lines")
     s.add_argument("--json", action="store_true",
                    help="print the summary and the statistics rows (\"statistics\") as JSON instead of a table")
@@ -389,11 +392,14 @@ def failure(e: BaseException, command: str = "score") -> tuple[int, str]:
     from pipeline.config import ConfigError
 
     driver = sys.modules.get("pipeline.execution.driver")  # not imported: none of its errors
+    run_folder = sys.modules.get("pipeline.io.runfolder")
     unexpected = EXIT_CONFIG if command == "compare" else EXIT_FAILED  # compare's 1 means "moved"
     if isinstance(e, KeyboardInterrupt):
         return EXIT_INTERRUPTED, "interrupted" + ("; rerun the same command to resume" if command == "score" else "")
     if isinstance(e, ConfigError):
         return EXIT_CONFIG, f"configuration error: {e}"
+    if run_folder is not None and isinstance(e, run_folder.RunFolderBusyError):
+        return EXIT_BUSY, str(e)
     if driver is not None:
         if isinstance(e, driver.RunFolderError):
             return EXIT_RUN_FOLDER, str(e)

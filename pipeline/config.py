@@ -332,7 +332,9 @@ class RunConfig:
             getattr(self, name).validate()
         _check_bool(self.strict, "strict")
         try:
-            self.input_spec()
+            from pipeline.io.runfolder import check_output_vs_inputs, input_urls
+
+            check_output_vs_inputs(self.output.url, input_urls(self.input_spec()))
         except ConfigError:
             raise
         except ValueError as e:

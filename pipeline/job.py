@@ -47,6 +47,7 @@ from pipeline.scoring.batch import MAX_BACKTRACK_WORDS, STATUS_OK
 from pipeline.stats import StatsAccumulator, bootstrap_aggregate, poisson
 
 STATS = ("precision", "recall", "fmeasure")
+META_CONFIG_HASH = "rouge_pipeline.config_hash"  # in every part file's metadata (driver.META_CONFIG_HASH)
 # Estimated cost units per task (~ candidate tokens x reference tokens summed over examples).
 # A constant, not a function of the cluster size, so the plan (and every output file) is the
 # same on 1 or 100 workers.
@@ -96,6 +97,8 @@ class UnitContext:
     storage_options: dict = field(default_factory=dict, hash=False, compare=False, repr=False)
     # this run's token for the units its plan pass kept in the workers (UnitTables); "": none
     read_token: str = field(default="", hash=False, compare=False)
+    # the plan's identity (runfolder.plan_id): a marker of another plan is not resumed
+    plan_id: str = field(default="", hash=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -667,7 +670,9 @@ def write_outputs(prepared: dict, task: Task, ctx: UnitContext) -> dict:
     # No statistics in the marker: they are a function of the part files (load_done), and
     # packing them (~0.6 MB of JSON per 12,500 examples) cost about a third of what a task
     # adds to scoring.
-    writers.write_json_atomic({**result, "marker": writers.MARKER_FORMAT}, marker_url(run, task.index), so)
+    writers.write_json_atomic({**result, "marker": writers.MARKER_FORMAT, "plan": ctx.plan_id,
+                               "config_hash": ctx.metadata.get(META_CONFIG_HASH, "")},
+                              marker_url(run, task.index), so)
     result["stats"] = prepared["stats"]
     result["skipped"] = 0
     return result
@@ -743,8 +748,10 @@ def load_done(task: Task, ctx: UnitContext) -> dict | None:
     one the task returned (integer sums, exact extrema and counts; a test checks it)."""
     run = ctx.run_url.rstrip("/")
     result = load_marker(run, task.index, ctx.storage_options)
-    if result is None or result.get("marker") != writers.MARKER_FORMAT:
-        return None  # an older marker format: score the task again
+    chash = ctx.metadata.get(META_CONFIG_HASH, "")
+    if (not isinstance(result, dict) or result.get("marker") != writers.MARKER_FORMAT
+            or result.get("plan") != ctx.plan_id or result.get("config_hash") != chash):
+        return None  # another format, plan or config: score the task again
     fs, _ = get_fs(run, ctx.storage_options)
     types = ctx.scoring.rouge_types
     columns = ["id", "system", *(f"{t}_{s}" for t in types for s in STATS)]
@@ -755,7 +762,10 @@ def load_done(task: Task, ctx: UnitContext) -> dict | None:
             _, path = get_fs(f"{run}/{rel}", ctx.storage_options)
             if rel.startswith("scores/"):  # read (a missing one raises FileNotFoundError)
                 with fs.open(path, "rb") as f:
-                    parts.append(pq.read_table(f, columns=columns))
+                    part = pq.read_table(f, columns=columns)
+                if (part.schema.metadata or {}).get(META_CONFIG_HASH.encode(), b"").decode() != chash:
+                    return None  # a part of another config
+                parts.append(part)
             elif not fs.exists(path):
                 return None
         scores = pa.concat_tables(parts) if parts else schema.empty_table()
@@ -763,7 +773,8 @@ def load_done(task: Task, ctx: UnitContext) -> dict | None:
         return None
     if scores.schema != schema or scores.num_rows != result.get("rows"):
         return None
-    result.pop("marker")
+    for k in ("marker", "plan", "config_hash"):
+        result.pop(k)
     result["stats"] = unit_stats(scores, ctx)
     return result
 
@@ -854,7 +865,11 @@ def _reason_counts(quarantine: pa.Table) -> dict:
 
 
 def load_marker(run_url: str, index: int, storage_options: dict) -> dict | None:
-    return writers.read_json(marker_url(run_url, index), storage_options)
+    """A task's marker, or None when there is none or it is not valid JSON (truncated)."""
+    try:
+        return writers.read_json(marker_url(run_url, index), storage_options)
+    except (ValueError, UnicodeDecodeError):
+        return None
 
 
 def merge_results(*results: dict | None) -> dict | None:

@@ -45,6 +45,8 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
+import re
 import sys
 import time
 import uuid
@@ -52,8 +54,9 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from pipeline import job
-from pipeline.io import writers
+from pipeline.io import runfolder, writers
 from pipeline.io.paths import get_fs
+from pipeline.io.runfolder import RunFolderBusyError
 from pipeline.io.readers import plan_units
 from pipeline.redaction import HiddenOptions
 from pipeline.signature import Signature
@@ -65,7 +68,8 @@ META_CONFIG_HASH = "rouge_pipeline.config_hash"
 
 
 class RunFolderError(RuntimeError):
-    """The run folder holds a run made with other settings (or foreign files)."""
+    """The run folder holds a run made with other settings or an older format, is not a run
+    folder, or holds files that are not this run's (or the inputs changed during the run)."""
 
 
 class RunFailedError(RuntimeError):
@@ -76,7 +80,7 @@ class RunFailedError(RuntimeError):
 
 # Errors that retrying cannot fix: reported at once (they name the file, line or field).
 PERMANENT_ERRORS = (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError, ValueError,
-                    TypeError, KeyError, RunFolderError)
+                    TypeError, KeyError, RunFolderError, RunFolderBusyError)
 
 
 def with_retries(fn, retries: int, what: str, log=None, base_delay: float = 0.2):
@@ -163,25 +167,58 @@ def _utc_now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def prepare_run_folder(cfg, run_url: str, so: dict, signature: str, config_hash: str,
-                       overwrite: bool, log=_log_default) -> None:
-    """Refuse a folder made with other settings (unless ``overwrite``); write ``_run.json``."""
+def precheck_run_folder(run_url: str, so: dict, overwrite: bool) -> None:
+    """Refuse what is not a run folder of this format, before anything is written there: a
+    regular file, a folder holding anything but a run (no ``_run.json``; ``--overwrite`` never
+    applies), a run of an older format (unless ``overwrite``), a run folder holding files the
+    run format does not write (with ``overwrite``: it deletes only a folder that is all ours)."""
     fs, path = get_fs(run_url, so)
+    if fs.isfile(path):
+        raise RunFolderError(f"{run_url} is a file, not a run folder; choose another output")
+    if not fs.isdir(path):
+        return
+    files = runfolder.folder_files(fs, path)
+    if all(f == runfolder.LEASE or f.startswith(".tmp-") for f in files):
+        return  # empty, or only a lease left behind
+    try:
+        run_info = writers.read_json(f"{run_url}/_run.json", so)
+    except ValueError:
+        raise RunFolderError(f"{run_url}: its _run.json is not valid JSON; choose another output") from None
+    if not isinstance(run_info, dict):
+        raise RunFolderError(f"{run_url} is not empty and is not a rouge-pipeline run folder (no _run.json): "
+                             "nothing in it is replaced; choose another output")
+    if not overwrite:
+        try:
+            writers.check_layout(run_url, run_info)
+        except writers.OldLayoutError as e:
+            raise RunFolderError(str(e)) from None
+    fmt = run_info.get("run_format", 1)
+    if fmt != runfolder.RUN_FORMAT and not overwrite:
+        raise RunFolderError(f"{run_url} was written by another rouge-pipeline version (run folder format {fmt}, "
+                             f"this version writes {runfolder.RUN_FORMAT}) and is not resumed; choose another "
+                             "output or pass --overwrite to replace it")
+    foreign = runfolder.foreign_files(files)
+    if foreign and overwrite:
+        raise RunFolderError(f"{run_url} holds files rouge-pipeline did not write ({runfolder.describe(foreign)}); "
+                             "--overwrite replaces only a run folder that holds nothing else: move them away "
+                             "or choose another output")
+
+
+def prepare_run_folder(cfg, run_url: str, so: dict, signature: str, config_hash: str,
+                       overwrite: bool, log=_log_default, inputs: dict | None = None, plan_id: str = "") -> None:
+    """Under the lease: refuse a folder made with other settings (unless ``overwrite``, which
+    deletes the run's own files only); on resume, score again from scratch when the inputs
+    changed since the plan (``inputs``: :func:`runfolder.list_inputs`); write ``_run.json``."""
+    precheck_run_folder(run_url, so, overwrite)
+    fs, path = get_fs(run_url, so)
+    files = runfolder.folder_files(fs, path) if fs.isdir(path) else []
     run_info = writers.read_json(f"{run_url}/_run.json", so)
     plan = _plan_settings(cfg)
-    exists = fs.exists(path) and bool(fs.ls(path, detail=False))
-    if exists:
+    if run_info is not None:
         if overwrite:
-            log(f"--overwrite: removing {run_url}")
-            fs.rm(path, recursive=True)
-            fs.invalidate_cache()
-        elif run_info is None:
-            raise RunFolderError(f"{run_url} is not empty and is not a rouge-pipeline run folder "
-                                 "(no _run.json); choose another output or pass --overwrite")
-        elif run_info.get("layout", 1) != writers.LAYOUT:
-            raise RunFolderError(f"{run_url} holds a run of an older rouge-pipeline (layout "
-                                 f"{run_info.get('layout', 1)}: scores/system=S/ folders); "
-                                 "choose another output or pass --overwrite")
+            log(f"--overwrite: removing the run files of {run_url}")
+            runfolder.remove_run_files(fs, path, files)
+            run_info = None
         elif run_info.get("config_hash") != config_hash:
             raise RunFolderError(
                 f"{run_url} holds a run made with other settings (config hash {run_info.get('config_hash')}, "
@@ -192,14 +229,26 @@ def prepare_run_folder(cfg, run_url: str, so: dict, signature: str, config_hash:
                 f"{run_url} was planned with {run_info.get('plan')}, this run uses {plan}; "
                 "choose another output or pass --overwrite")
         else:
-            # Same settings: resume.  _SUCCESS is rewritten at the end.
-            success = f"{path.rstrip('/')}/{writers.SUCCESS}"
-            if fs.exists(success):
-                fs.rm(success)
+            try:
+                stored = writers.read_json(f"{run_url}/_plan.json", so)
+            except ValueError:
+                stored = None
+            if isinstance(stored, dict) and stored.get("plan_id") == plan_id:
+                # Same settings and inputs: resume.  _SUCCESS is rewritten at the end.
+                if writers.SUCCESS in files:
+                    fs.rm(f"{path.rstrip('/')}/{writers.SUCCESS}")
+                return
+            if isinstance(stored, dict):
+                changed = runfolder.changed_inputs(stored.get("inputs") or {}, inputs or {})
+                log(f"the inputs changed since {run_url} was planned ({runfolder.describe(changed)}): "
+                    "scoring them again")
+            # no plan of these inputs: nothing there can be kept (its markers name another plan)
+            runfolder.remove_run_files(fs, path, files, keep=("_run.json", runfolder.LEASE))
             return
     # cwd: what relative input paths are relative to, for readers of the run (compare's movers)
     writers.write_json_atomic({"config": cfg.to_dict(redact=True), "signature": signature,
                                "config_hash": config_hash, "plan": plan, "layout": writers.LAYOUT,
+                               "run_format": runfolder.RUN_FORMAT,
                                "version": cfg.hashed_settings()["version"], "cwd": os.getcwd(),
                                "started_at": _utc_now()},
                               f"{run_url}/_run.json", so)
@@ -223,7 +272,8 @@ class _Sync:
 
 
 def make_plan(cfg, spec, run_url: str, so: dict, client, log, ctx: job.UnitContext,
-              bar=None, done: frozenset = frozenset(), *, finishing: list) -> tuple[list[job.Task], dict]:
+              bar=None, done: frozenset = frozenset(), *, finishing: list,
+              inputs: dict | None = None) -> tuple[list[job.Task], dict]:
     """Load ``_plan.json`` or plan: units, per-example costs (on the workers), cost slices.
 
     The plan pass keeps what it read in the workers for this run's tasks (``ctx.read_token``,
@@ -237,7 +287,7 @@ def make_plan(cfg, spec, run_url: str, so: dict, client, log, ctx: job.UnitConte
     stored = with_retries(lambda: writers.read_json(f"{run_url}/_plan.json", so), cfg.execution.retries,
                           "reading _plan.json", log)
     settings = _plan_settings(cfg)
-    if stored is not None and stored.get("settings") == settings:
+    if stored is not None and stored.get("settings") == settings and stored.get("plan_id") == ctx.plan_id:
         tasks = [job.task_from_dict(d) for d in stored["tasks"]]
         log(f"plan: {len(tasks)} tasks (from _plan.json)")
         return tasks, {}
@@ -257,7 +307,8 @@ def make_plan(cfg, spec, run_url: str, so: dict, client, log, ctx: job.UnitConte
     log(f"plan: {len(units)} units -> {len(tasks)} tasks by estimated cost "
         f"(target {settings['target_cost']:,.0f}; {oversized} oversized single examples; "
         f"{n_dup} duplicate ids across units) in {time.perf_counter() - t0:.2f}s")
-    plan_doc = {"settings": settings, "plan_hash": job.plan_hash(tasks), "tasks": [job.task_to_dict(t) for t in tasks]}
+    plan_doc = {"settings": settings, "plan_hash": job.plan_hash(tasks), "plan_id": ctx.plan_id,
+                "inputs": inputs or {}, "tasks": [job.task_to_dict(t) for t in tasks]}
     with_retries(lambda: writers.write_json_atomic(plan_doc, f"{run_url}/_plan.json", so), cfg.execution.retries,
                  "writing _plan.json", log)
     return tasks, where
@@ -360,23 +411,44 @@ def _done_indices(run_url: str, so: dict) -> set[int]:
 
 def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream=None,
         execution: str | None = None) -> RunResult:
-    """Run ``cfg`` on ``client`` (``None``: synchronously, in this process); ``execution``: how
-    :func:`run_config` chose where (the summary's ``execution``)."""
+    """Run ``cfg`` on ``client`` (``None``: synchronously, in this process), holding the run
+    folder's lease (:class:`runfolder.Lease`) throughout; ``execution``: how :func:`run_config`
+    chose where (the summary's ``execution``)."""
+    t_start = time.perf_counter()
+    run_url = cfg.output.url.rstrip("/")
+    so = HiddenOptions(cfg.storage_options)
+    spec = cfg.input_spec()
+    retries = cfg.execution.retries
+    # the inputs first: a missing one leaves nothing in the output location
+    inputs = with_retries(lambda: runfolder.list_inputs(spec), retries, "listing the inputs", log)
+    with_retries(lambda: precheck_run_folder(run_url, so, cfg.output.overwrite), retries,
+                 f"inspecting the run folder {run_url}", log)
+    lease = runfolder.Lease(run_url, so, log)
+    with_retries(lease.acquire, retries, f"taking the lease of {run_url}", log)
+    try:
+        return _run_held(cfg, client, progress, log, stream, lease, inputs, t_start, execution)
+    finally:
+        lease.release()
+
+
+def _run_held(cfg, client, progress, log, stream, lease, inputs: dict, t_start: float,
+              execution: str | None) -> RunResult:
     from pipeline.execution.progress import Progress
 
-    t_start = time.perf_counter()
     run_url = cfg.output.url.rstrip("/")
     so = HiddenOptions(cfg.storage_options)   # task arguments: logged by a worker when one fails
     spec = cfg.input_spec()
     sig = str(Signature.from_config(cfg))
     chash = cfg.config_hash()
     retries = cfg.execution.retries
-    with_retries(lambda: prepare_run_folder(cfg, run_url, so, sig, chash, cfg.output.overwrite, log),
+    pid = runfolder.plan_id(chash, _plan_settings(cfg), inputs)
+    with_retries(lambda: prepare_run_folder(cfg, run_url, so, sig, chash, cfg.output.overwrite, log, inputs, pid),
                  retries, f"preparing the run folder {run_url}", log)
+    runfolder.pause_point("prepared")
     metadata = {META_SIGNATURE: sig, META_CONFIG_HASH: chash}
     ctx = job.UnitContext(run_url=run_url, scoring=job.ScoringSettings.from_config(cfg.scoring),
                           seed=cfg.stats.seed, n_boot=cfg.stats.n_boot, metadata=metadata, storage_options=so,
-                          read_token=uuid.uuid4().hex)
+                          read_token=uuid.uuid4().hex, plan_id=pid)
 
     finishing = []
     try:
@@ -405,7 +477,7 @@ def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream
         tasks, where = make_plan(cfg, spec, run_url, so, client, log, ctx,
                                  bar=lambda n: Progress(n, None, stream=stream, enabled=bool(progress),
                                                         label="plan pass (read, score)", unit="units"),
-                                 done=frozenset(done), finishing=finishing)
+                                 done=frozenset(done), finishing=finishing, inputs=inputs)
         total_rows = sum(t.n_rows for t in tasks)
         # its rate counts from the plan pass on, which scores most units (its tasks only write)
         bar = Progress(len(tasks), total_rows, stream=stream, enabled=bool(progress), t0=t_plan)
@@ -473,6 +545,14 @@ def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream
         raise StrictModeError(f"strict: {final['quarantined']} record(s) quarantined "
                               f"({final['quarantine_reasons']}); see {run_url}/quarantine/", summary)
 
+    # every part on disk is this run's and holds what it counted; the inputs are still those planned
+    with_retries(lambda: verify_parts(run_url, so, len(tasks), chash, final["rows"], final["quarantined"]),
+                 retries, "checking the part files", log)
+    changed = runfolder.changed_inputs(inputs, with_retries(lambda: runfolder.list_inputs(spec), retries,
+                                                            "listing the inputs again", log))
+    if changed:
+        raise RunFolderError(f"the inputs changed while this run was running ({runfolder.describe(changed)}); "
+                             f"no _SUCCESS written in {run_url}: run again to score them")
     with_retries(lambda: write_stats(run_url, rows, sig, chash, cfg.stats.confidence, so), retries,
                  "writing the statistics", log)
     if cfg.scoring.profile == "rouge155":  # ROUGE-1.5.5's printed averages (#6)
@@ -494,8 +574,11 @@ def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream
     summary["finished_at"] = _utc_now()   # orders run histories (compare --history)
     with_retries(lambda: writers.write_json_atomic(summary, f"{run_url}/_summary.json", so), retries,
                  "writing _summary.json", log)
+    lease.stop_heartbeat()  # nothing of the run is written after _SUCCESS, the lease included
     # what killed writes of earlier attempts left (every task of this run has ended)
     with_retries(lambda: writers.remove_temp_files(run_url, so), retries, "removing temp files", log)
+    lease.check()
+    runfolder.pause_point("success")
     with_retries(lambda: writers.mark_success(run_url, so), retries, "writing _SUCCESS", log)
     return RunResult(run_url, summary, rows, exact_rows, sig, chash)
 
@@ -661,6 +744,47 @@ def _write_failed_summary(run_url: str, so: dict, sig: str, chash: str, e: BaseE
                                   f"{run_url}/_summary.json", so)
     except Exception:  # noqa: BLE001 - the original error matters more
         pass
+
+
+_PART = re.compile(r"^(?:scores/system-[^/]*|quarantine)/part-(\d{5,})\.parquet$")
+
+
+def verify_parts(run_url: str, so: dict, n_tasks: int, chash: str, rows: int, quarantined: int) -> None:
+    """Refuse (before ``_SUCCESS``) a run folder whose ``scores/`` or ``quarantine/`` holds a file
+    that is not a part of one of this run's ``n_tasks`` tasks with its config hash, or whose
+    parts hold other row counts than the run counted."""
+    import pyarrow.parquet as pq
+    from concurrent.futures import ThreadPoolExecutor
+
+    fs, path = get_fs(run_url, so)
+    root = path.rstrip("/")
+    rels = [r for r in runfolder.folder_files(fs, root) if r.startswith(("scores/", "quarantine/"))
+            and not posixpath.basename(r).startswith(".tmp-")]
+
+    def footer(rel):
+        with fs.open(f"{root}/{rel}", "rb") as f:
+            md = pq.read_metadata(f)
+        return md.num_rows, (md.metadata or {}).get(META_CONFIG_HASH.encode(), b"").decode()
+
+    bad, counts = [], {"scores": 0, "quarantine": 0}
+    parts = []
+    for rel in rels:
+        m = _PART.match(rel)
+        if m is None or int(m.group(1)) >= n_tasks:
+            bad.append(rel)
+        else:
+            parts.append(rel)
+    with ThreadPoolExecutor(max_workers=min(16, max(1, len(parts)))) as pool:
+        for rel, (n, h) in zip(parts, pool.map(footer, parts)):
+            if h != chash:
+                bad.append(f"{rel} (config hash {h or 'none'})")
+            counts[rel.split("/", 1)[0]] += n
+    if bad:
+        raise RunFolderError(f"{run_url} holds part files that are not this run's ({runfolder.describe(bad)}); "
+                             "no _SUCCESS written: remove them or rerun with --overwrite")
+    if counts["scores"] != rows or counts["quarantine"] != quarantined:
+        raise RunFolderError(f"{run_url}: its part files hold {counts['scores']} scored and {counts['quarantine']} "
+                             f"quarantined rows, this run counted {rows} and {quarantined}; no _SUCCESS written")
 
 
 def write_stats(run_url: str, rows: list[dict], sig: str, chash: str, confidence: float, so: dict) -> None:

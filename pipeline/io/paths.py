@@ -78,8 +78,20 @@ def _hidden(path: str) -> bool:
     return base.startswith(".") or base.startswith("_")
 
 
+def _no_bucket(fs, path: str) -> str:
+    """`` (bucket does not exist: b)`` when ``path``'s object-store bucket is missing, else ``""``."""
+    protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+    if protocol not in ("s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "adl"):
+        return ""
+    bucket = path.lstrip("/").split("/", 1)[0]
+    try:
+        return "" if fs.exists(bucket) else f" ({protocol} bucket does not exist: {bucket})"
+    except Exception:  # noqa: BLE001 - only a hint
+        return ""
+
+
 def expand(patterns: str | Iterable[str], storage_options: dict | None = None,
-           field: str = "paths") -> list[str]:
+           field: str = "paths", info: dict | None = None) -> list[str]:
     """Expand URLs / globs / folders to a sorted list of file URLs.
 
     * a glob is expanded with ``fs.glob`` (``**`` recurses); a glob matching no file
@@ -87,7 +99,8 @@ def expand(patterns: str | Iterable[str], storage_options: dict | None = None,
     * a folder gives every file below it, except hidden (``.x``) and ``_x`` files
       (``_SUCCESS``, temp files);
     * a plain file must exist.
-    The result is sorted and de-duplicated, so the order is deterministic.
+    The result is sorted and de-duplicated, so the order is deterministic.  ``info``, if
+    given, receives each file URL's listing entry (size, ETag / mtime, ...) from the same calls.
     """
     if isinstance(patterns, str):
         patterns = [patterns]
@@ -95,19 +108,26 @@ def expand(patterns: str | Iterable[str], storage_options: dict | None = None,
     for pattern in patterns:
         check_scheme(pattern, field)
         fs, path = get_fs(pattern, storage_options)
+        entries: dict = {}
         if has_glob(path):
-            found = [p for p in fs.glob(path) if not fs.isdir(p)]
+            entries = fs.glob(path, detail=True)
+            found = [p for p, e in entries.items() if e.get("type") != "directory"]
             if not found:
-                raise FileNotFoundError(f"{field}: the glob {pattern!r} matches no file")
+                raise FileNotFoundError(f"{field}: the glob {pattern!r} matches no file{_no_bucket(fs, path)}")
         elif fs.isdir(path):
-            found = [p for p in fs.find(path) if not _hidden(p)]
+            entries = fs.find(path, detail=True)
+            found = [p for p in entries if not _hidden(p)]
             if not found:
                 raise FileNotFoundError(f"{field}: the folder {pattern!r} holds no file")
         elif fs.exists(path):
             found = [path]
         else:
             raise FileNotFoundError(f"{field}: no such file {pattern!r}")
-        out.extend(fs.unstrip_protocol(p) for p in sorted(found))
+        for p in sorted(found):
+            url = fs.unstrip_protocol(p)
+            out.append(url)
+            if info is not None and p in entries:
+                info[url] = entries[p]
     seen: set[str] = set()
     uniq = []
     for u in out:

@@ -109,11 +109,11 @@ def check_layout(run_url: str, run_info: dict | None) -> None:
             "score it again (--overwrite) or read it with the version that wrote it")
 
 
-# The format of a task's completion marker (``_done/unit-XXXXX.json``): 3 holds its counts and
-# files (its statistics are recomputed from its parts on resume) in layout 2; 2 the same in
-# layout 1 (``system=`` folders); 1 also held the statistics.
-# Part of the config hash: a run folder with markers of another format is not resumed.
-MARKER_FORMAT = 3
+# The format of a task's completion marker (``_done/unit-XXXXX.json``): 4 holds its counts, files,
+# config hash and plan id (its statistics are recomputed from its parts on resume); 3 the same
+# without config hash and plan id; 2 the same in layout 1 (``system=`` folders); 1 also held the
+# statistics.  Part of the config hash: a run folder with markers of another format is not resumed.
+MARKER_FORMAT = 4
 
 
 def _join(url: str, name: str) -> str:
