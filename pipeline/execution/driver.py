@@ -3,7 +3,7 @@
 Run folder (any fsspec URL)::
 
     _run.json                      redacted config, signature, config hash, plan settings (written first)
-    _plan.json                     the tasks (units cut by estimated cost); reused on resume
+    _plan.json                     the tasks (units cut by estimated cost), input fingerprints; reused on resume
     _done/unit-XXXXX.json          one completion marker per task: its counts and files
     scores/system-<s>/part-XXXXX.parquet   per-example scores (pinned schema), one file per task and system
                                    (not Hive's system=<s>: the column is in the files; writers.LAYOUT)
@@ -11,7 +11,8 @@ Run folder (any fsspec URL)::
     stats/stats.parquet, stats/stats.json  corpus statistics per system, type and stat
     stats/bootstrap_exact.{parquet,json}   rouge-score's BootstrapAggregator (stats.bootstrap: exact)
     _summary.json                  rows, quarantined by reason, systems, tasks, seconds, pairs/s, signature
-    _SUCCESS                       written last
+    _LEASE.json                    the run holding the folder (pipeline.io.runfolder.Lease; removed at the end)
+    _SUCCESS                       written last, after verify_parts (docs/run-folder.md)
 
 Statistics are reduced on the workers as a tree of ``client.submit(merge_results, *chunk)``;
 only the root (one accumulator) comes back to the client.  The tasks of units that the plan
@@ -746,20 +747,22 @@ def _write_failed_summary(run_url: str, so: dict, sig: str, chash: str, e: BaseE
         pass
 
 
+_PART_NAME = re.compile(r"^part-\d+\.parquet$")
 _PART = re.compile(r"^(?:scores/system-[^/]*|quarantine)/part-(\d{5,})\.parquet$")
 
 
 def verify_parts(run_url: str, so: dict, n_tasks: int, chash: str, rows: int, quarantined: int) -> None:
     """Refuse (before ``_SUCCESS``) a run folder whose ``scores/`` or ``quarantine/`` holds a file
-    that is not a part of one of this run's ``n_tasks`` tasks with its config hash, or whose
+    part that is not one of this run's ``n_tasks`` tasks' with its config hash, or whose
     parts hold other row counts than the run counted."""
     import pyarrow.parquet as pq
     from concurrent.futures import ThreadPoolExecutor
 
     fs, path = get_fs(run_url, so)
     root = path.rstrip("/")
+    # the part files there (other names are no reader's parts: left alone)
     rels = [r for r in runfolder.folder_files(fs, root) if r.startswith(("scores/", "quarantine/"))
-            and not posixpath.basename(r).startswith(".tmp-")]
+            and _PART_NAME.match(posixpath.basename(r))]
 
     def footer(rel):
         with fs.open(f"{root}/{rel}", "rb") as f:
