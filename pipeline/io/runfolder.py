@@ -363,6 +363,9 @@ class Lease:
         fs.pipe_file(path, data, mode="create")  # If-None-Match: * (s3fs) / ifGenerationMatch=0 (gcsfs)
 
     def acquire(self) -> "Lease":
+        fs, path = get_fs(self.run_url, self.so)
+        if is_local(fs):  # the folder first: an error then names it, not the lease
+            os.makedirs(path, exist_ok=True)
         for _ in range(5):
             try:
                 # look first: a store that ignores the create condition (an emulator) still
