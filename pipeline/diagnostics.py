@@ -396,19 +396,17 @@ def _per_example(tok, c_start, c_end, s_start, s_end, has_src, out_f, out_i):
         out_i[d, 0] = ns
         if m == 0:
             continue
-        # local ids relate equal tokens exactly as the token ids do; a short candidate's direct
-        # scan (m x ns steps, at most _DIRECT_STEPS per token) is faster than building the automaton
-        S = lid[0:m]
-        A = lid[m:m + ns]
-        if m * ns <= _DIRECT_STEPS * (m + ns):
-            tot, sq, _ = fragments(S, A)
-            longest = longest_common_span(S, A)
-        else:
-            tot, sq, longest = copy_stats(S, A, L)
-        out_f[d, 1] = tot / m
-        out_f[d, 2] = sq / m
         out_f[d, 3] = ns / m
-        out_i[d, 1] = longest
+        # a short candidate's direct scan (m x ns steps, at most _DIRECT_STEPS per token) is
+        # faster than building the automaton; longer ones are left to copy_stats (-2 marks them)
+        if m * ns <= _DIRECT_STEPS * (m + ns):
+            # local ids relate equal tokens exactly as the token ids do
+            tot, sq, _ = fragments(lid[0:m], lid[m:m + ns])
+            out_f[d, 1] = tot / m
+            out_f[d, 2] = sq / m
+            out_i[d, 1] = longest_common_span(lid[0:m], lid[m:m + ns])
+        else:
+            out_i[d, 1] = -2
         for order in range(1, 4):
             if m < order:
                 continue
@@ -462,8 +460,17 @@ def compute(candidates: Sequence[str] | None, references: Sequence[Sequence[str]
     out_f = np.empty((n, 7), dtype=np.float64)
     out_i = np.empty((n, 2), dtype=np.int64)
     # candidates and sources are one token stream, addressed by their own spans
-    _per_example(np.asarray(tok), np.asarray(c_start, dtype=np.int64), np.asarray(c_end, dtype=np.int64),
-                 np.asarray(s_start, dtype=np.int64), np.asarray(s_end, dtype=np.int64), has_src, out_f, out_i)
+    tok = np.asarray(tok)
+    c_start, c_end = np.asarray(c_start, dtype=np.int64), np.asarray(c_end, dtype=np.int64)
+    s_start, s_end = np.asarray(s_start, dtype=np.int64), np.asarray(s_end, dtype=np.int64)
+    _per_example(tok, c_start, c_end, s_start, s_end, has_src, out_f, out_i)
+    # long candidates: in a kernel of its own, compiled only by a run that has one
+    for d in np.flatnonzero(out_i[:, 1] == -2):
+        S, A = tok[c_start[d]:c_end[d]], tok[s_start[d]:s_end[d]]
+        uniq, dense = np.unique(np.concatenate([S, A]), return_inverse=True)
+        m = S.shape[0]
+        tot, sq, longest = copy_stats(dense[:m].astype(np.int64), dense[m:].astype(np.int64), len(uniq))
+        out_f[d, 1], out_f[d, 2], out_i[d, 1] = tot / m, sq / m, longest
 
     cand_tokens = np.asarray(cand_tokens, dtype=np.float64)
     mean_ref = np.asarray(ref_tokens, dtype=np.float64) / np.maximum(np.asarray(n_refs, dtype=np.float64), 1)

@@ -285,7 +285,7 @@ def test_estimate_costs_count_the_source():
 
 
 def test_long_candidates_take_the_linear_path_with_the_same_columns():
-    """Long candidates (past the direct scan's bound) go through copy_stats inside the batch
+    """Long candidates (past the direct scan's bound) go through copy_stats after the batch
     kernel; the columns equal the definitions on the same tokens, short and long mixed."""
     import random
 
