@@ -99,6 +99,8 @@ class RougeScorer:
         self.alpha = alpha
         self.language = language
         self._delegate = None
+        if not isinstance(rouge_types, (list, tuple, str)):
+            rouge_types = list(rouge_types)  # read twice below (a generator would be empty the second time)
         names = list(dict.fromkeys(rouge_types))
         extended = any(isinstance(n, str) and _FAMILY.match(n) for n in names)
         if extended or profile != DEFAULT_PROFILE or multi_ref not in (None, "max_f") or alpha != 0.5 \
