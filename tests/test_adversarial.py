@@ -526,3 +526,38 @@ def test_ctrl_c_exits_130_without_a_traceback_and_a_rerun_resumes(tmp_path):
     assert again.returncode == EXIT_OK, again.stderr
     assert "resume: 1 of 3 tasks already done" in again.stderr
     assert (run / "_SUCCESS").exists() and outcome(run) == (6, 0)
+
+
+# --------------------------------------------------------------------------- the zstd frame reader itself
+def _streamed(data: bytes) -> bytes:
+    """A frame without its size in the header (a streaming compressor: `zstd < in > out`)."""
+    c = zstd.ZstdCompressor().compressobj()
+    return c.compress(data) + c.flush()
+
+
+@pytest.mark.parametrize("how", ["whole", "pieces"])
+def test_zstd_reader_whole_frames_only(tmp_path, how):
+    from pipeline.io import readers
+
+    a, b = lines_text(2000), lines_text(3000, "dog")
+    sized, streamed = COMPRESS["zst"](a), _streamed(b)
+
+    def read(data: bytes) -> bytes:
+        p = tmp_path / "x.txt.zst"
+        p.write_bytes(data)
+        with readers._reading(str(p)), readers._open(str(p), {}, "zstd") as f:
+            if how == "whole":
+                return f.read()
+            out = []
+            while chunk := f.read(1000):
+                out.append(chunk)
+            return b"".join(out)
+
+    assert read(b"") == b""
+    assert read(sized) == a and read(streamed) == b
+    assert read(sized + streamed + sized) == a + b + a
+    for bad in (sized[:-1], streamed[:-3], sized + streamed[: len(streamed) // 2], streamed[:20]):
+        with pytest.raises(readers.UnreadableFileError, match="the zstd stream ends inside a frame"):
+            read(bad)
+    with pytest.raises(readers.UnreadableFileError, match="ZstdError"):
+        read(sized + b"not a frame")

@@ -419,40 +419,55 @@ class _ZstdReader:
         import zstandard
 
         self._raw, self._chunk = raw, chunk
-        self._dctx = zstandard.ZstdDecompressor()
+        self._dctx, self._error = zstandard.ZstdDecompressor(), zstandard.ZstdError
         self._obj = None          # the frame being decompressed
-        self._pending = b""       # compressed bytes after the end of the last frame
+        self._pending, self._ppos = b"", 0  # compressed bytes not decoded yet: self._pending[self._ppos:]
         self._out, self._pos = b"", 0  # decompressed bytes not yet returned: self._out[self._pos:]
+        self._n_in = self._n_out = 0   # compressed bytes read, decompressed bytes made
 
     def _more(self, size: int) -> bytes:
-        """The next decompressed bytes (``size`` compressed bytes read at a time, -1: the rest);
-        ``b""`` at the end of the stream."""
+        """The next decompressed bytes (from ``size`` compressed bytes at a time); ``b""`` at the
+        end of the stream."""
         while True:
-            if self._pending:
-                data, self._pending = self._pending, b""
+            if self._ppos < len(self._pending):
+                data = self._pending[self._ppos:self._ppos + size]
+                self._ppos += len(data)
             else:
                 data = self._raw.read(size)
+                self._n_in += len(data)
                 if not data:
                     if self._obj is not None and not self._obj.eof:
                         raise EOFError("the zstd stream ends inside a frame (truncated file)")
                     return b""
             if self._obj is None or self._obj.eof:
-                self._obj = self._dctx.decompressobj()
+                self._obj = self._dctx.decompressobj(write_size=1 << 20)
             out = self._obj.decompress(data)
+            self._n_out += len(out)
             if self._obj.eof:
-                self._pending = self._obj.unused_data
+                self._pending, self._ppos = self._obj.unused_data + self._pending[self._ppos:], 0
             if out:
                 return out
 
     def read(self, size: int = -1) -> bytes:
         if size is None or size < 0:
+            if self._obj is None and not self._out:  # the whole stream at once (the fast JSONL path)
+                data = self._raw.read()
+                try:
+                    # one frame with its size in the header: one allocation (~30% faster); anything
+                    # else (no size, more frames, truncated, corrupt) is left to the frame loop
+                    return self._dctx.decompress(data, allow_extra_data=False)
+                except self._error:
+                    self._pending, self._ppos = data, 0
             parts = [self._out[self._pos:]]
             self._out, self._pos = b"", 0
-            while chunk := self._more(-1):
+            while chunk := self._more(1 << 16):   # small pieces: zstd is slow to grow one huge output
                 parts.append(chunk)
-            return b"".join(parts)
+            return b"".join(p for p in parts if p)
         while len(self._out) - self._pos < size:
-            chunk = self._more(self._chunk)
+            # about as many compressed bytes as make `size` (the ratio so far): a highly compressed
+            # stream is not decoded far ahead into one big buffer
+            want = 1 << 14 if not self._n_out else max(1 << 12, min(self._chunk, size * self._n_in // self._n_out))
+            chunk = self._more(want)
             if not chunk:
                 break
             self._out, self._pos = self._out[self._pos:] + chunk, 0
