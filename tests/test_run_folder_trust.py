@@ -262,7 +262,7 @@ def test_a_rerun_after_the_inputs_changed_gives_the_new_numbers(tmp_path, inputs
     out = tmp_path / "run"
     cfg = _cfg(tmp_path, str(inputs / "*.jsonl"))
     assert score(capsys, cfg, out)[0] == 0
-    rows_before = _summary(out)["rows"]
+    rows_before, stats_before = _summary(out)["rows"], (out / "stats" / "stats.json").read_bytes()
     if change == "new shard":
         _write_jsonl(inputs / "c.jsonl", _recs("c", 5, "stone water light green road"))
     elif change == "removed shard":
@@ -270,7 +270,10 @@ def test_a_rerun_after_the_inputs_changed_gives_the_new_numbers(tmp_path, inputs
     else:   # regenerated: same size, same modification time, other content (the inode differs)
         a = inputs / "a.jsonl"
         st = a.stat()
-        (inputs / "a.new").write_text(a.read_text().replace("alpha", "omega"))
+        recs = _recs("a", 12)
+        for r in recs:   # other candidates, same sizes
+            r["candidate"] = r["candidate"].replace("alpha", "omega")
+        _write_jsonl(inputs / "a.new", recs)
         os.replace(inputs / "a.new", a)
         os.utime(a, ns=(st.st_atime_ns, st.st_mtime_ns))
         assert a.stat().st_size == st.st_size
@@ -282,6 +285,7 @@ def test_a_rerun_after_the_inputs_changed_gives_the_new_numbers(tmp_path, inputs
     assert run_outputs(out) == run_outputs(fresh)           # the new numbers, nothing stale
     assert _summary(out)["rows"] == _summary(fresh)["rows"]
     assert (_summary(out)["rows"] != rows_before) == (change != "edited shard")
+    assert (out / "stats" / "stats.json").read_bytes() != stats_before
     assert (out / "_SUCCESS").exists() and _summary(out)["tasks_resumed"] == 0
 
 
@@ -574,3 +578,34 @@ def test_a_final_write_that_fails_leaves_no_success(tmp_path, inputs, monkeypatc
     assert not (tmp_path / "run" / "_SUCCESS").exists()
     assert not (tmp_path / "run" / runfolder.LEASE).exists()       # released on failure too
 
+
+
+def test_an_edited_s3_object_of_the_same_size_is_scored_again(moto_endpoint, s3_bucket, tmp_path, monkeypatch,
+                                                               capsys):
+    """On S3 the fingerprint is the listing's ETag: a regenerated object of the same size gives
+    the new numbers on the rerun (the same-day nightly rerun)."""
+    from _storage_servers import s3_env, s3_fs
+
+    for k, v in s3_env(moto_endpoint).items():
+        monkeypatch.setenv(k, v)
+    fs = s3_fs(moto_endpoint)
+    data = "".join(json.dumps(r) + "\n" for r in _recs("a", 10))
+    fs.pipe(f"{s3_bucket}/in/a.jsonl", data.encode())
+    cfg = _cfg(tmp_path, f"s3://{s3_bucket}/in/*.jsonl")
+    out = f"s3://{s3_bucket}/run"
+    assert score(capsys, cfg, out)[0] == 0
+    first = fs.cat_file(f"{s3_bucket}/run/stats/stats.json")
+    recs = _recs("a", 10)
+    for r in recs:   # other candidates, same sizes
+        r["candidate"] = r["candidate"].replace("alpha", "omega")
+    edited = "".join(json.dumps(r) + "\n" for r in recs)
+    assert len(edited) == len(data) and edited != data
+    fs.pipe(f"{s3_bucket}/in/a.jsonl", edited.encode())
+    code, err = score(capsys, cfg, out)
+    assert code == 0, err
+    assert "a.jsonl (changed)" in err
+    fresh = f"s3://{s3_bucket}/fresh"
+    assert score(capsys, cfg, fresh)[0] == 0
+    fs.invalidate_cache()
+    again = fs.cat_file(f"{s3_bucket}/run/stats/stats.json")
+    assert again != first and again == fs.cat_file(f"{s3_bucket}/fresh/stats/stats.json").replace(b"/fresh", b"/run")

@@ -211,6 +211,11 @@ def list_inputs(spec) -> dict[str, dict]:
 
     so = spec.storage_options
     out: dict[str, dict] = {}
+    for url in input_urls(spec):  # a listing cached by an earlier run in this process is stale
+        try:
+            get_fs(url, so)[0].invalidate_cache()
+        except Exception:  # noqa: BLE001 - not every file system caches
+            pass
     if spec.layout == "folders":
         for url in input_urls(spec):
             out.update(_folder_listing(url, so))
