@@ -214,9 +214,13 @@ def test_identical_rerun_is_quiet_and_the_cli_statuses(real, tmp_path, capsys):
     none = [{**r, "id": "other:" + r["id"]} for r in d["recs"]]
     none_run = score(write(tmp_path / "none.jsonl", none), tmp_path / "none")
     for run, pct in ((half_run, "coverage "), (none_run, "coverage 0.0%")):
-        assert cli.main(["compare", str(d["base"]), str(run), "--n-boot", "100", "--n-perm", "100"]) == 3
+        html = tmp_path / "nc.html"
+        assert cli.main(["compare", str(d["base"]), str(run), "--n-boot", "100", "--n-perm", "100",
+                         "--html", str(html)]) == 3
         cap = capsys.readouterr()
         assert "NOT COMPARABLE" in cap.out and pct in cap.err and "below --min-coverage" in cap.err
+        text = html.read_text()
+        assert 'id="verdict">NOT COMPARABLE' in text and "inside the band" not in text and pct in text
     n_lede = sum(r["system"] == "lede3" for r in half)
     assert cli.main(["compare", str(d["base"]), str(half_run), "--min-coverage", str(n_lede / 60)]) in (0, 1)
     capsys.readouterr()
