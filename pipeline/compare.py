@@ -151,6 +151,17 @@ def load_run(url: str, storage_options: dict | None = None) -> RunData:
         raise CompareError(f"{url}: cannot read the run ({e})") from e
 
 
+def same_run(a: str, b: str) -> bool:
+    """Whether two run URLs name the same folder (local paths compared absolute, ``file://`` dropped)."""
+    import os
+
+    def norm(u: str) -> str:
+        u = str(u).rstrip("/").removeprefix("file://")
+        return u if "://" in u else os.path.abspath(u)
+
+    return norm(a) == norm(b)
+
+
 def _is_run(fs, path: str) -> bool:
     return fs.exists(f"{path.rstrip('/')}/_SUCCESS")
 
@@ -183,10 +194,9 @@ def find_runs(specs: list[str], storage_options: dict | None = None, exclude: st
         if not hit and not found:
             raise CompareError(f"history: nothing matches {spec}")
         urls += [url_of(p).rstrip("/") for p in hit]
-    ex = str(exclude).rstrip("/").removeprefix("file://") if exclude else None
     seen, runs = set(), []
     for u in urls:
-        if u in seen or (ex is not None and u.removeprefix("file://") == ex):
+        if u in seen or (exclude is not None and same_run(u, exclude)):
             continue
         seen.add(u)
         runs.append(load_run(u, storage_options))
@@ -319,7 +329,7 @@ def compare(base: RunData, new: RunData, band: float | None = None, min_effect: 
         raise CompareError("k must be > 0, window >= 1 and min_history >= 2")
     if method not in BAND_METHODS:
         raise CompareError(f"unknown band method {method!r} ({', '.join(BAND_METHODS)})")
-    history = [h for h in (history or []) if h.url != new.url]
+    history = [h for h in (history or []) if not same_run(h.url, new.url)]
     replicates = list(replicates or [])
     cols = [f"{t}_{s}" for t in types for s in STATS]
     bs = set(base.scores["system"].unique()) if len(base.scores) else set()

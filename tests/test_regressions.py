@@ -252,7 +252,7 @@ def test_seven_noisy_nights_stay_quiet_and_a_real_shift_alarms(real, tmp_path):
 
 
 @needs_data
-def test_history_from_a_nightly_root_and_previous(real, tmp_path, capsys):
+def test_history_from_a_nightly_root_and_previous(real, tmp_path, capsys, monkeypatch):
     recs = real["newsroom"]["recs"]
     root = tmp_path / "root"
     for j in range(6):
@@ -264,6 +264,11 @@ def test_history_from_a_nightly_root_and_previous(real, tmp_path, capsys):
         doc = json.loads(capsys.readouterr().out)
         assert [r["url"] for r in doc["trend"]["runs"]] == [str(root / f"2026-09-0{j + 1}") for j in range(6)]
         assert doc["base"] == str(root / "2026-09-05") and {r["band"] for r in doc["rows"] if r["stat"] == "fmeasure"} == {"history"}
+    # relative paths: the new run itself is never part of its own history
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["compare", "root/2026-09-06", "--history", "root", "--json", "--n-boot", "50", "--n-perm", "50"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert len(doc["trend"]["runs"]) == 6 and doc["chart"][0]["n_runs"] == 5
 
 
 @needs_data
