@@ -308,16 +308,16 @@ def _score(args) -> int:
         cfg = load_config(args.config, overrides)
     except OSError as e:  # the config file itself
         raise ConfigError(f"{e.filename or args.config}: {e.strerror or e}") from e
+    from pipeline import redaction
+
+    if redaction.active() is not None:   # from here on, this config's secret values are masked too
+        redaction.active().add_config(cfg.to_dict(redact=False))
     _CONTEXT["output"] = cfg.output.url
     if args.print_config:
         import yaml
 
         print(yaml.safe_dump(cfg.effective_dict(), sort_keys=False, allow_unicode=True), end="")
         return EXIT_OK
-    from pipeline import redaction
-
-    if redaction.active() is not None:   # from here on, this config's secret values are masked too
-        redaction.active().add_config(cfg.to_dict(redact=False))
 
     from pipeline.execution.driver import run_config
 

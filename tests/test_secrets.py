@@ -165,7 +165,10 @@ def test_every_credential_option_appears_in_no_byte_of_the_run_or_its_output(tmp
     missing = cli("score", "--config", str(cfg), "--sync", "--output", str(tmp_path / "run2"),
                   "--set", f"input.paths=memory://user:{url_pw}@nowhere/x.jsonl?sv=1&sig={url_sig}")
     assert missing.returncode == 2 and "memory://" in missing.stderr, missing.stderr
-    outputs = {f"{n}.{k}": getattr(r, k).encode() for n, r in (("bad", bad), ("missing", missing))
+    printed = cli("score", "--config", str(cfg), "--print-config")
+    assert printed.returncode == 0 and "connection_string" in printed.stdout, printed.stderr
+    outputs = {f"{n}.{k}": getattr(r, k).encode() for n, r in (("bad", bad), ("missing", missing),
+                                                                 ("print-config", printed))
                for k in ("stdout", "stderr")}
     assert _leaks(outputs, secrets + [url_pw, url_sig]) == []
 
