@@ -173,8 +173,8 @@ def _compare(args) -> int:
     if args.html:
         print(f"html: {args.html}", file=sys.stderr)
     if result["verdict"] == "not comparable":
-        print(f"rouge-pipeline: compare: not comparable: {base.url} -> {new.url}: " + "; ".join(result["not_comparable"]),
-              file=sys.stderr)
+        print(f"rouge-pipeline: compare: not comparable: {base.url} -> {new.url}: "
+              + "; ".join(result["not_comparable"]), file=sys.stderr)
         return EXIT_NOT_COMPARABLE
     if result["moved"]:
         print(f"rouge-pipeline: compare: moved: {base.url} -> {new.url}: " + "; ".join(result["reasons"]),

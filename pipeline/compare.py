@@ -340,7 +340,8 @@ def compare(base: RunData, new: RunData, band: float | None = None, min_effect: 
     # not comparable: settings first
     notes = []
     if base.signature != new.signature:
-        diff = "different settings (signatures differ: " + "; ".join(signature_diff(base.signature, new.signature)) + ")"
+        diff = ("different settings (signatures differ: "
+                + "; ".join(signature_diff(base.signature, new.signature)) + ")")
         if allow_different_settings:
             notes.append(diff + ", allowed by --allow-different-settings")
         else:
@@ -453,7 +454,8 @@ def compare(base: RunData, new: RunData, band: float | None = None, min_effect: 
                                    f"{row['band']} band [{chart_b['low']:.4f}, {chart_b['high']:.4f}] "
                                    f"(centre {chart_b['centre']:.4f}, {chart_b['n_runs']} runs)")
                 else:
-                    reasons.append(f"{label} {t} {s[0].upper()}: delta {delta:+.4f} [{lo:+.4f}, {hi:+.4f}] {row['status']}, "
+                    reasons.append(f"{label} {t} {s[0].upper()}: delta {delta:+.4f} [{lo:+.4f}, {hi:+.4f}] "
+                                   f"{row['status']}, "
                                    f"outside the {row['band']} band")
         # movers of this system
         fcols = [types.index(t) * 3 + 2 for t in types]
@@ -495,7 +497,8 @@ def compare(base: RunData, new: RunData, band: float | None = None, min_effect: 
                  "n_boot": n_boot, "n_perm": n_perm, "seed": seed, "alarm_stats": list(alarm_stats),
                  "ci": "paired Poisson bootstrap (weights from seed, system, id)",
                  "test": "paired sign-flip permutation test",
-                 "history": {"method": method, "choice": BAND_METHODS[method], "k": k, "window": window, "min_history": min_history,
+                 "history": {"method": method, "choice": BAND_METHODS[method], "k": k, "window": window,
+                             "min_history": min_history,
                              "n_history_runs": len(history), "n_replicates": len(replicates),
                              "fallback": "paired-bootstrap band when fewer than min_history runs hold the system"}},
         "coverage": coverage, "min_coverage": min_coverage,

@@ -183,7 +183,8 @@ def test_nightly_job_matches_its_schema_and_its_config_loads():
             check_nightly(d)
 
 
-SCHEDULED = ("jobs/cron/rouge-nightly.cron", "jobs/k8s/cronjob.yaml", "jobs/k8s/daskjob.yaml", "jobs/slurm/score.sbatch")
+SCHEDULED = ("jobs/cron/rouge-nightly.cron", "jobs/k8s/cronjob.yaml", "jobs/k8s/daskjob.yaml",
+             "jobs/slurm/score.sbatch")
 GATE = "rouge-pipeline nightly jobs/nightly.yaml"
 
 

@@ -88,7 +88,8 @@ def test_zero_and_half_coverage_are_not_comparable():
     assert compare(base, half, min_coverage=0.5, texts=False, **FAST)["verdict"] == "no change"
     assert compare(base, half, min_coverage=0.5000001, texts=False, **FAST)["verdict"] == "not comparable"
     missing = compare(base, run_of("n", {"B": BASE}), texts=False, **FAST)
-    assert missing["verdict"] == "not comparable" and any("only in the base run" in b for b in missing["not_comparable"])
+    assert missing["verdict"] == "not comparable"
+    assert any("only in the base run" in b for b in missing["not_comparable"])
 
 
 def test_different_signatures_are_not_comparable_unless_allowed():
@@ -183,7 +184,8 @@ def real(tmp_path_factory):
     out = {"root": root}
     for ds, system, other in (("newsroom", "textrank", "abstractive"), ("dialsummeval", "F:BART", "C:LEAD_3")):
         recs = records(ds)
-        out[ds] = {"recs": recs, "system": system, "base": score(write(root / ds / "base.jsonl", recs), root / ds / "b")}
+        base = score(write(root / ds / "base.jsonl", recs), root / ds / "b")
+        out[ds] = {"recs": recs, "system": system, "base": base}
         for kind in ("truncation", "header", "padding"):
             bad, _ = injected(recs, kind, systems={system})
             out[ds][kind] = score(write(root / ds / f"{kind}.jsonl", bad), root / ds / kind)
@@ -263,10 +265,12 @@ def test_history_from_a_nightly_root_and_previous(real, tmp_path, capsys, monkey
         assert cli.main(["compare", new, *flags, "--json", "--n-boot", "100", "--n-perm", "100"]) == 0
         doc = json.loads(capsys.readouterr().out)
         assert [r["url"] for r in doc["trend"]["runs"]] == [str(root / f"2026-09-0{j + 1}") for j in range(6)]
-        assert doc["base"] == str(root / "2026-09-05") and {r["band"] for r in doc["rows"] if r["stat"] == "fmeasure"} == {"history"}
+        assert doc["base"] == str(root / "2026-09-05")
+        assert {r["band"] for r in doc["rows"] if r["stat"] == "fmeasure"} == {"history"}
     # relative paths: the new run itself is never part of its own history
     monkeypatch.chdir(tmp_path)
-    assert cli.main(["compare", "root/2026-09-06", "--history", "root", "--json", "--n-boot", "50", "--n-perm", "50"]) == 0
+    assert cli.main(["compare", "root/2026-09-06", "--history", "root", "--json", "--n-boot", "50",
+                     "--n-perm", "50"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert len(doc["trend"]["runs"]) == 6 and doc["chart"][0]["n_runs"] == 5
 
