@@ -23,7 +23,9 @@ Layouts (``InputSpec.layout``):
     index lives in the planner's memory only (about 100 bytes per reference row).
     Ids present on one side only are reported as quarantine rows:
     ``no references for id`` (by the unit reading that candidate row) and
-    ``no candidate for id`` (planned, emitted by one deterministic unit).
+    ``no candidate for id`` (planned, emitted by one deterministic unit).  A reference row
+    with a good id but bad references or source is a quarantine row of its own, emitted by
+    the first unit that reads it (``WorkUnit.ref_report``), also when its id has good rows.
 
 ``lines``
     The rouge-score CLI layout: plain text files, one example per line.  Candidate
