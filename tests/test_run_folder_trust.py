@@ -609,3 +609,38 @@ def test_an_edited_s3_object_of_the_same_size_is_scored_again(moto_endpoint, s3_
     fs.invalidate_cache()
     again = fs.cat_file(f"{s3_bucket}/run/stats/stats.json")
     assert again != first and again == fs.cat_file(f"{s3_bucket}/fresh/stats/stats.json").replace(b"/fresh", b"/run")
+
+
+def test_folders_and_paired_layouts_rescore_a_new_reference_file(tmp_path, capsys):
+    """Every side of every layout is fingerprinted: a model file added to a ``folders`` input,
+    and a references shard edited in a ``paired`` input, give the new numbers on the rerun."""
+    sys_dir, model_dir = tmp_path / "system", tmp_path / "model"
+    sys_dir.mkdir()
+    model_dir.mkdir()
+    (sys_dir / "1.txt").write_text("the cat sat on the mat\n")
+    (sys_dir / "2.txt").write_text("a dog barked\n")
+    (model_dir / "1.A.txt").write_text("the cat sat on the mat\n")
+    (model_dir / "2.A.txt").write_text("the dog barked loudly\n")
+    folders = tmp_path / "folders.yaml"
+    folders.write_text(yaml.safe_dump({"input": {"layout": "folders", "candidates": str(sys_dir),
+                                                 "references": str(model_dir)},
+                                       "stats": {"n_boot": 0}, "execution": {"mode": "sync", "retries": 0}}))
+    pdir = tmp_path / "paired"
+    pdir.mkdir()
+    _write_jsonl(pdir / "c.jsonl", [{"id": r["id"], "candidate": r["candidate"]} for r in _recs("p", 6)])
+    _write_jsonl(pdir / "r.jsonl", [{"id": r["id"], "references": r["references"]} for r in _recs("p", 6)])
+    paired = tmp_path / "paired.yaml"
+    paired.write_text(yaml.safe_dump({"input": {"layout": "paired", "candidates": str(pdir / "c.jsonl"),
+                                                "references": str(pdir / "r.jsonl")},
+                                      "stats": {"n_boot": 0}, "execution": {"mode": "sync", "retries": 0}}))
+    for cfg, change in ((folders, lambda: (model_dir / "2.B.txt").write_text("a dog barked\n")),
+                        (paired, lambda: _write_jsonl(pdir / "r.jsonl", [
+                            {"id": r["id"], "references": ["omega " + r["references"][0]]} for r in _recs("p", 6)]))):
+        out, fresh = tmp_path / f"run-{cfg.stem}", tmp_path / f"fresh-{cfg.stem}"
+        assert score(capsys, cfg, out)[0] == 0
+        before = (out / "stats" / "stats.json").read_bytes()
+        change()
+        code, err = score(capsys, cfg, out)
+        assert code == 0 and "the inputs changed since" in err, err
+        assert score(capsys, cfg, fresh)[0] == 0
+        assert run_outputs(out) == run_outputs(fresh) and (out / "stats" / "stats.json").read_bytes() != before
