@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from pipeline import RougeScorer
-from pipeline.text.stemmers import SNOWBALL_LANGUAGES
+from pipeline.text.snowball import SNOWBALL_LANGUAGES
 from pipeline.text.unicode import UnicodeTokenizer
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "multi_summeval" / "multi_summeval.jsonl"

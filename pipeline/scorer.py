@@ -21,7 +21,8 @@ from pipeline.text.tokenizers import as_tokenizer
 
 if TYPE_CHECKING:
     from pipeline.scoring.batch import BatchScores
-    from pipeline.text.encoder import DefaultEncoder, EncodedDocs
+    from pipeline.text.csr import EncodedDocs
+    from pipeline.text.encoder import DefaultEncoder
 
 def _compiled():
     """The compiled path's modules, imported on first use: a process whose first batches are

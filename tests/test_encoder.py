@@ -114,7 +114,7 @@ def test_str_buffers_to_utf8_as_str_encode(widest):
     with document offsets in bytes."""
     import random
 
-    from pipeline.text.encoder import _str_to_utf8
+    from pipeline.text.intrinsics import str_to_utf8
 
     rng = random.Random(ord(widest))
     width_max = 0xFF if ord(widest) < 0x100 else (0xFFFF if ord(widest) < 0x10000 else 0x10FFFF)
@@ -126,7 +126,7 @@ def test_str_buffers_to_utf8_as_str_encode(widest):
                  for _ in range(rng.randint(1, 6))]
         texts[0] += widest  # the joined str has this buffer width
         ends = np.concatenate([[0], np.cumsum([len(t) for t in texts])]).astype(np.int64)
-        buf, offs = _str_to_utf8("".join(texts), ends)
+        buf, offs = str_to_utf8("".join(texts), ends)
         want = [t.encode("utf-8", "surrogatepass") for t in texts]
         assert buf.tobytes() == b"".join(want)
         assert offs.tolist() == np.concatenate([[0], np.cumsum([len(w) for w in want])]).tolist()
@@ -169,7 +169,7 @@ def test_compiled_code_stays_in_bounds_on_dense_inputs(tmp_path):
 
 _ISOLATED_PORTER_PROBE = r"""
 import json, sys
-from pipeline.text.stemming import porter_stem
+from pipeline.text.porter import porter_stem
 words = json.loads(sys.stdin.read())
 ours = [porter_stem(w) for w in words]
 assert not any(m == "nltk" or m.startswith("nltk.") for m in sys.modules), "nltk left in sys.modules"
@@ -251,7 +251,7 @@ def test_a_vocabulary_rebuilt_between_related_encodings_changes_no_number(case, 
     generation of ids; the numbers must be those of a run without any rebuild."""
     from pipeline import job
     from pipeline import scorer as scorer_mod
-    from pipeline.text.encoder import Vocabulary
+    from pipeline.text.vocabulary import Vocabulary
 
     monkeypatch.setattr(scorer_mod, "_ENCODERS", {})
     job.scorer_for.cache_clear()

@@ -404,7 +404,7 @@ def test_compiled_path_equals_specification_for_every_code_point():
     against the specification's normalization and pattern (as one findall over the joined
     texts, marks between texts; the tests above tie that to per-text tokenization).
     tr/az (other case tables) over the Basic Multilingual Plane."""
-    from pipeline.text.unicode import _MARKED_PATTERN
+    from pipeline.text.unicode_rules import MARKED_PATTERN
 
     sampled = [c for c in range(0x110000) if c < 0x40000 or 0xE0000 <= c < 0xF0000 or c % 61 == 0]
     for language, cps in (("en", sampled), ("tr", range(0x10000))):
@@ -414,7 +414,7 @@ def test_compiled_path_equals_specification_for_every_code_point():
             enc = tok.encode_batch(texts)
             got = np.array(tok._batch_encoder.forms(), dtype=object)[enc.tokens]
             joined = "\x00".join(t.replace("\x00", " ") for t in texts) + "\x00"
-            marked = _MARKED_PATTERN.findall(tok.normalize(joined))
+            marked = MARKED_PATTERN.findall(tok.normalize(joined))
             # (numpy drops a str scalar's trailing NULs: the marks are compared in Python)
             ends = np.array([t == "\x00" for t in marked])
             is_token = ~ends & np.array([t != "\n" for t in marked])
@@ -443,7 +443,7 @@ def test_compiled_path_expansion_retry_vocabulary_reset_and_threads(monkeypatch)
     vocabulary rebuilt between batches, and one tokenizer shared by threads."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from pipeline.text.encoder import Vocabulary
+    from pipeline.text.vocabulary import Vocabulary
 
     tok = UnicodeTokenizer("de", stem=True)
     texts = ["\ufdfa" * 300, "ａ" * 500 + "\u3300" * 200, "ß" * 1000, "x"]  # 18, 1 and 2 code points each

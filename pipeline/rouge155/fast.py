@@ -40,7 +40,7 @@ RULES = {"A": K.RULE_POOLED, "pooled": K.RULE_POOLED, "B": K.RULE_BEST_RECALL,
 
 @dataclass
 class Encoded:
-    """CSR token ids, the layout of :class:`pipeline.text.encoder.EncodedDocs`."""
+    """CSR token ids, the layout of :class:`pipeline.text.csr.EncodedDocs`."""
 
     tokens: np.ndarray
     doc_tok: np.ndarray

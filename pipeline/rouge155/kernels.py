@@ -4,7 +4,7 @@ The pure-Python modules of this package (:mod:`pipeline.rouge155.metrics`) are t
 specification; ``tests/test_rouge155_fast.py`` holds these kernels to it exactly (integer
 counts, and bit-identical floats for ROUGE-W).
 
-Layout (as :class:`pipeline.text.encoder.EncodedDocs`): document ``d`` is
+Layout (as :class:`pipeline.text.csr.EncodedDocs`): document ``d`` is
 ``tokens[doc_tok[d]:doc_tok[d+1]]`` (the whole-summary token stream: ROUGE-N, ROUGE-S/SU and
 the clipping counts of ROUGE-L/W) and its sentences are ``sent_tokens[sent_tok[s]:sent_tok[s+1]]``
 for ``s`` in ``range(doc_sent[d], doc_sent[d+1])`` (ROUGE-L/W).  Token ids are dense global ids

@@ -9,7 +9,7 @@ import numpy as np
 
 from pipeline.scoring.kernels import KIND_L, KIND_LSUM, KIND_N, score_batch_kernel
 from pipeline.scoring.types import RougeType
-from pipeline.text.encoder import EncodedDocs, check_reference_counts
+from pipeline.text.csr import EncodedDocs, check_reference_counts
 
 _KIND = {"n": KIND_N, "L": KIND_L, "Lsum": KIND_LSUM}
 

@@ -32,7 +32,7 @@ def check_profile(profile: str, language: str = "en", stemmer: str = "none", cjk
         if cjk != "chars":
             raise ValueError(f"cjk: {cjk!r} needs profile 'unicode'")
     elif stemmer == "snowball":
-        from pipeline.text.stemmers import snowball_algorithm
+        from pipeline.text.snowball import snowball_algorithm
 
         try:
             snowball_algorithm(language)
@@ -54,7 +54,7 @@ def make_tokenizer(profile: str = "rouge-score-0.1.2", language: str = "en", ste
 def signature_parts(profile: str, language: str = "en", stemmer: str = "none",
                     cjk: str = "chars") -> tuple[str, str]:
     """``(tok, stem)`` signature fields of the ``unicode`` profile (nothing is loaded)."""
-    from pipeline.text.stemmers import snowball_name
+    from pipeline.text.snowball import snowball_name
     from pipeline.text.unicode import tokenizer_name
 
     check_profile(profile, language, stemmer, cjk)

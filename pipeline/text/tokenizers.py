@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Callable, Protocol
 
-from pipeline.text.stemming import porter_stem
+from pipeline.text.porter import porter_stem
 
 _NON_ALPHANUM = re.compile(r"[^a-z0-9]+")
 _VALID_TOKEN = re.compile(r"^[a-z0-9]+$")

@@ -34,7 +34,7 @@ alternative.  For one text it does exactly this:
    On ASCII text (outside tr/az) the tokens are exactly rouge-score's unstemmed
    default tokens (``[a-z0-9]+`` runs of the lowercased text).
 4. **Stem** (``stem=True``): the Snowball stemmer of ``language``
-   (:mod:`pipeline.text.stemmers`), cached per token.  Languages without a Snowball
+   (:mod:`pipeline.text.snowball`), cached per token.  Languages without a Snowball
    stemmer (zh, ja, th, ...) refuse ``stem=True``.
 
 ``cjk="segmenter"`` replaces characters by words from maintained packages that need
@@ -72,44 +72,29 @@ from importlib.metadata import version
 
 import regex
 
-from pipeline.text.stemmers import SnowballStemmer
+from pipeline.text.snowball import SnowballStemmer
+from pipeline.text.unicode_rules import CJK, HAN, MARKED_PATTERN, SEA_LETTER, WORD, fold
 
 CJK_MODES = ("chars", "segmenter")
 
-_CJK = r"[\p{scx=Han}\p{scx=Hiragana}\p{scx=Katakana}]&&[\p{L}\p{N}]"
-_HAN = r"\p{scx=Han}&&[\p{L}\p{N}]"
-_SEA_LETTER = r"[\p{sc=Thai}\p{sc=Lao}\p{sc=Khmer}\p{sc=Myanmar}]&&\p{L}"
-_SEA = r"[\p{sc=Thai}\p{sc=Lao}\p{sc=Khmer}\p{sc=Myanmar}]&&[\p{L}\p{M}]"
-_WORD = rf"[[\p{{L}}\p{{M}}\p{{N}}]--[{_CJK}]--[{_SEA}]]+"
-
 # chars mode: a single findall per text.
-_CHARS_PATTERN = regex.compile(rf"(?V1)[{_CJK}]|(?=[{_SEA_LETTER}])\X|{_WORD}")
+_CHARS_PATTERN = regex.compile(rf"(?V1)[{CJK}]|(?=[{SEA_LETTER}])\X|{WORD}")
 # segmenter mode: Han runs and Thai runs are captured whole and handed to the segmenters.
 _SEG_PATTERN = regex.compile(
-    rf"(?V1)(?P<han>[{_HAN}]+)|(?P<thai>(?=[\p{{sc=Thai}}&&\p{{L}}])[\p{{sc=Thai}}&&[\p{{L}}\p{{M}}]]+)"
-    rf"|(?P<tok>[{_CJK}]|(?=[{_SEA_LETTER}])\X|{_WORD})")
+    rf"(?V1)(?P<han>[{HAN}]+)|(?P<thai>(?=[\p{{sc=Thai}}&&\p{{L}}])[\p{{sc=Thai}}&&[\p{{L}}\p{{M}}]]+)"
+    rf"|(?P<tok>[{CJK}]|(?=[{SEA_LETTER}])\X|{WORD})")
 _ASCII_WORD = re.compile(r"[a-z0-9]+")  # stdlib re: faster on the ASCII fast path
-# tokenize_batch: the same tokens, plus every newline and NUL (the marks between lines and texts)
-_MARKED_PATTERN = regex.compile(rf"(?V1)[\n\x00]|[{_CJK}]|(?=[{_SEA_LETTER}])\X|{_WORD}")
 _ASCII_MARKED = re.compile(r"[\n\x00]|[a-z0-9]+")
 
 _TURKIC = ("tr", "az")
 _ENCODER_LOCK = threading.Lock()  # one batch encoder per tokenizer, even when threads race
-_TURKIC_UPPER = str.maketrans({"\u0130": "i", "I": "\u0131"})
-
-
-def fold(text: str, turkic: bool) -> str:
-    """NFKC, then case folding (``turkic``: after ``İ`` -> ``i``, ``I`` -> ``ı``); every step but
-    the tr/az removal of U+0307 after ``i`` (:meth:`UnicodeTokenizer.normalize`)."""
-    text = unicodedata.normalize("NFKC", text)
-    return (text.translate(_TURKIC_UPPER) if turkic else text).casefold()
 
 
 @lru_cache(maxsize=None)
 def _jieba():
     import logging
 
-    import jieba
+    import jieba  # optional segmenters load only in segmenter mode (cold start)
 
     jieba.setLogLevel(logging.WARNING)
     return jieba
@@ -198,7 +183,7 @@ class UnicodeTokenizer:
             return None
         texts = [t.replace("\x00", " ") if "\x00" in t else t for t in texts]
         if self._turkic:
-            return _MARKED_PATTERN.findall(self.normalize("\x00".join(texts) + "\x00"))
+            return MARKED_PATTERN.findall(self.normalize("\x00".join(texts) + "\x00"))
         # ASCII texts (outside tr/az) through the stdlib pattern (~10x the regex engine's speed,
         # the same tokens: see words()), runs of other texts through one regex findall each
         out: list[str] = []
@@ -212,19 +197,19 @@ class UnicodeTokenizer:
             else:
                 while j < n and not texts[j].isascii():
                     j += 1
-                out += _MARKED_PATTERN.findall(self.normalize("\x00".join(texts[i:j]) + "\x00"))
+                out += MARKED_PATTERN.findall(self.normalize("\x00".join(texts[i:j]) + "\x00"))
             i = j
         return out
 
     def encode_batch(self, texts: list[str]):
-        """:class:`pipeline.text.encoder.EncodedDocs` of ``texts`` (sentences: the lines with
+        """:class:`pipeline.text.csr.EncodedDocs` of ``texts`` (sentences: the lines with
         tokens) by the compiled scan of :mod:`pipeline.text.unicode_scan`: the tokens of
         :meth:`tokenize`, as ids consistent within the batch.  None in segmenter mode."""
         if self.cjk != "chars":
             return None
         enc = self.__dict__.get("_batch_encoder")
         if enc is None:
-            from pipeline.text import unicode_scan
+            from pipeline.text import unicode_scan  # at first batch: it loads numba (cold start)
 
             if not unicode_scan.AVAILABLE:  # pragma: no cover - numba without str buffer access
                 return None

@@ -24,10 +24,10 @@ texts without a Python object per token or per character:
    everything else separates: outside Thai, Lao, Khmer and Myanmar that is exactly what
    the specification's pattern matches.  Token code points are written as UTF-8 into a
    byte buffer, with token bounds, sentence starts (a newline since the last token) and
-   document ends in :mod:`pipeline.text.encoder`'s CSR layout.
-4. **Ids**: token bytes -> dense ids by the default encoder's tables (``Vocabulary.ids``,
-   verified byte for byte past 16 bytes); with stemming each distinct new token is
-   decoded and stemmed once (``Vocabulary.stem_map``).
+   document ends in :mod:`pipeline.text.csr`'s layout.
+4. **Ids**: token bytes -> dense ids by the default encoder's tables
+   (:class:`pipeline.text.vocabulary.Vocabulary`, verified byte for byte past 16 bytes);
+   with stemming each distinct new token is decoded and stemmed once (``Vocabulary.stem_map``).
 
 A text holding a Thai, Lao, Khmer or Myanmar letter or mark needs UAX #29 grapheme
 clusters (``\\X``), which the kernel does not implement: it flags the text and drops
@@ -44,10 +44,12 @@ import numpy as np
 import regex
 from numba import njit
 
-from pipeline.text.encoder import (_BREAK, _END, EncodedDocs, Vocabulary, _concat_parts,
-                                   _drop_negative, _empty_docs, _get_code_point, _map_ids, _put_utf8,
-                                   _split_marked, _take_docs, text_groups)
-from pipeline.text.unicode import _CJK, _MARKED_PATTERN, _SEA, _WORD, fold
+from pipeline.text import csr, unicode_rules
+from pipeline.text.csr import (EncodedDocs, concat_parts, drop_negative, empty_docs, map_ids, split_marked,
+                               take_docs, text_groups)
+from pipeline.text.intrinsics import get_code_point, put_utf8
+from pipeline.text.unicode_rules import MARKED_PATTERN, fold
+from pipeline.text.vocabulary import Vocabulary
 
 # code point classes (low three bits of a table entry); a class >= WORD is part of a token
 SEP, LINE, END, SEA, WORD, CJK = 0, 1, 2, 3, 4, 5
@@ -57,9 +59,9 @@ UNSAFE = 16  # NFKC may combine it with the code points before it
 N_CODE_POINTS = 0x110000
 _BLOCK = 256
 
-_MARKS = {"\n": _BREAK, "\x00": _END}  # the pattern's line and text marks -> _split_marked's
+_MARKS = {"\n": csr.BREAK, "\x00": csr.END}  # the pattern's line and text marks -> split_marked's
 
-AVAILABLE = _get_code_point is not None  # the scan reads str buffers through numba's accessor
+AVAILABLE = get_code_point is not None  # the scan reads str buffers through numba's accessor
 
 
 def _every_code_point() -> str:
@@ -74,7 +76,8 @@ def class_table() -> np.ndarray:
     table = np.zeros(N_CODE_POINTS, dtype=np.uint8)
     # later classes win: the pattern tries a CJK character first, then a Thai-script grapheme,
     # then a word (the sets are disjoint today; the order keeps that precedence if they were not)
-    for cls, pattern in ((WORD, _WORD), (SEA, rf"[{_SEA}]+"), (CJK, rf"[{_CJK}]+")):
+    for cls, pattern in ((WORD, unicode_rules.WORD), (SEA, rf"[{unicode_rules.SEA}]+"),
+                         (CJK, rf"[{unicode_rules.CJK}]+")):
         for m in regex.finditer(rf"(?V1){pattern}", every):
             table[m.start():m.end()] = cls
     table[ord("\n")] = LINE
@@ -139,7 +142,7 @@ def _find_chunks(buf, table, starts, ends):
     k = 0
     begin = 0
     for i in range(len(buf)):
-        cp = np.int64(_get_code_point(buf, i))
+        cp = np.int64(get_code_point(buf, i))
         if table[cp] & UNSAFE:
             if i > begin:
                 if k == 0 or starts[k - 1] != begin:
@@ -196,7 +199,7 @@ def _scan_unicode(buf, n_docs, table, turkic, map_keys, map_offs, map_seq, ch_st
             cp = np.int64(ch_seq[q]) if from_chunk else np.int64(map_seq[q])
             q += 1
         elif i < n:
-            cp = np.int64(_get_code_point(buf, i))
+            cp = np.int64(get_code_point(buf, i))
             if k < n_chunks and i == ch_start[k]:
                 q = ch_offs[k]
                 q_end = ch_offs[k + 1] - 1
@@ -244,7 +247,7 @@ def _scan_unicode(buf, n_docs, table, turkic, map_keys, map_offs, map_seq, ch_st
                     nsent += 1
                     new_sent = False
                 in_word = True
-            w = _put_utf8(out, w, cp)
+            w = put_utf8(out, w, cp)
             if c == CJK:  # a CJK character is a token by itself
                 tend[ntok] = w
                 ntok += 1
@@ -287,7 +290,7 @@ def _merge_docs(a_tok, a_doc_tok, a_doc_sent, a_sent_tok, b_tok, b_doc_tok, b_do
     b_docs = np.asarray(b_docs, dtype=np.int64)
     from_b[b_docs] = True
     index[b_docs] = np.arange(b_docs.shape[0], dtype=np.int64)
-    return _take_docs(a_tok, a_doc_tok, a_doc_sent, a_sent_tok, b_tok, b_doc_tok, b_doc_sent, b_sent_tok,
+    return take_docs(a_tok, a_doc_tok, a_doc_sent, a_sent_tok, b_tok, b_doc_tok, b_doc_sent, b_sent_tok,
                       from_b, index)
 
 
@@ -350,18 +353,18 @@ class UnicodeBatchEncoder:
         texts = texts if isinstance(texts, list) else list(texts)
         n_docs = len(texts)
         if n_docs == 0:
-            return _empty_docs()
+            return empty_docs()
         _, groups = text_groups(texts, self.GROUP_UNITS)
         with self._lock:
             if self.vocab.n_ids > Vocabulary.MAX_IDS:
                 self.vocab.reset()
             parts = [self._encode_group(texts[a:b]) for a, b in groups]
             self._scratch.release()
-            tokens, doc_tok, doc_sent, sent_tok = parts[0] if len(parts) == 1 else _concat_parts(parts)
+            tokens, doc_tok, doc_sent, sent_tok = parts[0] if len(parts) == 1 else concat_parts(parts)
             if self._stem:
                 stemmed = np.empty_like(tokens)
-                if _map_ids(tokens, self.vocab.stem_map(), stemmed):  # pragma: no cover - no stem is dropped
-                    ntok, nsent, doc_tok, doc_sent, sent_tok = _drop_negative(stemmed, doc_tok, doc_sent, sent_tok)
+                if map_ids(tokens, self.vocab.stem_map(), stemmed):  # pragma: no cover - no stem is dropped
+                    ntok, nsent, doc_tok, doc_sent, sent_tok = drop_negative(stemmed, doc_tok, doc_sent, sent_tok)
                     stemmed, sent_tok = stemmed[:ntok], sent_tok[: nsent + 1]
                 tokens = stemmed
             return EncodedDocs(tokens, doc_tok, tokens, sent_tok, doc_sent, self.vocab.generation)
@@ -370,12 +373,7 @@ class UnicodeBatchEncoder:
         """Each id's token (its stem with stemming), by id: for tests and debugging."""
         with self._lock:
             if self._stem:
-                self.vocab.stem_map()
-                index = self.vocab._stem_index  # form -> id, filled by stem_map
-                out = [""] * len(index)
-                for form, i in index.items():
-                    out[i] = form
-                return out
+                return self.vocab.mapped_forms()
             return [self.vocab.token(i) for i in range(self.vocab.n_ids)]
 
     def _encode_group(self, texts: list[str]):
@@ -422,7 +420,7 @@ class UnicodeBatchEncoder:
         """Normalized documents tokenized by the specification's pattern (graphemes); (tokens,
         doc_tok, doc_sent, sent_tok) with ids from the same vocabulary.  Python per token:
         only texts in Thai, Lao, Khmer or Myanmar come here."""
-        marked = _MARKED_PATTERN.findall("\x00".join(docs) + "\x00")
+        marked = MARKED_PATTERN.findall("\x00".join(docs) + "\x00")
         words = [t.encode("utf-8", "surrogatepass") for t in marked if t != "\n" and t != "\x00"]
         lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
         tend = np.cumsum(lengths)
@@ -433,6 +431,6 @@ class UnicodeBatchEncoder:
         flat = np.fromiter(map(_MARKS.get, marked, [0] * len(marked)), dtype=np.int32, count=len(marked))
         flat[flat == 0] = self.vocab.ids(low, tstart, tend)
         doc_raw = np.zeros(len(docs) + 1, dtype=np.int64)
-        doc_raw[1:] = np.flatnonzero(flat == _END) + 1
-        tok, doc_tok, sent_tok, doc_sent = _split_marked(flat, doc_raw)
+        doc_raw[1:] = np.flatnonzero(flat == csr.END) + 1
+        tok, doc_tok, sent_tok, doc_sent = split_marked(flat, doc_raw)
         return tok, doc_tok, doc_sent, sent_tok

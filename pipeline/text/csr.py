@@ -1,0 +1,215 @@
+"""The CSR layout of tokenized documents (:class:`EncodedDocs`) and the compiled operations
+on it that every encoder shares: gathering, concatenating, id mapping, dropping tokens,
+and splitting a marked token stream into documents and sentences.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+@dataclass
+class EncodedDocs:
+    """Token ids of many documents in CSR form.
+
+    Document ``d`` is ``tokens[doc_tok[d]:doc_tok[d+1]]`` (the whole-text tokens,
+    for rougeN and rougeL).  Its sentences (rougeLsum) are
+    ``sent_tokens[sent_tok[s]:sent_tok[s+1]]`` for ``s`` in
+    ``range(doc_sent[d], doc_sent[d+1])``; sentences without tokens are left out.
+    With the default tokenizer the sentence stream *is* the token stream.
+    """
+
+    tokens: np.ndarray  # int32
+    doc_tok: np.ndarray  # int64, n_docs + 1
+    sent_tokens: np.ndarray  # int32
+    sent_tok: np.ndarray  # int64, n_sents + 1
+    doc_sent: np.ndarray  # int64, n_docs + 1
+    # the vocabulary generation the ids belong to (Vocabulary.generation): ids of two
+    # encodings are comparable only when their generations are equal
+    generation: int = 0
+
+    @property
+    def same_stream(self) -> bool:
+        return self.sent_tokens is self.tokens
+
+    def doc_lengths(self) -> np.ndarray:
+        return np.diff(self.doc_tok)
+
+
+# a batch tokenizer's (``tokenize_batch``) marks: after every line, after every text
+LINE_MARK, DOC_MARK = "\n", "\x00"
+BREAK, END = -3, -4
+
+
+@njit(cache=True, nogil=True)
+def take_docs(a_tok, a_doc_tok, a_doc_sent, a_sent_tok, b_tok, b_doc_tok, b_doc_sent, b_sent_tok, from_b, index):
+    """Documents gathered from two CSR streams: output document ``d`` is document ``index[d]``
+    of stream ``b`` if ``from_b[d]`` else of stream ``a`` (each used at most once)."""
+    n_docs = index.shape[0]
+    tokens = np.empty(a_tok.shape[0] + b_tok.shape[0], dtype=np.int32)
+    sent_tok = np.empty(a_sent_tok.shape[0] + b_sent_tok.shape[0] - 1, dtype=np.int64)
+    doc_tok = np.zeros(n_docs + 1, dtype=np.int64)
+    doc_sent = np.zeros(n_docs + 1, dtype=np.int64)
+    t = 0
+    ns = 0
+    for d in range(n_docs):
+        k = index[d]
+        if from_b[d]:
+            tok, dt, ds, st = b_tok, b_doc_tok, b_doc_sent, b_sent_tok
+        else:
+            tok, dt, ds, st = a_tok, a_doc_tok, a_doc_sent, a_sent_tok
+        base = t - dt[k]
+        for s in range(ds[k], ds[k + 1]):
+            sent_tok[ns] = st[s] + base
+            ns += 1
+        for q in range(dt[k], dt[k + 1]):
+            tokens[t] = tok[q]
+            t += 1
+        doc_tok[d + 1] = t
+        doc_sent[d + 1] = ns
+    sent_tok[ns] = t
+    return tokens, doc_tok, doc_sent, sent_tok[: ns + 1]
+
+
+def interleave(c_tok, c_doc_tok, c_doc_sent, c_sent_tok, r_tok, r_doc_tok, r_doc_sent, r_sent_tok, ref_off):
+    """Candidates' and references' streams merged in the batch layout (cand, refs..., cand, ...)."""
+    n = c_doc_tok.shape[0] - 1
+    n_out = n + int(ref_off[-1])
+    from_ref = np.ones(n_out, dtype=np.bool_)
+    index = np.empty(n_out, dtype=np.int64)
+    cand_at = np.arange(n, dtype=np.int64) + ref_off[:-1]  # candidate e sits after e earlier examples' refs
+    from_ref[cand_at] = False
+    index[cand_at] = np.arange(n, dtype=np.int64)
+    index[from_ref] = np.arange(n_out - n, dtype=np.int64)
+    return take_docs(c_tok, c_doc_tok, c_doc_sent, c_sent_tok, r_tok, r_doc_tok, r_doc_sent, r_sent_tok,
+                      from_ref, index)
+
+
+@njit(cache=True, nogil=True)
+def map_ids(tokens, id_map, out):
+    """out[i] = id_map[tokens[i]]; returns how many mapped to -1 (invalid tokens)."""
+    dropped = 0
+    for i in range(tokens.shape[0]):
+        v = id_map[tokens[i]]
+        out[i] = v
+        if v < 0:
+            dropped += 1
+    return dropped
+
+
+@njit(cache=True, nogil=True)
+def drop_negative(tokens, doc_tok, doc_sent, sent_tok):
+    """Remove tokens < 0 in place and fix every offset array (sentences left empty are removed)."""
+    n_docs = doc_tok.shape[0] - 1
+    out_tok = 0
+    out_sent = 0
+    new_doc_tok = np.empty_like(doc_tok)
+    new_doc_sent = np.empty_like(doc_sent)
+    new_sent_tok = np.empty_like(sent_tok)
+    new_doc_tok[0] = 0
+    new_doc_sent[0] = 0
+    for d in range(n_docs):
+        for s in range(doc_sent[d], doc_sent[d + 1]):
+            begin = out_tok
+            for t in range(sent_tok[s], sent_tok[s + 1]):
+                if tokens[t] >= 0:
+                    tokens[out_tok] = tokens[t]
+                    out_tok += 1
+            if out_tok > begin:
+                new_sent_tok[out_sent] = begin
+                out_sent += 1
+        new_doc_tok[d + 1] = out_tok
+        new_doc_sent[d + 1] = out_sent
+    new_sent_tok[out_sent] = out_tok
+    return out_tok, out_sent, new_doc_tok, new_doc_sent, new_sent_tok
+
+
+def text_groups(texts: list[str], units: int) -> tuple[np.ndarray, list[tuple[int, int]]]:
+    """(``ends``: code-point offsets of the texts joined, ``[(a, b), ...]``: runs of texts
+    ``texts[a:b]`` of about ``units`` code units each, a longer text alone)."""
+    n = len(texts)
+    ends = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=n), out=ends[1:])
+    groups = []
+    a = 0
+    while a < n:
+        b = max(int(np.searchsorted(ends, ends[a] + units, side="right")) - 1, a + 1)
+        groups.append((a, b))
+        a = b
+    return ends, groups
+
+
+def check_reference_counts(n_refs: np.ndarray, n_candidates: int) -> None:
+    """ValueError unless there is one reference count per candidate, each at least one."""
+    if len(n_refs) != n_candidates:
+        raise ValueError(f"{len(n_refs)} references for {n_candidates} candidates")
+    if len(n_refs) and n_refs.min() == 0:
+        raise ValueError(f"example {int(np.argmin(n_refs))} has no reference")
+
+
+def empty_docs() -> EncodedDocs:
+    empty = np.zeros(0, dtype=np.int32)
+    zero = np.zeros(1, dtype=np.int64)
+    return EncodedDocs(empty, zero, empty, zero.copy(), zero.copy())
+
+
+def concat_parts(parts):
+    """Join groups' (tokens, doc_tok, doc_sent, sent_tok), shifting their offsets."""
+    n_tok = np.cumsum([0] + [p[0].shape[0] for p in parts])
+    n_sent = np.cumsum([0] + [p[3].shape[0] - 1 for p in parts])
+    tokens = np.concatenate([p[0] for p in parts])
+    zero = np.zeros(1, dtype=np.int64)
+    doc_tok = np.concatenate([zero] + [p[1][1:] + n_tok[i] for i, p in enumerate(parts)])
+    doc_sent = np.concatenate([zero] + [p[2][1:] + n_sent[i] for i, p in enumerate(parts)])
+    sent_tok = np.concatenate([p[3][:-1] + n_tok[i] for i, p in enumerate(parts)]
+                              + [np.array([n_tok[-1]], dtype=np.int64)])
+    return tokens, doc_tok, doc_sent, sent_tok
+
+
+@njit(cache=True, nogil=True)
+def split_marked(flat, doc_raw):
+    """Flat ids with ``BREAK`` at line ends -> (tokens, doc_tok, sent_tok, doc_sent); document
+    ``d`` is ``flat[doc_raw[d]:doc_raw[d+1]]``.  Sentences are the lines with at least one
+    token (empty sentences change no count); other negative ids are skipped."""
+    n_docs = doc_raw.shape[0] - 1
+    n_tok = 0
+    n_sent = 0
+    for d in range(n_docs):
+        run = 0
+        for i in range(doc_raw[d], doc_raw[d + 1]):
+            if flat[i] >= 0:
+                n_tok += 1
+                run += 1
+            elif flat[i] == BREAK and run > 0:
+                n_sent += 1
+                run = 0
+        if run > 0:
+            n_sent += 1
+    tokens = np.empty(n_tok, dtype=np.int32)
+    doc_tok = np.empty(n_docs + 1, dtype=np.int64)
+    sent_tok = np.empty(n_sent + 1, dtype=np.int64)
+    doc_sent = np.empty(n_docs + 1, dtype=np.int64)
+    k = 0
+    s = 0
+    sent_tok[0] = 0
+    for d in range(n_docs):
+        doc_tok[d] = k
+        doc_sent[d] = s
+        run = 0
+        for i in range(doc_raw[d], doc_raw[d + 1]):
+            v = flat[i]
+            if v >= 0:
+                tokens[k] = v
+                k += 1
+                run += 1
+            elif v == BREAK and run > 0:
+                s += 1
+                sent_tok[s] = k
+                run = 0
+        if run > 0:
+            s += 1
+            sent_tok[s] = k
+    doc_tok[n_docs] = k
+    doc_sent[n_docs] = s
+    return tokens, doc_tok, sent_tok, doc_sent

@@ -1,0 +1,132 @@
+"""Low-level numba pieces of the compiled scans: unaligned 64-bit loads and stores (LLVM
+intrinsics numba lacks), UTF-8 writes, and a ``str``'s own buffer -> UTF-8 bytes.
+
+Shared by the default tokenizer's scan (:mod:`pipeline.text.scan`) and the unicode
+profile's (:mod:`pipeline.text.unicode_scan`).
+"""
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
+
+try:  # numba's own code-point read: the scan reads Python's str buffer in place
+    from numba.cpython.unicode import _get_code_point as get_code_point
+except ImportError:  # pragma: no cover - numba moved it: scan UTF-8 bytes instead
+    get_code_point = None
+
+HIGH = np.uint64(0x8080808080808080)  # the high bit of every byte
+_HIGH16 = np.uint64(0xFF80FF80FF80FF80)  # a UCS-2 unit >= 0x80
+
+
+@intrinsic
+def load_u64(typingctx, arr, i):
+    """Bytes ``arr[i:i+8]`` of a uint8 array as one unaligned little-endian load (numba has
+    no such load; eight byte loads are not merged and cost more than the classification).
+    The caller guarantees ``i + 8 <= arr.shape[0]``."""
+    if not (isinstance(arr, types.Array) and arr.dtype == types.uint8 and isinstance(i, types.Integer)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        a = context.make_array(sig.args[0])(context, builder, args[0])
+        ptr = builder.bitcast(builder.gep(a.data, [args[1]]), ir.IntType(64).as_pointer())
+        return builder.load(ptr, align=1)
+    return types.uint64(arr, i), codegen
+
+
+@intrinsic
+def store_u64(typingctx, arr, i, value):
+    """``arr[i:i+8] = value``'s little-endian bytes, one unaligned store; ``i + 8 <= arr.shape[0]``."""
+    if not (isinstance(arr, types.Array) and arr.dtype == types.uint8 and isinstance(i, types.Integer)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        a = context.make_array(sig.args[0])(context, builder, args[0])
+        ptr = builder.bitcast(builder.gep(a.data, [args[1]]), ir.IntType(64).as_pointer())
+        builder.store(args[2], ptr, align=1)
+        return context.get_dummy_value()
+    return types.void(arr, i, types.uint64), codegen
+
+
+@intrinsic
+def _load_u64_ptr(typingctx, data, offset):
+    """Eight bytes at ``data + offset`` (a str's buffer, numba's ``voidptr``) as one unaligned
+    load; the caller keeps ``offset + 8`` within the buffer."""
+    if not (data == types.voidptr and isinstance(offset, types.Integer)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        base = builder.bitcast(args[0], ir.IntType(8).as_pointer())
+        ptr = builder.bitcast(builder.gep(base, [args[1]]), ir.IntType(64).as_pointer())
+        return builder.load(ptr, align=1)
+    return types.uint64(types.voidptr, offset), codegen
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _pack_ucs2(x):
+    """Four UCS-2 units, each < 0x80, as four bytes (the low half of the result)."""
+    y = x | (x >> np.uint64(8))
+    return (y & np.uint64(0xFFFF)) | ((y >> np.uint64(16)) & np.uint64(0xFFFF0000))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def put_utf8(out, o, cp):
+    """Code point ``cp``'s UTF-8 bytes at ``out[o:]`` (a surrogate as three bytes, as
+    ``surrogatepass``); returns the next position."""
+    if cp < 0x80:
+        out[o] = cp
+        return o + 1
+    if cp < 0x800:
+        out[o] = 0xC0 | (cp >> 6)
+        out[o + 1] = 0x80 | (cp & 0x3F)
+        return o + 2
+    if cp < 0x10000:
+        out[o] = 0xE0 | (cp >> 12)
+        out[o + 1] = 0x80 | ((cp >> 6) & 0x3F)
+        out[o + 2] = 0x80 | (cp & 0x3F)
+        return o + 3
+    out[o] = 0xF0 | (cp >> 18)
+    out[o + 1] = 0x80 | ((cp >> 12) & 0x3F)
+    out[o + 2] = 0x80 | ((cp >> 6) & 0x3F)
+    out[o + 3] = 0x80 | (cp & 0x3F)
+    return o + 4
+
+
+@njit(cache=True, nogil=True)
+def str_to_utf8(text, offs):
+    """A str's documents ``text[offs[d]:offs[d+1]]`` (code points) -> (UTF-8 bytes, byte
+    offsets), ``surrogatepass`` as ``str.encode``: read in place, runs of ASCII eight code
+    units at a time from 1- and 2-byte str buffers (``str.encode`` of a 2-byte str costs
+    more than the whole scan)."""
+    kind = text._kind
+    n = len(text)
+    out = np.empty(n * (2 if kind == 1 else (3 if kind == 2 else 4)) + 8, dtype=np.uint8)
+    out_offs = np.empty_like(offs)
+    out_offs[0] = 0
+    data = text._data
+    o = 0
+    for d in range(offs.shape[0] - 1):
+        i = offs[d]
+        end = offs[d + 1]
+        while i < end:
+            if i + 8 <= end:
+                if kind == 1:
+                    x = _load_u64_ptr(data, i)
+                    if (x & HIGH) == 0:
+                        store_u64(out, o, x)
+                        o += 8
+                        i += 8
+                        continue
+                elif kind == 2:
+                    x = _load_u64_ptr(data, 2 * i)
+                    z = _load_u64_ptr(data, 2 * i + 8)
+                    if ((x | z) & _HIGH16) == 0:
+                        store_u64(out, o, _pack_ucs2(x) | (_pack_ucs2(z) << np.uint64(32)))
+                        o += 8
+                        i += 8
+                        continue
+            o = put_utf8(out, o, get_code_point(text, i))
+            i += 1
+        out_offs[d + 1] = o
+    return out[:o], out_offs

@@ -1,0 +1,178 @@
+"""Pass 1 of the default (rouge-score) tokenizer: UTF-8 bytes -> lowercased token bytes,
+token bounds and sentence starts, eight ASCII bytes at a time (see
+:mod:`pipeline.text.encoder` for the whole path).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from pipeline.text.intrinsics import HIGH, load_u64, store_u64
+
+# code point < 128 -> lowercase token byte, or 0 (separator), 1 (newline: sentence end).
+# Every code point >= 0x80 separates except the two whose lowercase is ASCII
+# alphanumeric, which the scan maps itself.
+_BYTE_CLASS = np.zeros(256, dtype=np.uint8)
+for _b in b"abcdefghijklmnopqrstuvwxyz0123456789":
+    _BYTE_CLASS[_b] = _b
+for _b in b"ABCDEFGHIJKLMNOPQRSTUVWXYZ":
+    _BYTE_CLASS[_b] = _b + 32
+_BYTE_CLASS[ord("\n")] = 1
+
+_ONES = np.uint64(0x0101010101010101)
+_LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
+_GATHER = np.uint64(0x0102040810204080)  # byte k's lowest bit -> bit 56 + k of the product
+_CTZ8 = np.array([0] + [(k & -k).bit_length() - 1 for k in range(1, 256)], dtype=np.int64)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _ge(x, c):
+    """High bit of every byte of ``x`` (all bytes < 0x80) set iff that byte is >= ``c``."""
+    return x + (_ONES * np.uint64(0x80 - c))
+
+
+@njit(cache=True, nogil=True)
+def scan_tokens(buf, offs, lower_to_ascii, low, tstart, tend, tnl, doc_tok, doc_sent, sent_tok):
+    """Pass 1 over documents ``buf[offs[d]:offs[d+1]]`` of UTF-8 bytes: every code
+    unit's class goes to ``low`` (token byte lowercased, or 0/1), each token's start and end
+    in ``low`` to ``tstart``/``tend``, then sentence starts and document ends are recorded.
+
+    ``lower_to_ascii``: map the two code points whose ``str.lower()`` is ASCII alphanumeric
+    (rouge-score); False: they separate like every other non-ASCII unit (ROUGE-1.5.5).
+    Input is read eight bytes at a time while they are ASCII: the bytes are classified
+    and lowercased as one 64-bit word (SWAR), and token starts and ends come from the word's
+    8-bit mask of token bytes.  Any other unit goes one at a time, branch-free (token starts
+    and ends are counted and stored unconditionally, since a branch per token end
+    mispredicts once a word).  ``tnl[t]``: a newline lies between token ``t`` and the one
+    before (so ``t`` starts a sentence), noted while scanning so that sentences are found
+    from the tokens alone.  Returns (n_tokens, n_sentences).
+    """
+    w = 0
+    ntok = 0
+    nend = 0
+    for d in range(offs.shape[0] - 1):
+        end = offs[d + 1]
+        prev = 0
+        skip = 0
+        pending = 0  # a newline since the last token start
+        i = offs[d]
+        while i < end:
+            if skip == 0 and i + 8 <= end:
+                x = load_u64(buf, i)
+                if (x & HIGH) == 0:
+                    upper = _ge(x, 0x41) & ~_ge(x, 0x5B) & HIGH
+                    x |= upper >> np.uint64(2)  # A-Z -> a-z
+                    tok = ((_ge(x, 0x30) & ~_ge(x, 0x3A)) | (_ge(x, 0x61) & ~_ge(x, 0x7B))) & HIGH
+                    y = x ^ (_ONES * np.uint64(0x0A))  # newline bytes -> 0
+                    nl = ~((((y & _LOW7) + _LOW7) | y)) & HIGH
+                    out = (x & ((tok >> np.uint64(7)) * np.uint64(0xFF))) | (nl >> np.uint64(7))
+                    store_u64(low, w, out)  # w + 8 <= i + 8 - offs[0]: within low
+                    bm = np.int64((((tok >> np.uint64(7)) * _GATHER) >> np.uint64(56)) & np.uint64(0xFF))
+                    nlm = np.int64((((nl >> np.uint64(7)) * _GATHER) >> np.uint64(56)) & np.uint64(0xFF))
+                    before = ((bm << 1) | prev) & 0xFF  # bit k: unit k - 1 is a token byte
+                    starts = bm & ~before
+                    ends = before & ~bm
+                    while starts:
+                        k = _CTZ8[starts]
+                        below = (1 << k) - 1
+                        tstart[ntok] = w + k
+                        tnl[ntok] = np.uint8(pending | np.int64((nlm & below) != 0))
+                        ntok += 1
+                        pending = 0
+                        nlm &= ~below
+                        starts &= starts - 1
+                    pending |= np.int64(nlm != 0)
+                    while ends:
+                        tend[nend] = w + _CTZ8[ends]
+                        nend += 1
+                        ends &= ends - 1
+                    prev = (bm >> 7) & 1
+                    w += 8
+                    i += 8
+                    continue
+            if skip:  # the rest of a multi-byte code point already classified
+                skip -= 1
+                i += 1
+                continue
+            cp = buf[i]
+            brk = False
+            if cp < 128:
+                c = _BYTE_CLASS[cp]
+            elif not lower_to_ascii:
+                c = np.uint8(0)
+            elif cp == 0xE2 and i + 2 < end and buf[i + 1] == 0x84 and buf[i + 2] == 0xAA:
+                c = np.uint8(107)  # U+212A KELVIN SIGN lowercases to "k": one unit for three bytes
+                skip = 2
+            elif cp == 0xC4 and i + 1 < end and buf[i + 1] == 0xB0:
+                c = np.uint8(105)  # U+0130 lowercases to "i" + U+0307: "i", then the token ends
+                skip = 1
+                brk = True
+            else:  # the bytes of every other code point separate
+                c = np.uint8(0)
+            low[w] = c
+            t = np.int64(c > 1)
+            start = t & (1 - prev)
+            tstart[ntok] = w
+            tnl[ntok] = np.uint8(pending)
+            ntok += start
+            pending = (pending | np.int64(c == 1)) & (1 - start)
+            tend[nend] = w
+            nend += prev & (1 - t)
+            prev = t
+            w += 1
+            i += 1
+            if brk:
+                tend[nend] = w
+                nend += 1
+                prev = 0
+        if prev:
+            tend[nend] = w
+            nend += 1
+        doc_tok[d + 1] = ntok
+    # A token starts a sentence when it is its document's first or a newline lies between
+    # it and the token before.
+    nsent = 0
+    t = 0
+    for d in range(offs.shape[0] - 1):
+        first = 1
+        while t < doc_tok[d + 1]:
+            sent_tok[nsent] = t
+            nsent += first | tnl[t]
+            first = 0
+            t += 1
+        doc_sent[d + 1] = nsent
+    sent_tok[nsent] = ntok
+    return ntok, nsent
+
+
+class Scratch:
+    """Working arrays of the two passes, kept between batches: fresh multi-megabyte
+    arrays cost a page fault per 4 KiB on first touch, which measured as much as the
+    scan itself.  Arrays for batches over ``KEEP_UNITS`` code units are dropped after
+    the batch (only the pages a batch touches are resident: about 3-4 bytes per unit)."""
+
+    KEEP_UNITS = 16 << 20
+
+    def __init__(self):
+        self._n = -1
+        self._cap = -1
+        self._arrays = None
+
+    def get(self, n: int, n_docs: int):
+        """(low, tstart, tend, tnl, sent_tok) for ``n`` code units in ``n_docs`` documents: a
+        document of k units holds at most (k + 1) // 2 tokens (and sentences)."""
+        cap = n // 2 + n_docs + 2
+        if n > self._n or cap > self._cap:
+            n_alloc = max(n, min(int(1.25 * self._n), self.KEEP_UNITS))
+            cap = max(cap, n_alloc // 2 + n_docs + 2)
+            # low is padded to whole words (plus one) for the vocabulary's two aligned reads per token
+            low = np.zeros(((n_alloc + 7) >> 3) + 2, dtype=np.uint64).view(np.uint8)
+            self._arrays = (low, np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64),
+                            np.empty(cap, dtype=np.uint8), np.empty(cap + 1, dtype=np.int64))
+            self._n = n_alloc
+            self._cap = cap
+        return self._arrays
+
+    def release(self) -> None:
+        if self._n > self.KEEP_UNITS:
+            self.__init__()
