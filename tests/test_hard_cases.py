@@ -353,13 +353,10 @@ print(json.dumps(out))
 
 def test_rouge1_on_a_long_reference_needs_no_quadratic_memory():
     """rouge-score scores rouge1 of a 200,000-token reference against a one-token
-    candidate with a Counter, in well under 4 GB of address space.  Our kernel sizes
-    its LCS scratch (``peq``: (2 * longest document + 1) * ceil(longest / 64) uint64
-    words, zero-filled) from the longest document even when no LCS type is requested:
-    about 10 GB here, so it raises MemoryError under the 4 GB limit (and without a
-    limit a 120,000-token reference takes 3.6 GB and 10 s for rouge1).  Run in a
-    subprocess with RLIMIT_AS so the test can never exhaust the machine's memory.
-    Kept failing on purpose: see the report for issue #2."""
+    candidate with a Counter, in well under 4 GB of address space; so must we: our kernel
+    grows its LCS scratch (``peq``) only when it computes an LCS, by the pair's distinct
+    tokens, never by the longest document for rouge1.  Run in a subprocess with RLIMIT_AS
+    so the test can never exhaust the machine's memory."""
     import json
     import subprocess
     import sys

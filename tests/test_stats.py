@@ -6,7 +6,6 @@ import dataclasses
 import json
 import math
 import pathlib
-import time
 from fractions import Fraction
 
 import numpy as np
@@ -568,23 +567,3 @@ def test_bootstrap_aggregate_errors_and_empty():
         bootstrap_aggregate({"rouge1": np.zeros((3, 3))}, 1, n_samples=0)
     with pytest.raises(ValueError):
         bootstrap_aggregate({"rouge1": np.zeros((0, 3))}, 1)
-
-
-# ----------------------------------------------------------------------------- performance
-def test_performance_sanity_200k_x_4_types():
-    keys, systems, scores = make_data(200_000, 4, seed=0, rouge_like=False)
-    StatsAccumulator.from_scores(keys[:2000], systems[:2000], scores[:2000], TYPES)  # compile/warm up
-    t0, c0 = time.perf_counter(), time.process_time()
-    acc = StatsAccumulator.from_scores(keys, systems, scores, TYPES)
-    t1, c1 = time.perf_counter(), time.process_time()
-    rows = acc.finalize()
-    t2 = time.perf_counter()
-    blob = json.dumps(acc.to_dict())
-    t3 = time.perf_counter()
-    back = StatsAccumulator.from_dict(json.loads(blob))
-    merged = back.merge(acc)
-    t4 = time.perf_counter()
-    print(f"\nfrom_scores 200k x 4 types x B=1000: {t1 - t0:.2f} s wall, {c1 - c0:.2f} s CPU; "
-          f"finalize {t2 - t1:.2f} s; to_dict+json {t3 - t2:.2f} s ({len(blob) / 1e6:.1f} MB); "
-          f"from_dict+merge {t4 - t3:.2f} s")
-    assert len(rows) == 4 * 4 * 3 and merged.n_examples == 400_000

@@ -9,6 +9,8 @@ from __future__ import annotations
 import pytest
 
 from pipeline import RougeScorer
+from pipeline.scoring import cold
+from pipeline.scoring.types import parse_rouge_types
 from pipeline.text.tokenizers import DefaultTokenizer
 
 T4 = ["rouge1", "rouge2", "rougeL", "rougeLsum"]
@@ -27,8 +29,26 @@ def run_batch(target, prediction, types=T4, **kw):
     return {k: tuple(s) for k, s in res[1].items()}
 
 
-@pytest.fixture(params=["score", "score_batch"])
-def runner(request):
+def run_cold(target, prediction, types=T4, use_stemmer=False):
+    """The same numbers from the pure-Python tier that scores a fresh process's first small
+    batches (:mod:`pipeline.scoring.cold`), called directly."""
+    out = cold.try_score(parse_rouge_types(types), use_stemmer, [target], [prediction])
+    assert out is not None, "the pair was sent to the compiled path"
+    return {k: tuple(s) for k, s in out[0].items()}
+
+
+def _cold_on(monkeypatch):
+    """The cold tier on with no budget, although this test process has loaded numba."""
+    monkeypatch.setenv("ROUGE_PIPELINE_COLD_START", "1")
+    monkeypatch.setattr(cold, "_left", 1 << 62)
+    monkeypatch.setattr(cold, "_numba_loaded", lambda: False)
+
+
+@pytest.fixture(params=["score", "score_batch", "cold"])
+def runner(request, monkeypatch):
+    if request.param == "cold":
+        _cold_on(monkeypatch)
+        return run_cold
     return run if request.param == "score" else run_batch
 
 
@@ -107,6 +127,23 @@ def test_c4_lcs_tie_break(runner):
 
 def test_c5_lcs_tie_break(runner):
     assert runner("a b", "b a\nb", ["rougeLsum"]) == {"rougeLsum": (0.6666666666666666, 1.0, 0.8)}
+
+
+# c4/c5 pin the up-versus-left tie; c6/c7 pin match-versus-up.  Expected values derived by hand
+# from rouge-score's _lcs_table and _backtrack_norec (checked against rouge-score 0.1.2 itself):
+# reference line r = [a, b, a].  LCS(r, [a]): column t[1..3][1] = 1, 1, 1; at (i=3, j=1) r[2] == "a"
+# is a match, so rouge-score takes position 2 although going up keeps the length (t[2][1] == t[3][1])
+# and would end on position 0.  LCS(r, [a, b]) = positions {0, 1}; LCS(r, [b, a]) = positions {1, 2}.
+
+def test_c6_lcs_match_beats_up(runner):
+    # union {2} | {0, 1} = a, b, a: 3 hits of 3 tokens (up on the tie: {0, 1}, 2 hits, 2/3)
+    assert runner("a b a", "a\na b", ["rougeLsum"]) == {"rougeLsum": (1.0, 1.0, 1.0)}
+
+
+def test_c7_lcs_match_beats_up(runner):
+    # union {2} | {1, 2} = b, a: 2 hits of 3 tokens (up on the tie: {0, 1, 2}, 3 hits, 1.0)
+    assert runner("a b a", "a\nb a", ["rougeLsum"]) == {
+        "rougeLsum": (0.6666666666666666, 0.6666666666666666, 0.6666666666666666)}
 
 
 def test_c1_without_newlines_lsum_equals_l(runner):
@@ -193,14 +230,23 @@ def test_e_empty(runner, target, prediction):
 
 # --- score_multi ------------------------------------------------------------------------
 
-def test_score_multi_first_reference_wins():
-    got = RougeScorer(["rouge1", "rouge2"]).score_multi(
-        ["the cat sat on the mat", "a cat was sitting on a mat", "the cat sat"], "the cat was sitting on the mat")
-    assert got["rouge1"].fmeasure == 0.7692307692307692
-    assert got["rouge2"].fmeasure == 0.5454545454545454
-    # the first reference against this candidate is vector (a) up to "is" -> "was"
-    assert tuple(got["rouge1"]) == (0.7142857142857143, 0.8333333333333334, 0.7692307692307692)
-    assert tuple(got["rouge2"]) == (0.5, 0.6, 0.5454545454545454)
+def test_score_multi_first_reference_wins(monkeypatch):
+    # rouge-score's score_multi keeps np.argmax of the F values: the first maximum.  Against
+    # "a b c d", "a x" (1 of 2 unigrams) and "a b y z w v u t" (2 of 8) tie on rouge1 and rougeL
+    # F = 2 * overlap / (4 + len) = 1/3 with swapped P and R; "x y" scores 0.  rouge2 has no tie
+    # (only the long reference shares a bigram).  Values from rouge-score 0.1.2's score_multi.
+    tie_a, tie_b, zero = "a x", "a b y z w v u t", "x y"
+    a = (0.25, 0.5, 0.3333333333333333)
+    b = (0.5, 0.25, 0.3333333333333333)
+    rouge2 = (0.3333333333333333, 0.14285714285714285, 0.2)
+    types = ["rouge1", "rouge2", "rougeL"]
+    for refs, first in (([tie_a, tie_b, zero], a), ([tie_b, tie_a, zero], b), ([zero, tie_a, tie_b], a)):
+        want = {"rouge1": first, "rouge2": rouge2, "rougeL": first}
+        got = {k: tuple(v) for k, v in RougeScorer(types).score_multi(refs, "a b c d").items()}
+        assert got == want, refs
+        with monkeypatch.context() as m:  # the pure-Python tier's own rule
+            _cold_on(m)
+            assert cold.try_score(parse_rouge_types(types), False, [refs], ["a b c d"]) == [want], refs
 
 
 def test_m2_types_choose_references_independently():
