@@ -102,7 +102,7 @@ class DefaultEncoder:
         strings, no nulls), documents in the batch layout (cand, refs..., ...) and the
         reference counts out.  The UTF-8 buffers are scanned where they are: no Python str
         is made per text."""
-        import pyarrow as pa
+        import pyarrow as pa  # only Arrow callers pay for loading it (cold start)
 
         cands = _string_array(candidates)
         refs = references.combine_chunks() if isinstance(references, pa.ChunkedArray) else references

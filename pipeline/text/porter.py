@@ -7,7 +7,11 @@ its output defines the numbers) once per unique token.
 """
 from __future__ import annotations
 
+import importlib
+import importlib.util
+import os
 import sys
+import types
 from functools import lru_cache
 
 
@@ -15,7 +19,7 @@ from functools import lru_cache
 def _porter():
     """nltk's ``PorterStemmer()`` (NLTK_EXTENSIONS mode, as rouge_score.tokenizers.DefaultTokenizer)."""
     if "nltk" in sys.modules:  # the package is loaded anyway: use it as it is
-        from nltk.stem.porter import PorterStemmer
+        from nltk.stem.porter import PorterStemmer  # nltk loads at first stem only (cold start)
 
         return PorterStemmer()
     return _isolated_porter()
@@ -29,11 +33,6 @@ def _isolated_porter():
     and the three leaf modules it imports (``api``, ``redos``, ``termsec``) load; then every
     ``nltk`` entry is removed from ``sys.modules`` again, so a later ``import nltk`` is a normal,
     complete import.  The stemmer is the same code (tests compare it with the package's)."""
-    import importlib
-    import importlib.util
-    import os
-    import types
-
     spec = importlib.util.find_spec("nltk")
     if spec is None or not spec.submodule_search_locations:
         raise ModuleNotFoundError("nltk is required for use_stemmer=True")

@@ -10,6 +10,8 @@
 """
 from __future__ import annotations
 
+from pipeline.text.snowball import snowball_algorithm, snowball_name
+
 PROFILES = ("rouge-score-0.1.2", "unicode")
 STEMMERS = ("none", "snowball")
 CJK_MODES = ("chars", "segmenter")
@@ -32,8 +34,6 @@ def check_profile(profile: str, language: str = "en", stemmer: str = "none", cjk
         if cjk != "chars":
             raise ValueError(f"cjk: {cjk!r} needs profile 'unicode'")
     elif stemmer == "snowball":
-        from pipeline.text.snowball import snowball_algorithm
-
         try:
             snowball_algorithm(language)
         except ValueError as e:
@@ -46,7 +46,7 @@ def make_tokenizer(profile: str = "rouge-score-0.1.2", language: str = "en", ste
     check_profile(profile, language, stemmer, cjk)
     if profile != "unicode":
         return None
-    from pipeline.text.unicode import UnicodeTokenizer
+    from pipeline.text.unicode import UnicodeTokenizer  # compiles its patterns: only for this profile (cold start)
 
     return UnicodeTokenizer(language=language, stem=stemmer == "snowball", cjk=cjk)
 
@@ -54,8 +54,7 @@ def make_tokenizer(profile: str = "rouge-score-0.1.2", language: str = "en", ste
 def signature_parts(profile: str, language: str = "en", stemmer: str = "none",
                     cjk: str = "chars") -> tuple[str, str]:
     """``(tok, stem)`` signature fields of the ``unicode`` profile (nothing is loaded)."""
-    from pipeline.text.snowball import snowball_name
-    from pipeline.text.unicode import tokenizer_name
+    from pipeline.text.unicode import tokenizer_name  # as make_tokenizer (cold start)
 
     check_profile(profile, language, stemmer, cjk)
     return tokenizer_name(language.lower(), cjk), (snowball_name(language) if stemmer == "snowball" else "no")

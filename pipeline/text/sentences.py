@@ -28,7 +28,7 @@ def split_newlines(text: str) -> list[str]:
 
 
 def split_punkt(text: str) -> list[str]:
-    import nltk
+    import nltk  # optional splitters load only when chosen (cold start)
 
     return [s for s in nltk.sent_tokenize(text) if s]
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 from functools import lru_cache
+from importlib.metadata import version
 
 # ISO 639-1 (or 639-3 where there is no 639-1 code) -> snowballstemmer algorithm.
 # English uses Snowball's "english" (Porter2), not nltk's Porter of rouge-score's profile.
@@ -28,15 +29,13 @@ SNOWBALL_LANGUAGES = {
 
 
 def _package_version() -> str:
-    from importlib.metadata import version
-
     return version("snowballstemmer")
 
 
 @lru_cache(maxsize=None)
 def snowball_algorithm(language: str) -> str:
     """The snowballstemmer algorithm for ``language``; ``ValueError`` if there is none."""
-    import snowballstemmer
+    import snowballstemmer  # loads every algorithm: only when a stemmer is asked for (cold start)
 
     algo = SNOWBALL_LANGUAGES.get(language.lower())
     if algo is None or algo not in snowballstemmer.algorithms():
