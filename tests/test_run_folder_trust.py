@@ -208,8 +208,10 @@ def test_a_truncated_marker_is_scored_again(tmp_path, inputs, capsys):
     marker = out / "_done" / "unit-00000.json"
     marker.write_bytes(marker.read_bytes()[:20])
     (out / "_SUCCESS").unlink()
+    outside = snapshot(tmp_path, skip=out)
     code, err = score(capsys, cfg, out)
     assert code == 0, err
+    assert snapshot(tmp_path, skip=out) == outside
     assert _summary(out)["tasks_resumed"] == _summary(out)["tasks"] - 1
     assert json.loads(marker.read_text())["marker"] == 4
     assert run_outputs(out) == clean
@@ -225,8 +227,10 @@ def test_a_part_of_another_config_is_not_resumed(tmp_path, inputs, capsys):
     part = "scores/system-s/part-00000.parquet"
     shutil.copy(other_out / part, out / part)            # same name, same rows, other settings
     (out / "_SUCCESS").unlink()
+    outside = snapshot(tmp_path, skip=out)
     code, err = score(capsys, cfg, out)
     assert code == 0, err
+    assert snapshot(tmp_path, skip=out) == outside
     assert _summary(out)["tasks_resumed"] == _summary(out)["tasks"] - 1
     assert run_outputs(out) == clean
 
@@ -236,7 +240,9 @@ def test_a_part_that_no_task_of_the_plan_wrote_blocks_success(tmp_path, inputs, 
     cfg = _cfg(tmp_path, str(inputs / "*.jsonl"))
     assert score(capsys, cfg, out)[0] == 0
     shutil.copy(out / "scores/system-s/part-00000.parquet", out / "scores/system-s/part-00007.parquet")
+    outside = snapshot(tmp_path, skip=out)
     code, err = score(capsys, cfg, out)
+    assert snapshot(tmp_path, skip=out) == outside
     assert code == cli.EXIT_RUN_FOLDER, err
     assert "holds part files that are not this run's (scores/system-s/part-00007.parquet)" in err
     assert not (out / "_SUCCESS").exists()
@@ -367,8 +373,11 @@ def test_a_stale_lease_is_broken(tmp_path, inputs, capsys, why):
         gone = subprocess.Popen([sys.executable, "-c", "pass"])
         gone.wait()
         _lease(out, host=socket.gethostname(), pid=gone.pid)
-    code, err = score(capsys, _cfg(tmp_path, str(inputs / "*.jsonl")), out)
+    cfg = _cfg(tmp_path, str(inputs / "*.jsonl"))
+    outside = snapshot(tmp_path, skip=out)
+    code, err = score(capsys, cfg, out)
     assert code == 0, err
+    assert snapshot(tmp_path, skip=out) == outside
     assert "breaking the stale lease of run 0123456789ab" in err
     assert (out / "_SUCCESS").exists() and not (out / runfolder.LEASE).exists()
 
