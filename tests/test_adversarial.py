@@ -506,7 +506,10 @@ def test_ctrl_c_exits_130_without_a_traceback_and_a_rerun_resumes(tmp_path):
            "--set", "execution.target_rows=2", "--set", "stats.n_boot=20", "-o", str(run)]
     pause = tmp_path / "paused"
     env = {**os.environ, "PYTHONPATH": str(ROOT), job.TEST_TASK_PAUSE_ENV: f"1:{pause}"}
-    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # Ctrl-C's default action in the child, whatever the test runner inherited (a shell's background
+    # job ignores SIGINT, and so would the child)
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         while not pause.exists():   # task 1 has begun (task 0 is done) and waits there
             assert p.poll() is None, p.communicate()
