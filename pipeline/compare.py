@@ -225,18 +225,9 @@ def previous_runs(new_url: str, storage_options: dict | None = None) -> list[Run
 def paired_bootstrap(keys: list[str], d: np.ndarray, seed: int, n_boot: int) -> np.ndarray:
     """Replicate means ``(n_boot, k)`` of the columns of ``d`` (n, k) under Poisson(1)
     weights derived from ``(seed, key, replicate)``; chunked over examples."""
-    from pipeline.stats.poisson import example_bases, poisson_weights
+    from pipeline.stats.poisson import example_bases, replicate_means
 
-    n, k = d.shape
-    sw = np.zeros(n_boot)
-    swd = np.zeros((n_boot, k))
-    bases = example_bases(keys, seed)
-    for lo in range(0, n, _CHUNK):
-        w = poisson_weights(bases[lo:lo + _CHUNK], n_boot)
-        sw += w.sum(axis=1)
-        swd += w @ d[lo:lo + _CHUNK]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return swd / sw[:, None]
+    return replicate_means(example_bases(keys, seed), d, n_boot, _CHUNK)
 
 
 def sign_flip_pvalues(d: np.ndarray, seed: int, n_perm: int) -> np.ndarray:

@@ -78,18 +78,9 @@ def _frame(run: RunData, system: str, cols: list[str], doc_key: str | None):
 
 def _weighted_means(bases: np.ndarray, X: np.ndarray, n_boot: int) -> np.ndarray:
     """``(n_boot, k)`` Poisson-bootstrap replicate means of the columns of ``X`` (n, k)."""
-    from pipeline.stats.poisson import poisson_weights
+    from pipeline.stats.poisson import replicate_means
 
-    n = len(bases)
-    sw = np.zeros(n_boot)
-    swx = np.zeros((n_boot, X.shape[1]))
-    step = max(1, _CHUNK // max(n_boot, 1))
-    for lo in range(0, n, step):
-        w = poisson_weights(bases[lo:lo + step], n_boot)
-        sw += w.sum(axis=1)
-        swx += w @ X[lo:lo + step]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return swx / sw[:, None]
+    return replicate_means(bases, X, n_boot, max(1, _CHUNK // max(n_boot, 1)))
 
 
 def _ar_pvalue(bases: np.ndarray, d: np.ndarray, n_trials: int) -> float:

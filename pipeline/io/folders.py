@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import re
 
-from pipeline.io.paths import get_fs
+from pipeline.io.paths import list_folder
 
 DEFAULT_SYSTEM_PATTERN = r"(\d+).txt"
 DEFAULT_MODEL_PATTERN = r"#ID#.[A-Z].txt"
@@ -56,20 +56,7 @@ def check_patterns(system_pattern: str, model_pattern: str) -> None:
 
 def _listing(folder: str, so: dict, what: str) -> tuple[str, list[tuple[str, str]]]:
     """``(folder url, [(file name, file url)])`` of the files directly in ``folder``, sorted."""
-    fs, path = get_fs(folder, so)
-    if not fs.isdir(path):
-        raise FileNotFoundError(f"input.{what}: {folder!r} is not a folder")
-    base = folder.rstrip("/")
-    out = []
-    for p in fs.ls(path, detail=True):
-        if p.get("type") == "directory":
-            continue
-        name = p["name"].rstrip("/").rsplit("/", 1)[-1]
-        if name.startswith(".") or name.startswith("_"):
-            continue
-        out.append((name, f"{base}/{name}"))
-    out.sort()
-    return base, out
+    return folder.rstrip("/"), [(name, url) for name, url, _ in list_folder(folder, so, f"input.{what}")]
 
 
 def _id_of(match: re.Match) -> str:

@@ -137,6 +137,24 @@ def expand(patterns: str | Iterable[str], storage_options: dict | None = None,
     return uniq
 
 
+def list_folder(folder: str, storage_options: dict | None, what: str) -> list[tuple[str, str, dict]]:
+    """``[(file name, file url, listing entry)]`` of the files directly in ``folder``, sorted by name;
+    sub-folders and hidden (``.``/``_``) names are left out, as the ``folders`` layout reads them."""
+    fs, path = get_fs(folder, storage_options)
+    if not fs.isdir(path):
+        raise FileNotFoundError(f"{what}: {folder!r} is not a folder")
+    base = folder.rstrip("/")
+    out = []
+    for p in fs.ls(path, detail=True):
+        if p.get("type") == "directory":
+            continue
+        name = p["name"].rstrip("/").rsplit("/", 1)[-1]
+        if not (name.startswith(".") or name.startswith("_")):
+            out.append((name, f"{base}/{name}", p))
+    out.sort(key=lambda e: e[0])
+    return out
+
+
 def split_compression(url: str) -> tuple[str, str | None]:
     """``("x.jsonl", "gzip")`` for ``"x.jsonl.gz"``; ``(url, None)`` when uncompressed."""
     base = url.rstrip("/")

@@ -27,7 +27,7 @@ import threading
 import time
 import uuid
 
-from pipeline.io.paths import get_fs, has_glob, is_local
+from pipeline.io.paths import get_fs, has_glob, is_local, list_folder
 from pipeline.io.writers import write_bytes_atomic
 
 # Written into _run.json; a folder with another (or none: before issue 17) is not resumed.
@@ -184,19 +184,9 @@ def fingerprint(info: dict, fs=None, path: str | None = None) -> dict:
 
 
 def _folder_listing(url: str, so: dict) -> dict:
-    """The files directly in a ``folders``-layout folder (as :func:`pipeline.io.folders._listing`)."""
-    fs, path = get_fs(url, so)
-    if not fs.isdir(path):
-        raise FileNotFoundError(f"input: {url!r} is not a folder")
-    out = {}
-    for p in fs.ls(path, detail=True):
-        if p.get("type") == "directory":
-            continue
-        name = p["name"].rstrip("/").rsplit("/", 1)[-1]
-        if name.startswith(".") or name.startswith("_"):
-            continue
-        out[f"{url.rstrip('/')}/{name}"] = fingerprint(p, fs, p["name"])
-    return out
+    """The fingerprints of the files a ``folders``-layout folder holds (the files its reader reads)."""
+    fs, _ = get_fs(url, so)
+    return {u: fingerprint(info, fs, info["name"]) for _, u, info in list_folder(url, so, "input")}
 
 
 def input_urls(spec) -> list[str]:

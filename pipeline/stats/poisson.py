@@ -323,6 +323,19 @@ def poisson_weights(bases: np.ndarray, n_boot: int, out: np.ndarray | None = Non
     return out
 
 
+def replicate_means(bases: np.ndarray, X: np.ndarray, n_boot: int, step: int) -> np.ndarray:
+    """``(n_boot, k)`` Poisson(1)-bootstrap replicate means of the columns of ``X`` (n, k), with the
+    weights of :func:`poisson_weights` built ``step`` examples at a time (memory stays bounded)."""
+    sw = np.zeros(n_boot)
+    swx = np.zeros((n_boot, X.shape[1]))
+    for lo in range(0, len(bases), step):
+        w = poisson_weights(bases[lo:lo + step], n_boot)
+        sw += w.sum(axis=1)
+        swx += w @ X[lo:lo + step]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return swx / sw[:, None]
+
+
 def sign_flips(bases: np.ndarray, n: int) -> np.ndarray:
     """Signs ``s[r, i]`` in {-1, +1} as float64 ``(n, len(bases))`` for paired randomization tests:
     ``+1`` iff the top bit of ``u_r`` (the same splitmix64 stream as the weights, ``r = 0 .. n-1``)
