@@ -200,6 +200,15 @@ def test_a_missing_input_creates_nothing_in_the_output(tmp_path, capsys):
 
 
 # --------------------------------------------------------------------------- markers and parts
+def _resume_rescores_one_task(tmp_path, capsys, cfg, out):
+    """A resume that succeeds, touches nothing outside ``out`` and scores exactly one task again."""
+    outside = snapshot(tmp_path, skip=out)
+    code, err = score(capsys, cfg, out)
+    assert code == 0, err
+    assert snapshot(tmp_path, skip=out) == outside
+    assert _summary(out)["tasks_resumed"] == _summary(out)["tasks"] - 1
+
+
 def test_a_truncated_marker_is_scored_again(tmp_path, inputs, capsys):
     out = tmp_path / "run"
     cfg = _cfg(tmp_path, str(inputs / "*.jsonl"))
@@ -208,11 +217,7 @@ def test_a_truncated_marker_is_scored_again(tmp_path, inputs, capsys):
     marker = out / "_done" / "unit-00000.json"
     marker.write_bytes(marker.read_bytes()[:20])
     (out / "_SUCCESS").unlink()
-    outside = snapshot(tmp_path, skip=out)
-    code, err = score(capsys, cfg, out)
-    assert code == 0, err
-    assert snapshot(tmp_path, skip=out) == outside
-    assert _summary(out)["tasks_resumed"] == _summary(out)["tasks"] - 1
+    _resume_rescores_one_task(tmp_path, capsys, cfg, out)
     assert json.loads(marker.read_text())["marker"] == 4
     assert run_outputs(out) == clean
 
@@ -227,11 +232,7 @@ def test_a_part_of_another_config_is_not_resumed(tmp_path, inputs, capsys):
     part = "scores/system-s/part-00000.parquet"
     shutil.copy(other_out / part, out / part)            # same name, same rows, other settings
     (out / "_SUCCESS").unlink()
-    outside = snapshot(tmp_path, skip=out)
-    code, err = score(capsys, cfg, out)
-    assert code == 0, err
-    assert snapshot(tmp_path, skip=out) == outside
-    assert _summary(out)["tasks_resumed"] == _summary(out)["tasks"] - 1
+    _resume_rescores_one_task(tmp_path, capsys, cfg, out)
     assert run_outputs(out) == clean
 
 
