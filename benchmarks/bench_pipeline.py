@@ -44,8 +44,9 @@ def single_process_rate(glob: str, diagnostics: bool) -> float:
     """Pairs/s of one process doing a task's work (read + score) over the whole corpus."""
     from pipeline import job
     from pipeline.io import readers
+    from pipeline.io.spec import InputSpec
 
-    spec = readers.InputSpec.from_config({"layout": "records", "paths": glob})
+    spec = InputSpec.from_config({"layout": "records", "paths": glob})
     settings = job.ScoringSettings(diagnostics=diagnostics)
     units = readers.plan_units(spec)
     table, _ = readers.read_unit(spec, units[0])

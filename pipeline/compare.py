@@ -517,7 +517,7 @@ def _nan_none(v):
 
 # --------------------------------------------------------------------------- texts
 def _input_spec(info: dict):
-    from pipeline.io.readers import InputSpec
+    from pipeline.io.spec import InputSpec
     from pipeline.redaction import without_redacted
 
     cfg = info.get("config", {})

@@ -4,7 +4,7 @@ Every key, its default and what it changes: docs/configuration.md (checked again
 classes by tests/test_configuration_doc.py: add a row there with a new key).
 
 ```yaml
-input:            # pipeline.io.readers.InputSpec (layout, paths | candidates+references, format, columns, ...)
+input:            # pipeline.io.spec.InputSpec    (layout, paths | candidates+references, format, columns, ...)
   layout: records
   paths: s3://bucket/corpus/*.jsonl.gz
 output:
@@ -64,7 +64,7 @@ from typing import Any
 import yaml
 
 from pipeline.io.paths import check_keys, check_scheme
-from pipeline.io.readers import InputSpec
+from pipeline.io.spec import InputSpec
 from pipeline.redaction import REDACTED, redact_record  # noqa: F401 - REDACTED: the recorded placeholder
 
 TOKENIZERS = ("default", "whitespace")

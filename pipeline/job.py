@@ -40,6 +40,7 @@ import pyarrow.parquet as pq
 
 from pipeline import diagnostics as diag
 from pipeline.io import readers, writers
+from pipeline.io.spec import QUARANTINE_SCHEMA, WorkUnit
 from pipeline.io.paths import get_fs
 from pipeline.scorer import RougeScorer
 from pipeline.scoring import split
@@ -113,7 +114,7 @@ class Task:
     """
 
     index: int
-    unit: readers.WorkUnit
+    unit: WorkUnit
     lo: int = 0
     hi: int | None = None
     n_rows: int = 0
@@ -188,7 +189,7 @@ def score_table(table: pa.Table, settings: ScoringSettings, quarantine: bool = F
     blocks (:func:`split_block`), merged here instead of scoring rougeLsum again.
     """
     schema = scores_schema(settings.rouge_types, settings.diagnostics)
-    empty_q = readers.QUARANTINE_SCHEMA.empty_table()
+    empty_q = QUARANTINE_SCHEMA.empty_table()
     if table.num_rows == 0:
         return (schema.empty_table(), empty_q) if quarantine else schema.empty_table()
     scorer = scorer_for(settings)
@@ -225,7 +226,7 @@ def score_table(table: pa.Table, settings: ScoringSettings, quarantine: bool = F
     bad = np.flatnonzero(too_long)
     ids, systems = table.column("id").to_pylist(), table.column("system").to_pylist()
     files, rows = table.column("file").to_pylist(), table.column("row").to_pylist()
-    q = {n: [] for n in readers.QUARANTINE_SCHEMA.names}
+    q = {n: [] for n in QUARANTINE_SCHEMA.names}
     for i in bad.tolist():
         where = f"{files[i]} row {rows[i]}" if fmt == "parquet" else f"{files[i]} line {rows[i] + 1}"
         if res.status[i] == 2:  # the family scorer: ROUGE-W of a reference without tokens
@@ -235,10 +236,10 @@ def score_table(table: pa.Table, settings: ScoringSettings, quarantine: bool = F
             reason = (f"{where}: rougeLsum sentence pair too long to backtrack (candidate {int(res.cand_len[i])} "
                       f"tokens, references {int(res.ref_len[i])} tokens, more than {MAX_BACKTRACK_WORDS} words of "
                       "memory); split the text into sentences (newlines) or leave out rougeLsum")
-        for k, v in zip(readers.QUARANTINE_SCHEMA.names, (ids[i], systems[i], files[i], rows[i], reason)):
+        for k, v in zip(QUARANTINE_SCHEMA.names, (ids[i], systems[i], files[i], rows[i], reason)):
             q[k].append(v)
     keep = pa.array(~too_long)
-    return scores.filter(keep), pa.table(q, schema=readers.QUARANTINE_SCHEMA)
+    return scores.filter(keep), pa.table(q, schema=QUARANTINE_SCHEMA)
 
 
 def score_matrix(scores: pa.Table, rouge_types) -> np.ndarray:
@@ -310,7 +311,7 @@ class UnitTables:
         self._ended: collections.deque = collections.deque(maxlen=256)
         self._lock = threading.Lock()
 
-    def put(self, token: str, unit: readers.WorkUnit, tables: tuple[pa.Table, pa.Table] | None, budget: int,
+    def put(self, token: str, unit: WorkUnit, tables: tuple[pa.Table, pa.Table] | None, budget: int,
             prepared: dict | None = None) -> bool:
         """Keep ``tables`` -- or ``prepared``, the unit's task output (:func:`encode_outputs`, made
         by :func:`plan_unit`), with ``tables`` None -- for ``token``'s run if it fits in
@@ -331,7 +332,7 @@ class UnitTables:
             self.used += n
             return True
 
-    def take(self, token: str, unit: readers.WorkUnit, release: bool):
+    def take(self, token: str, unit: WorkUnit, release: bool):
         """What is kept of ``unit`` for ``token``'s run (dropped if ``release``), as
         ``(tables, prepared)`` with one of them None, or None."""
         with self._lock:
@@ -383,7 +384,7 @@ def release_unit_tables(token: str) -> None:
     UNIT_TABLES.release(token)
 
 
-def plan_unit(spec, unit: readers.WorkUnit, read_token: str = "", keep_mb: int = 0,
+def plan_unit(spec, unit: WorkUnit, read_token: str = "", keep_mb: int = 0,
               ctx: UnitContext | None = None, target_cost: float | None = None) -> dict:
     """The plan pass over one unit (on a worker): per-example estimated costs and the
     ``(system, id, row)`` keys, so the driver can find duplicates across units.  With a
@@ -445,7 +446,7 @@ def key_hashes(keys: pa.Table) -> np.ndarray | None:
     return poisson.key_hashes_utf8(*utf8_buffers(example_keys(keys.column("system"), keys.column("id"))))
 
 
-def plan_tasks(units: list[readers.WorkUnit], target_cost, *planned: dict) -> tuple[list[Task], int, list[int]]:
+def plan_tasks(units: list[WorkUnit], target_cost, *planned: dict) -> tuple[list[Task], int, list[int]]:
     """The plan from every unit's plan pass (:func:`plan_unit`): cross-unit duplicates dropped,
     units cut by cost.  Returns (tasks, duplicates dropped, the units whose tasks can be
     served what the plan pass kept).  Runs on a worker in the distributed job, so the ids
@@ -455,7 +456,7 @@ def plan_tasks(units: list[readers.WorkUnit], target_cost, *planned: dict) -> tu
     return split_by_cost(units, costs, target_cost), sum(len(u.drop_rows) for u in units), kept
 
 
-def drop_duplicates(units: list[readers.WorkUnit], planned: list[dict]):
+def drop_duplicates(units: list[WorkUnit], planned: list[dict]):
     """``(units, costs)`` with cross-unit duplicates moved to ``WorkUnit.drop_rows`` (so each
     ``(system, id)`` is scored exactly once, by the unit holding its first occurrence) and
     their costs removed (so the task slices match the tables the units will read); the costs
@@ -481,7 +482,7 @@ def drop_duplicates(units: list[readers.WorkUnit], planned: list[dict]):
     return new_units, costs
 
 
-def split_by_cost(units: list[readers.WorkUnit], costs: list,
+def split_by_cost(units: list[WorkUnit], costs: list,
                   target_cost: int | float | None = None) -> list[Task]:
     """Cut every unit into contiguous slices of about ``target_cost`` (deterministic).
 
@@ -519,11 +520,11 @@ def split_by_cost(units: list[readers.WorkUnit], costs: list,
     return tasks
 
 
-def unit_to_dict(u: readers.WorkUnit) -> dict:
+def unit_to_dict(u: WorkUnit) -> dict:
     return asdict(u)
 
 
-def unit_from_dict(d: dict) -> readers.WorkUnit:
+def unit_from_dict(d: dict) -> WorkUnit:
     d = dict(d)
     d["ref_files"] = tuple(d.get("ref_files") or ())
     d["ref_ranges"] = tuple(tuple(r) for r in d.get("ref_ranges") or ())
@@ -531,7 +532,7 @@ def unit_from_dict(d: dict) -> readers.WorkUnit:
     d["ref_bytes"] = None if d.get("ref_bytes") is None else tuple(d["ref_bytes"])
     d["extra_quarantine"] = tuple(tuple(q) for q in d.get("extra_quarantine") or ())
     d["drop_rows"] = tuple(tuple(q) for q in d.get("drop_rows") or ())
-    return readers.WorkUnit(**d)
+    return WorkUnit(**d)
 
 
 def task_to_dict(t: Task) -> dict:

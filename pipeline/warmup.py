@@ -39,7 +39,7 @@ def _warm_job(settings=None, diagnostics: bool = True, stats: bool = True) -> No
     import pyarrow as pa
 
     from pipeline import job
-    from pipeline.io import readers
+    from pipeline.io import records
     from pipeline.scoring.split import score_split
 
     table = pa.table({
@@ -57,7 +57,7 @@ def _warm_job(settings=None, diagnostics: bool = True, stats: bool = True) -> No
         scores = job.score_table(table, s)
         if stats:
             job.unit_stats(scores, job.UnitContext(run_url="", scoring=s, seed=0, n_boot=10))
-    readers._jsonl_shape(np.frombuffer(b'{"id": 1}\n', dtype=np.uint8))
+    records._jsonl_shape(np.frombuffer(b'{"id": 1}\n', dtype=np.uint8))
     score_split(job.scorer_for(job.ScoringSettings()), "a b\nc", ["c a\nb"], 2)
 
 

@@ -540,7 +540,8 @@ def _streamed(data: bytes) -> bytes:
 
 @pytest.mark.parametrize("how", ["whole", "pieces"])
 def test_zstd_reader_whole_frames_only(tmp_path, how):
-    from pipeline.io import readers
+    from pipeline.io import streams
+    from pipeline.io.spec import UnreadableFileError
 
     a, b = lines_text(2000), lines_text(3000, "dog")
     sized, streamed = COMPRESS["zst"](a), _streamed(b)
@@ -548,7 +549,7 @@ def test_zstd_reader_whole_frames_only(tmp_path, how):
     def read(data: bytes) -> bytes:
         p = tmp_path / "x.txt.zst"
         p.write_bytes(data)
-        with readers._reading(str(p)), readers._open(str(p), {}, "zstd") as f:
+        with streams.reading(str(p)), streams.open_input(str(p), {}, "zstd") as f:
             if how == "whole":
                 return f.read()
             out = []
@@ -560,7 +561,7 @@ def test_zstd_reader_whole_frames_only(tmp_path, how):
     assert read(sized) == a and read(streamed) == b
     assert read(sized + streamed + sized) == a + b + a
     for bad in (sized[:-1], streamed[:-3], sized + streamed[: len(streamed) // 2], streamed[:20]):
-        with pytest.raises(readers.UnreadableFileError, match="the zstd stream ends inside a frame"):
+        with pytest.raises(UnreadableFileError, match="the zstd stream ends inside a frame"):
             read(bad)
-    with pytest.raises(readers.UnreadableFileError, match="ZstdError"):
+    with pytest.raises(UnreadableFileError, match="ZstdError"):
         read(sized + b"not a frame")

@@ -18,7 +18,7 @@ import pytest
 from _pipeline_corpus import config
 from pipeline.config import ConfigError, RunConfig, load_config
 from pipeline.execution.driver import StrictModeError, run
-from pipeline.io.readers import UnreadableFileError
+from pipeline.io.spec import UnreadableFileError
 
 
 # --------------------------------------------------------------------------- helpers

@@ -27,7 +27,7 @@ from pipeline import job
 from pipeline.config import RunConfig
 # what the driver polls: cancelled tasks leave the scheduler's books at once but go on running
 from pipeline.execution.driver import RunFailedError, _executing_keys, run
-from pipeline.io.readers import UnreadableFileError
+from pipeline.io.spec import UnreadableFileError
 
 distributed = pytest.importorskip("distributed")
 

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.io.readers import InputSpec, plan_units, read_unit
+from pipeline.io.readers import plan_units, read_unit
+from pipeline.io.spec import InputSpec
 
 from _shared import DATA, needs_data
 

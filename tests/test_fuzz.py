@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipeline import job
-from pipeline.io.readers import InputSpec, UnreadableFileError, plan_units, read_unit
+from pipeline.io.readers import plan_units, read_unit
+from pipeline.io.spec import InputSpec, UnreadableFileError
 
 rouge_scorer = pytest.importorskip("rouge_score.rouge_scorer")
 rouge_tokenizers = pytest.importorskip("rouge_score.tokenizers")

@@ -17,7 +17,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline.io import readers
-from pipeline.io.readers import CANONICAL_SCHEMA, QUARANTINE_SCHEMA, InputSpec, plan_units, read_unit
+from pipeline.io.readers import plan_units, read_unit
+from pipeline.io.spec import CANONICAL_SCHEMA, QUARANTINE_SCHEMA, InputSpec, WorkUnit
 from pipeline.io.writers import (
     escape_system,
     is_complete,
@@ -525,7 +526,7 @@ def _key_table(pairs):
 
 
 def test_find_duplicates_across_units_and_separator_lookalikes():
-    units = [readers.WorkUnit(index=k, layout="records", file=f"f{k}.jsonl", format="jsonl") for k in range(3)]
+    units = [WorkUnit(index=k, layout="records", file=f"f{k}.jsonl", format="jsonl") for k in range(3)]
     clean = [_key_table([("a", "1"), ("a", "2")]), _key_table([("b", "1")]), _key_table([("a", "3")])]
     assert readers.find_duplicates(units, clean) == {}
     # joined with the separator, these two different pairs are the same string: the quick

@@ -14,7 +14,8 @@ import pytest
 from _pipeline_corpus import write_records
 from pipeline import job
 from pipeline.io import readers
-from pipeline.io.readers import InputSpec, UnreadableFileError, plan_units, read_unit
+from pipeline.io.readers import plan_units, read_unit
+from pipeline.io.spec import InputSpec, UnreadableFileError, WorkUnit
 
 
 def test_job_never_imports_dask():
@@ -35,8 +36,6 @@ def test_reason_cause_buckets_by_cause_after_location(reason, cause):
 
 
 def test_split_by_cost_is_contiguous_complete_and_isolates_oversized():
-    from pipeline.io.readers import WorkUnit
-
     u0, u1, u2 = (WorkUnit(index=i, layout="records", file=f"f{i}", format="jsonl") for i in range(3))
     costs = [[10] * 10, [5, 500, 5, 5], []]
     tasks = job.split_by_cost([u0, u1, u2], costs, target_cost=30)
@@ -76,8 +75,6 @@ def _greedy_bounds(c, target):
 
 @pytest.mark.parametrize("seed", range(40))
 def test_split_by_cost_equals_the_per_example_greedy_rule(seed):
-    from pipeline.io.readers import WorkUnit
-
     rng = np.random.default_rng(seed)
     target = float(rng.choice([1, 7, 30, 30.5, 100, 1e9]))
     n = int(rng.integers(0, 60))
@@ -126,7 +123,7 @@ def test_key_hashes_are_equal_exactly_for_equal_keys_and_are_the_statistics_hash
 
 
 def test_drop_duplicates_trusts_hashes_only_to_rule_duplicates_out():
-    units = [job.readers.WorkUnit(index=k, layout="records", file=f"f{k}.jsonl", format="jsonl") for k in range(2)]
+    units = [WorkUnit(index=k, layout="records", file=f"f{k}.jsonl", format="jsonl") for k in range(2)]
 
     def planned(pairs, hashes=None):
         keys = _keys(pairs)
@@ -291,7 +288,7 @@ def test_plan_pass_leaves_units_cut_into_several_tasks_to_them(tmp_path):
 def test_in_place_tasks_are_the_whole_units_with_nothing_dropped():
     import dataclasses
 
-    u = [readers.WorkUnit(index=i, layout="records", file=f"f{i}.jsonl", format="jsonl") for i in range(4)]
+    u = [WorkUnit(index=i, layout="records", file=f"f{i}.jsonl", format="jsonl") for i in range(4)]
     u[3] = dataclasses.replace(u[3], drop_rows=((0, "f0.jsonl line 1"),))
     tasks = [job.Task(0, u[0]), job.Task(1, u[1], 0, 5), job.Task(2, u[1], 5, None),
              job.Task(3, u[2], oversized=True, n_rows=1, cost=10), job.Task(4, u[3])]

@@ -4,21 +4,22 @@ import json
 import pyarrow as pa
 import pytest
 
-from pipeline.io import readers
+from pipeline.io import canonical, readers, records
+from pipeline.io.spec import InputSpec
 
 
 def _both(spec, monkeypatch, expect_fast=None):
     """(tables read as usual, tables read line by line); ``expect_fast``: whether the fast path
     must have taken every unit (True) or none (False), so a comparison is not slow vs slow."""
     taken = []
-    real = readers._records_fast
+    real = records._records_fast
     with monkeypatch.context() as m:
-        m.setattr(readers, "_records_fast", lambda *a: taken.append(real(*a)) or taken[-1])
+        m.setattr(records, "_records_fast", lambda *a: taken.append(real(*a)) or taken[-1])
         fast = [readers.read_unit(spec, u) for u in readers.plan_units(spec)]
     if expect_fast is not None:
         assert taken and all(t == expect_fast for t in taken), taken
     with monkeypatch.context() as m:
-        m.setattr(readers, "_records_fast", lambda *a: False)
+        m.setattr(records, "_records_fast", lambda *a: False)
         slow = [readers.read_unit(spec, u) for u in readers.plan_units(spec)]
     return fast, slow
 
@@ -82,11 +83,11 @@ def test_row_slices_and_gzip(tmp_path, monkeypatch):
         for r in recs:
             f.write(json.dumps({**r, "id": f"g{r['id']}"}) + "\n")
     for paths in (str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl.gz")):
-        spec = readers.InputSpec.from_config({"layout": "records", "paths": paths})
+        spec = InputSpec.from_config({"layout": "records", "paths": paths})
         units = readers.plan_units(spec, target_rows=30)
         fast = [readers.read_unit(spec, u) for u in units]
         with monkeypatch.context() as m:
-            m.setattr(readers, "_records_fast", lambda *a: False)
+            m.setattr(records, "_records_fast", lambda *a: False)
             slow = [readers.read_unit(spec, u) for u in units]
         _same(fast, slow)
         assert sum(t.num_rows for t, _ in fast) == 100
@@ -94,9 +95,9 @@ def test_row_slices_and_gzip(tmp_path, monkeypatch):
 
 def test_fast_path_is_taken_on_clean_data(tmp_path):
     _write(tmp_path / "a.jsonl", [{"id": "a", "candidate": "x", "references": "y"}])
-    spec = readers.InputSpec.from_config({"layout": "records", "paths": str(tmp_path / "a.jsonl")})
-    out = readers._Out()
-    assert readers._records_fast(spec, readers.plan_units(spec)[0], out)
+    spec = InputSpec.from_config({"layout": "records", "paths": str(tmp_path / "a.jsonl")})
+    out = canonical.Out()
+    assert records._records_fast(spec, readers.plan_units(spec)[0], out)
     assert isinstance(out.fast, pa.Table) and out.fast.num_rows == 1
 
 
@@ -111,7 +112,7 @@ def test_jsonl_shape_equals_the_bytes_definitions(seed):
     alphabet = [b"\n", b"{", b"\r", b"\\", b"u", b"d", b"D", b"8", b"9", b"a", b"f", b"F", b"g", b"x", b"\\u",
                 b"A", b"G", b"7", b"`", b":", b"c", b"C", b"e", b"E"]
     data = b"".join(rng.choice(alphabet, size=int(rng.integers(0, 200))))
-    nl, nl_brace, cr, sur = readers._jsonl_shape(np.frombuffer(data, dtype=np.uint8))
+    nl, nl_brace, cr, sur = records._jsonl_shape(np.frombuffer(data, dtype=np.uint8))
     assert nl == data.count(b"\n")
     assert nl_brace == data.count(b"\n{")
     assert cr == (b"\r" in data)
@@ -126,5 +127,5 @@ def test_jsonl_shape_surrogate_escape_at_every_byte_value():
     for prefix in (b"\\ud", b"\\uD", b"\\ue", b"x\\u"):
         for c in range(256):
             data = prefix + bytes([c])
-            sur = readers._jsonl_shape(np.frombuffer(data, dtype=np.uint8))[3]
+            sur = records._jsonl_shape(np.frombuffer(data, dtype=np.uint8))[3]
             assert sur == bool(re.search(rb"\\u[dD][89a-fA-F]", data)), data

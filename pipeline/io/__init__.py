@@ -3,14 +3,8 @@
 fsspec and Arrow (and numba for the JSONL byte check): this package must never import Dask
 (only ``pipeline.execution`` does).
 """
-from pipeline.io.readers import (  # noqa: F401
-    CANONICAL_SCHEMA,
-    QUARANTINE_SCHEMA,
-    InputSpec,
-    WorkUnit,
-    plan_units,
-    read_unit,
-)
+from pipeline.io.readers import plan_units, read_unit  # noqa: F401
+from pipeline.io.spec import CANONICAL_SCHEMA, QUARANTINE_SCHEMA, InputSpec, WorkUnit  # noqa: F401
 from pipeline.io.writers import (  # noqa: F401
     escape_system,
     is_complete,

@@ -36,22 +36,10 @@ from __future__ import annotations
 
 import re
 
-from pipeline.io.paths import list_folder
+from pipeline.io.paths import compression_of, list_folder
+from pipeline.io.spec import WorkUnit
+from pipeline.io.streams import open_input, reading
 
-DEFAULT_SYSTEM_PATTERN = r"(\d+).txt"
-DEFAULT_MODEL_PATTERN = r"#ID#.[A-Z].txt"
-
-
-def check_patterns(system_pattern: str, model_pattern: str) -> None:
-    for name, p in (("system_filename_pattern", system_pattern), ("model_filename_pattern", model_pattern)):
-        if not isinstance(p, str) or not p:
-            raise ValueError(f"input.{name}: expected a regular expression, got {p!r}")
-        try:
-            re.compile(p.replace("#ID#", "x"))
-        except re.error as e:
-            raise ValueError(f"input.{name}: not a valid regular expression ({e})") from None
-    if "#ID#" not in model_pattern:
-        raise ValueError("input.model_filename_pattern: must contain #ID# (where the id goes)")
 
 
 def _listing(folder: str, so: dict, what: str) -> tuple[str, list[tuple[str, str]]]:
@@ -65,8 +53,6 @@ def _id_of(match: re.Match) -> str:
 
 def plan_folders(spec, target_rows: int | None):
     """Work units of a ``folders`` input (see the module docstring)."""
-    from pipeline.io.readers import WorkUnit
-
     so = spec.storage_options
     sys_re = re.compile(spec.system_filename_pattern)
     _, models = _listing(_one(spec.references, "references"), so, "references")
@@ -115,16 +101,13 @@ def model_pattern(pattern: str, id_: str) -> re.Pattern:
 
 
 def _read_text(url: str, so: dict) -> str:
-    from pipeline.io.paths import compression_of
-    from pipeline.io.readers import _open, _reading
-
-    with _reading(url), _open(url, so, compression_of(url)) as f:
+    with reading(url), open_input(url, so, compression_of(url)) as f:
         raw = f.read()
     return raw.decode("utf-8").replace("\r\n", "\n")
 
 
 def read_folders(spec, unit, out) -> None:
-    """Fill ``out`` (readers' ``_Out``) with the unit's examples."""
+    """Fill ``out`` (a :class:`pipeline.io.canonical.Out`) with the unit's examples."""
     so = spec.storage_options
     sys_re = re.compile(spec.system_filename_pattern)
     for k, (ci, r0, r1) in enumerate(unit.ref_ranges):

@@ -1,0 +1,151 @@
+"""Record fields checked one by one, and :class:`Out`, which collects a unit's canonical rows
+and quarantine rows.  A bad field raises :class:`BadRecord`; the layout readers turn it into a
+quarantine row whose reason names the file and line (:func:`location`).
+"""
+from __future__ import annotations
+
+import pyarrow as pa
+
+from pipeline.io.spec import CANONICAL_SCHEMA, KEY_SEPARATOR, QUARANTINE_SCHEMA
+
+
+class BadRecord(Exception):
+    def __init__(self, reason: str, id_: str | None = None, system: str | None = None):
+        super().__init__(reason)
+        self.reason = reason
+        self.id = id_
+        self.system = system
+
+
+class BadText:
+    """Placeholder for a Parquet string that is not valid UTF-8."""
+
+    def __init__(self, err: str):
+        self.err = err
+
+
+_MISSING = object()
+
+
+def location(url: str, row: int, fmt: str) -> str:
+    return f"{url} row {row}" if fmt == "parquet" else f"{url} line {row + 1}"
+
+
+def _check_text(v: str, what: str) -> str:
+    try:
+        v.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadRecord(f"{what} is not valid Unicode (lone surrogate)") from None
+    return v
+
+
+def get_id(rec: dict, col: str, what: str = "id") -> str:
+    v = rec.get(col, _MISSING)
+    if v is _MISSING:
+        raise BadRecord(f"missing {what} field {col!r}")
+    if v is None:
+        raise BadRecord(f"null {what}")
+    if isinstance(v, bool):
+        raise BadRecord(f"{what} must be a string or integer, got bool")
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, BadText):
+        raise BadRecord(f"{what} is not valid UTF-8 ({v.err})")
+    if not isinstance(v, str):
+        raise BadRecord(f"{what} must be a string or integer, got {type(v).__name__}")
+    if not v:
+        raise BadRecord(f"empty {what}")
+    return _check_text(v, what)
+
+
+def get_system(rec: dict, col: str) -> str:
+    v = rec.get(col)
+    if v is None:
+        return ""
+    if isinstance(v, int) and not isinstance(v, bool):
+        return str(v)
+    if isinstance(v, BadText):
+        raise BadRecord(f"system is not valid UTF-8 ({v.err})")
+    if not isinstance(v, str):
+        raise BadRecord(f"system must be a string, got {type(v).__name__}")
+    return _check_text(v, "system")
+
+
+def get_str(rec: dict, col: str, what: str, required: bool) -> str | None:
+    v = rec.get(col, _MISSING)
+    if v is _MISSING or v is None:
+        if required:
+            raise BadRecord(f"{'missing' if v is _MISSING else 'null'} {what}"
+                       + (f" field {col!r}" if v is _MISSING else ""))
+        return None
+    if isinstance(v, BadText):
+        raise BadRecord(f"{what} is not valid UTF-8 ({v.err})")
+    if not isinstance(v, str):
+        raise BadRecord(f"{what} must be a string, got {type(v).__name__}")
+    return _check_text(v, what)
+
+
+def get_refs(rec: dict, col: str) -> list[str]:
+    v = rec.get(col, _MISSING)
+    if v is _MISSING:
+        raise BadRecord(f"missing references field {col!r}")
+    if v is None:
+        raise BadRecord("null references")
+    if isinstance(v, str):
+        return [_check_text(v, "reference")]
+    if isinstance(v, BadText):
+        raise BadRecord(f"reference is not valid UTF-8 ({v.err})")
+    if not isinstance(v, (list, tuple)):
+        raise BadRecord(f"references must be a string or a list of strings, got {type(v).__name__}")
+    if len(v) == 0:
+        raise BadRecord("empty reference list")
+    out = []
+    for i, r in enumerate(v):
+        if r is None:
+            raise BadRecord(f"null reference at index {i}")
+        if isinstance(r, BadText):
+            raise BadRecord(f"reference {i} is not valid UTF-8 ({r.err})")
+        if not isinstance(r, str):
+            raise BadRecord(f"reference {i} must be a string, got {type(r).__name__}")
+        out.append(_check_text(r, f"reference {i}"))
+    return out
+
+
+class Out:
+    def __init__(self, drop_rows=()):
+        self.cols: dict[str, list] = {n: [] for n in CANONICAL_SCHEMA.names}
+        self.q: dict[str, list] = {n: [] for n in QUARANTINE_SCHEMA.names}
+        self.seen: dict[tuple[str, str], str] = {}
+        self.drop: dict[int, str] = {int(r): str(w) for r, w in drop_rows}
+
+    def quarantine(self, id_, system, file, row, reason):
+        for k, v in zip(QUARANTINE_SCHEMA.names, (id_, system, file, row, reason)):
+            self.q[k].append(v)
+
+    def add(self, id_, system, candidate, refs, source, row, file, where):
+        if KEY_SEPARATOR in system:
+            # f"{system}\x1f{id}" keys the bootstrap weights: with the separator inside a system
+            # name, two different (system, id) pairs could share one key
+            self.quarantine(id_, system, file, row, f"{where}: the system {system!r} contains U+001F, "
+                                                    "which separates system and id in example keys")
+            return
+        key = (system, id_)
+        if self.drop and row in self.drop:
+            # A duplicate of an earlier unit's row (plan time): later rows of this unit with
+            # the same key are duplicates of that first occurrence too.
+            self.seen[key] = self.drop[row]
+        first = self.seen.get(key)
+        if first is not None:
+            self.quarantine(id_, system, file, row,
+                            f"{where}: duplicate id {id_!r}" + (f" for system {system!r}" if system else "")
+                            + f" (first at {first})")
+            return
+        self.seen[key] = where
+        for k, v in zip(CANONICAL_SCHEMA.names, (id_, system, candidate, refs, source, row, file)):
+            self.cols[k].append(v)
+
+    fast: pa.Table | None = None  # a whole unit read by the fast JSONL path
+
+    def tables(self) -> tuple[pa.Table, pa.Table]:
+        rows = self.fast if self.fast is not None else pa.table(self.cols, schema=CANONICAL_SCHEMA)
+        return rows, pa.table(self.q, schema=QUARANTINE_SCHEMA)

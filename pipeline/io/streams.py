@@ -1,0 +1,222 @@
+"""Opening input files: decompression by file extension (gzip, bz2, xz, zstd), lines of a
+file or of a byte range of it, line counts for planning, and the one error of a file that
+cannot be decoded at all (:class:`~pipeline.io.spec.UnreadableFileError`).  Storage errors
+stay ``OSError`` so that callers can retry them.
+"""
+from __future__ import annotations
+
+import gzip
+import lzma
+import re
+import zlib
+from contextlib import contextmanager
+from typing import Iterator
+
+import fsspec
+import numpy as np
+import pyarrow as pa
+
+from pipeline.io import paths as _paths
+from pipeline.io.paths import compression_of
+from pipeline.io.spec import UnreadableFileError
+
+
+_CORRUPT = (EOFError, zlib.error, lzma.LZMAError, gzip.BadGzipFile, pa.ArrowInvalid, IsADirectoryError,
+            NotADirectoryError)
+
+
+_CORRUPT_PARQUET = re.compile(r"thrift|parquet|magic bytes|footer|corrupt", re.IGNORECASE)
+
+
+@contextmanager
+def reading(url: str, parquet: bool = False):
+    try:
+        yield
+    except UnreadableFileError:
+        raise
+    except _CORRUPT as e:
+        raise UnreadableFileError(f"{url}: cannot read the file ({type(e).__name__}: {e})") from e
+    except OSError as e:
+        # Arrow reports undecodable Parquet metadata as OSError; storage errors keep theirs.
+        if parquet and _CORRUPT_PARQUET.search(str(e)) and not isinstance(e, (TimeoutError, ConnectionError)):
+            raise UnreadableFileError(f"{url}: cannot read the file ({type(e).__name__}: {e})") from e
+        raise
+    except Exception as e:  # zstandard.ZstdError and other decoder errors, by name
+        if type(e).__name__ in ("ZstdError", "BadZipFile"):
+            raise UnreadableFileError(f"{url}: cannot read the file ({type(e).__name__}: {e})") from e
+        raise
+
+
+class ZstdReader:
+    """The zstd frames of a binary stream, decompressed, in order (concatenated frames too, as
+    the zstd tool reads them).  ``EOFError`` when the stream ends inside a frame: zstandard's
+    ``stream_reader`` (fsspec's zstd) returns what it has of a truncated frame as if it were all."""
+
+    def __init__(self, raw, chunk: int = 1 << 20):
+        import zstandard
+
+        self._raw, self._chunk = raw, chunk
+        self._dctx, self._error = zstandard.ZstdDecompressor(), zstandard.ZstdError
+        self._obj = None          # the frame being decompressed
+        self._pending, self._ppos = b"", 0  # compressed bytes not decoded yet: self._pending[self._ppos:]
+        self._out, self._pos = b"", 0  # decompressed bytes not yet returned: self._out[self._pos:]
+        self._n_in = self._n_out = 0   # compressed bytes read, decompressed bytes made
+
+    def _more(self, size: int) -> bytes:
+        """The next decompressed bytes (from ``size`` compressed bytes at a time); ``b""`` at the
+        end of the stream."""
+        while True:
+            if self._ppos < len(self._pending):
+                data = self._pending[self._ppos:self._ppos + size]
+                self._ppos += len(data)
+            else:
+                data = self._raw.read(size)
+                self._n_in += len(data)
+                if not data:
+                    if self._obj is not None and not self._obj.eof:
+                        raise EOFError("the zstd stream ends inside a frame (truncated file)")
+                    return b""
+            if self._obj is None or self._obj.eof:
+                self._obj = self._dctx.decompressobj(write_size=1 << 20)
+            out = self._obj.decompress(data)
+            self._n_out += len(out)
+            if self._obj.eof:
+                self._pending, self._ppos = self._obj.unused_data + self._pending[self._ppos:], 0
+            if out:
+                return out
+
+    def read(self, size: int = -1) -> bytes:
+        if size is None or size < 0:
+            if self._obj is None and not self._out:  # the whole stream at once (the fast JSONL path)
+                data = self._raw.read()
+                try:
+                    # one frame with its size in the header: one allocation (~30% faster); anything
+                    # else (no size, more frames, truncated, corrupt) is left to the frame loop
+                    return self._dctx.decompress(data, allow_extra_data=False)
+                except self._error:
+                    self._pending, self._ppos = data, 0
+            parts = [self._out[self._pos:]]
+            self._out, self._pos = b"", 0
+            while chunk := self._more(1 << 16):   # small pieces: zstd is slow to grow one huge output
+                parts.append(chunk)
+            return b"".join(p for p in parts if p)
+        while len(self._out) - self._pos < size:
+            # about as many compressed bytes as make `size` (the ratio so far): a highly compressed
+            # stream is not decoded far ahead into one big buffer
+            want = 1 << 14 if not self._n_out else max(1 << 12, min(self._chunk, size * self._n_in // self._n_out))
+            chunk = self._more(want)
+            if not chunk:
+                break
+            self._out, self._pos = self._out[self._pos:] + chunk, 0
+        out = self._out[self._pos:self._pos + size]
+        self._pos += len(out)
+        return out
+
+    def readable(self) -> bool:
+        return True
+
+
+@contextmanager
+def open_input(url: str, so: dict, compression: str | None = None):
+    """``url`` opened for binary reading, decompressed by ``compression``.  Every decoder fails
+    on a stream that ends early (gzip, bz2 and xz raise ``EOFError`` themselves; zstd through
+    :class:`ZstdReader`), so a truncated file is never read as a shorter one."""
+    if compression == "zstd" and _has_zstandard():
+        with fsspec.open(url, "rb", **so) as raw:
+            yield ZstdReader(raw)
+        return
+    with fsspec.open(url, "rb", compression=compression, **so) as f:
+        yield f
+
+
+def _has_zstandard() -> bool:
+    try:
+        import zstandard  # noqa: F401
+    except ImportError:
+        return False  # fsspec's own zstd (Python 3.14's compression.zstd) raises EOFError itself
+    return True
+
+
+def iter_lines(url: str, so: dict, row_start: int = 0, row_stop: int | None = None,
+                byte_start: int | None = None, byte_stop: int | None = None) -> Iterator[tuple[int, bytes]]:
+    """``(row, line bytes without the newline)`` for rows ``[row_start, row_stop)``."""
+    comp = compression_of(url)
+    with reading(url), open_input(url, so, comp) as f:
+        if byte_start is not None and comp is None:
+            f.seek(byte_start)
+            data = f.read(byte_stop - byte_start) if byte_stop is not None else f.read()
+            lines = data.split(b"\n")
+            if lines and lines[-1] == b"":
+                lines.pop()
+            for i, line in enumerate(lines):
+                row = row_start + i
+                if row_stop is not None and row >= row_stop:
+                    break
+                yield row, line[:-1] if line.endswith(b"\r") else line
+            return
+        for row, line in enumerate(f if comp is None else _chunked_lines(f)):
+            if row < row_start:
+                continue
+            if row_stop is not None and row >= row_stop:
+                break
+            if line.endswith(b"\n"):
+                line = line[:-1]
+            if line.endswith(b"\r"):
+                line = line[:-1]
+            yield row, line
+
+
+def _chunked_lines(f, size: int = 1 << 20):
+    """Lines (with their ``\n``) of a binary stream that only supports ``read`` (zstd's
+    ``stream_reader`` cannot be iterated)."""
+    rest = b""
+    while True:
+        chunk = f.read(size)
+        if not chunk:
+            break
+        parts = (rest + chunk).split(b"\n")
+        rest = parts.pop()
+        for p in parts:
+            yield p + b"\n"
+    if rest:
+        yield rest
+
+
+def scan_lines(url: str, so: dict, every: int | None = None) -> tuple[int, list[int] | None]:
+    """Number of lines and, for uncompressed files, the byte offset of every ``every``-th line."""
+    comp = compression_of(url)
+    starts = [0]
+    n_nl = pos = 0
+    last = 10
+    with reading(url), open_input(url, so, comp) as f:
+        while True:
+            chunk = f.read(1 << 22)
+            if not chunk:
+                break
+            nl = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == 10)
+            if every:
+                line_idx = n_nl + np.arange(1, len(nl) + 1)
+                starts.extend((pos + nl[line_idx % every == 0] + 1).tolist())
+            n_nl += len(nl)
+            pos += len(chunk)
+            last = chunk[-1]
+    n_lines = n_nl + (1 if pos and last != 10 else 0)
+    if comp is not None or not every:
+        return n_lines, None
+    starts = [s for i, s in enumerate(starts) if i * every < n_lines]
+    starts.append(pos)
+    return n_lines, starts
+
+
+def row_ranges(n_rows: int, target_rows: int | None) -> list[tuple[int, int]]:
+    if not target_rows or n_rows <= target_rows:
+        return [(0, n_rows)]
+    return [(s, min(s + target_rows, n_rows)) for s in range(0, n_rows, target_rows)]
+
+
+def size_of(url: str, so: dict) -> int | None:
+    try:
+        fs, path = _paths.get_fs(url, so)
+        return fs.size(path)
+    except Exception:  # noqa: BLE001 - an estimate only
+        return None
