@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from _shared import DATA, DATA_REASON, HAVE_DATA, HAVE_SEEDS, REQUIRE_ENV, REQUIRED, SEEDS, SEEDS_REASON, missing
+from support.shared import DATA, DATA_REASON, HAVE_DATA, HAVE_SEEDS, REQUIRE_ENV, REQUIRED, SEEDS, SEEDS_REASON, missing
 
 # Every test that scores through ``RougeScorer`` holds the compiled path to the oracle, whatever
 # ran before it in this process: the cold-start tier (a fresh process's first small batches in
-# pure Python) is off here and tested explicitly in tests/test_cold_start.py.
+# pure Python) is off here and tested explicitly in tests/conformance/test_cold_start.py.
 os.environ.setdefault("ROUGE_PIPELINE_COLD_START", "0")
 
 

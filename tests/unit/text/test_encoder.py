@@ -1,0 +1,269 @@
+"""The encoder's shortcuts give the same numbers as the plain paths."""
+import json
+
+import numpy as np
+import pytest
+
+from pipeline import RougeScorer
+from pipeline.text.tokenizers import WhitespaceTokenizer
+from pipeline.text.unicode import UnicodeTokenizer
+
+TYPES = ["rouge1", "rouge2", "rougeL", "rougeLsum"]
+
+
+class _Plain:
+    """The same tokenizer without ``tokens_never_span_newlines``: every text tokenized whole and per line."""
+
+    def __init__(self, inner):
+        self.tokenize = inner.tokenize
+
+
+def test_line_composition_matches_whole_text_tokenization(shared_data):
+    rows = [json.loads(line) for line in (shared_data / "multi_summeval" / "multi_summeval.jsonl").open()]
+    by_lang = {}
+    for r in rows:
+        by_lang.setdefault(r["language"], []).append(r)
+    for lang, rs in sorted(by_lang.items()):
+        rs = rs[:40]
+        refs = [r["references"] for r in rs]
+        cands = [r["candidate"] for r in rs]
+        for tok in (UnicodeTokenizer(language=lang), WhitespaceTokenizer()):
+            fast = RougeScorer(TYPES, tokenizer=tok).score_arrays(refs, cands)
+            plain = RougeScorer(TYPES, tokenizer=_Plain(tok)).score_arrays(refs, cands)
+            np.testing.assert_array_equal(fast.scores, plain.scores, err_msg=lang)
+            assert fast.cand_len.tolist() == plain.cand_len.tolist()
+
+
+def test_str_and_arrow_utf8_scans_tokenize_as_rouge_score():
+    """Both scans (a str's code points, and Arrow's UTF-8 bytes with U+0130 / U+212A as
+    multi-byte sequences) on random texts over the characters that matter: letters of both
+    cases, the two code points whose lowercase is ASCII, NUL, newlines, other non-ASCII."""
+    import random
+
+    import pyarrow as pa
+    from rouge_score import tokenize
+
+    from pipeline.text.encoder import DefaultEncoder
+
+    alphabet = ["a", "B", "1", "\u0130", "\u212a", " ", "\n", "\0", "\u00e9", "\u4e2d", "\u0307", "x",
+                "\u00df", "\r", "Z9", "\u0130\u0130", "5\u212aK", "\U0001f600"]
+    rng = random.Random(2)
+    enc = DefaultEncoder(False)
+    for _ in range(3000):
+        texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12))) for _ in range(rng.randint(1, 4))]
+        e = enc.encode(texts)
+        for d, t in enumerate(texts):
+            assert [enc.vocab.token(x) for x in e.tokens[e.doc_tok[d]:e.doc_tok[d + 1]]] == tokenize.tokenize(t, None)
+            sents = [s for s in (tokenize.tokenize(line, None) for line in t.split("\n")) if s]
+            got = [[enc.vocab.token(x) for x in e.tokens[e.sent_tok[s]:e.sent_tok[s + 1]]]
+                   for s in range(e.doc_sent[d], e.doc_sent[d + 1])]
+            assert got == sents, repr(t)
+        refs = [texts[1:] or ["x"], texts[::-1]]
+        ea, n_refs = enc.encode_arrow(pa.array([texts[0]] * 2), pa.array(refs))
+        eb = enc.encode([texts[0]] + refs[0] + [texts[0]] + refs[1])
+        assert n_refs.tolist() == [len(refs[0]), len(refs[1])]
+        for name in ("tokens", "doc_tok", "sent_tok", "doc_sent"):
+            assert np.array_equal(getattr(ea, name), getattr(eb, name)), (name, texts)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_eight_byte_ascii_words_tokenize_as_rouge_score(seed):
+    """The scan reads ASCII eight bytes at a time: long ASCII runs at every alignment, tokens
+    and newlines across word edges, the few non-ASCII code points that break a run (and the
+    two whose lowercase is ASCII), and documents of 7, 8, 9, 15, 16, 17 bytes."""
+    import random
+
+    import pyarrow as pa
+    from rouge_score import tokenize
+
+    from pipeline.text.encoder import DefaultEncoder
+
+    rng = random.Random(seed)
+    ascii_chars = "abcxyzABCXYZ0189 ,.;'\"-_/@[`{~\n\t\x00\x7f"
+    rare = ["\u0130", "\u212a", "\u00e9", "\U0001f600"]
+    words = ["abcdefghi", "Zyxwvutsrqponmlkj", "a1B2c3D4e5F6g7H8i9J0"]  # tokens over one and two words
+    enc = DefaultEncoder(False)
+
+    def text():
+        n = rng.choice((0, 1, 7, 8, 9, 15, 16, 17, rng.randint(0, 90)))
+        r = rng.random
+        chars = [rng.choice(ascii_chars) if r() > 0.05 else rng.choice(rare if r() < 0.6 else words)
+                 for _ in range(n)]
+        return "".join(chars)
+
+    for _ in range(300):
+        texts = [text() for _ in range(rng.randint(1, 12))]
+        e = enc.encode(texts)
+        for d, t in enumerate(texts):
+            assert [enc.vocab.token(x) for x in e.tokens[e.doc_tok[d]:e.doc_tok[d + 1]]] == \
+                tokenize.tokenize(t, None), repr(t)
+            sents = [s for s in (tokenize.tokenize(line, None) for line in t.split("\n")) if s]
+            got = [[enc.vocab.token(x) for x in e.tokens[e.sent_tok[s]:e.sent_tok[s + 1]]]
+                   for s in range(e.doc_sent[d], e.doc_sent[d + 1])]
+            assert got == sents, repr(t)
+        ea, _ = enc.encode_arrow(pa.array(texts), pa.array(texts))
+        eb = enc.encode([t for t in texts for _ in (0, 1)])
+        for name in ("tokens", "doc_tok", "sent_tok", "doc_sent"):
+            assert np.array_equal(getattr(ea, name), getattr(eb, name)), (name, texts)
+
+
+@pytest.mark.parametrize("widest", ["\u00e9", "\u2019", "\U0001f600"])
+def test_str_buffers_to_utf8_as_str_encode(widest):
+    """Every str is scanned as UTF-8, converted in place from its 1-, 2- or 4-byte buffer
+    (eight ASCII code units at a time): byte for byte ``str.encode("utf-8", "surrogatepass")``,
+    with document offsets in bytes."""
+    import random
+
+    from pipeline.text.intrinsics import str_to_utf8
+
+    rng = random.Random(ord(widest))
+    width_max = 0xFF if ord(widest) < 0x100 else (0xFFFF if ord(widest) < 0x10000 else 0x10FFFF)
+    rare = [widest, "\u00ff", "\x80", "\u07ff", "\u0800", "\ud800", "\udfff", "\uffff"]
+    rare = [c for c in rare if ord(c) <= width_max]  # surrogates in 2- and 4-byte buffers too
+    for _ in range(400):
+        texts = ["".join(rng.choice("ab \n\x7f") if rng.random() > 0.05 else rng.choice(rare)
+                         for _ in range(rng.choice((0, 7, 8, 9, 16, rng.randint(0, 40)))))
+                 for _ in range(rng.randint(1, 6))]
+        texts[0] += widest  # the joined str has this buffer width
+        ends = np.concatenate([[0], np.cumsum([len(t) for t in texts])]).astype(np.int64)
+        buf, offs = str_to_utf8("".join(texts), ends)
+        want = [t.encode("utf-8", "surrogatepass") for t in texts]
+        assert buf.tobytes() == b"".join(want)
+        assert offs.tolist() == np.concatenate([[0], np.cumsum([len(w) for w in want])]).tolist()
+
+
+_BOUNDS_PROBE = r"""
+from pipeline.text.encoder import DefaultEncoder
+import pyarrow as pa
+enc = DefaultEncoder(True)
+# the densest token layouts: one-unit documents, one-unit tokens, every unit a sentence
+for texts in (["a"] * 5000, ["a b"] * 3000, ["a\nb"] * 3000, ["\u0130"] * 2000, ["5\u212a"] * 2000,
+              ["a" * 9] * 100, ["x " * 5000], [""] * 10 + ["a"], ["a b c d e f g h i"] * 500,
+              ["ab\ncd\nef\ngh\n"] * 500, ["abcdefgh"] * 500, ["a\u0130b c d e f g h"] * 300):
+    e = enc.encode(texts)
+    assert e.doc_tok.shape[0] == len(texts) + 1
+    a, _ = enc.encode_arrow(pa.array(texts), pa.array(texts))
+# and the kernels on the shapes they branch on: 1-word and multi-word sentences, ties, multi-reference
+import random
+from pipeline import RougeScorer
+rng = random.Random(3)
+doc = lambda: "\n".join(" ".join(rng.choice("abcd") for _ in range(rng.choice((1, 5, 63, 64, 65, 130))))
+                        for _ in range(rng.randint(0, 4)))
+scorer = RougeScorer(["rouge1", "rouge2", "rouge3", "rougeL", "rougeLsum"], use_stemmer=True)
+scorer.score_batch([[doc(), doc()] for _ in range(60)], [doc() for _ in range(60)])
+# rouge2 as the longest n-gram: the direct bigram count array (few distinct tokens) and its fallback
+words = lambda k: " ".join("w%d" % rng.randrange(k) for _ in range(rng.randint(0, 300)))
+RougeScorer(["rouge2", "rougeL"]).score_batch([words(5) for _ in range(30)] + [words(400) for _ in range(30)],
+                                              [words(5) for _ in range(30)] + [words(400) for _ in range(30)])
+print("ok")
+"""
+
+
+def test_compiled_code_stays_in_bounds_on_dense_inputs(tmp_path):
+    """numba does not check indices: the encoder's and kernels' working arrays are sized from
+    the input.  Compiled here with bounds checking on, the densest layouts must not index past them."""
+    from support.shared import run_bounds_checked
+
+    run_bounds_checked(_BOUNDS_PROBE, tmp_path, timeout=600)
+
+
+_ISOLATED_PORTER_PROBE = r"""
+import json, sys
+from pipeline.text.porter import porter_stem
+words = json.loads(sys.stdin.read())
+ours = [porter_stem(w) for w in words]
+assert not any(m == "nltk" or m.startswith("nltk.") for m in sys.modules), "nltk left in sys.modules"
+import nltk                                  # a later import is the normal, complete one
+from nltk.stem.porter import PorterStemmer
+assert hasattr(nltk, "word_tokenize") and hasattr(nltk, "__version__")
+real = PorterStemmer()
+print(json.dumps([ours, [w if len(w) <= 3 else real.stem(w) for w in words]]))
+"""
+
+
+def test_porter_loaded_without_the_nltk_package_stems_like_it(shared_data):
+    """A fresh process loads nltk's porter.py without ``nltk/__init__`` (0.5 s of imports);
+    its stems must equal the package's on every token of the English data, and ``import nltk``
+    afterwards must be a normal import."""
+    import subprocess
+    import sys
+
+    import regex
+
+    from support.shared import ENGLISH_DATASETS, english_records
+
+    words = set()
+    for name in ENGLISH_DATASETS:
+        for r in english_records(shared_data, name):
+            for text in [r["candidate"], *r["references"]]:
+                words.update(regex.findall(r"[a-z0-9]+", text.lower()))
+    words = sorted(words)
+    assert len(words) > 5000
+    out = subprocess.run([sys.executable, "-c", _ISOLATED_PORTER_PROBE], input=json.dumps(words),
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    ours, real = json.loads(out.stdout)
+    assert ours == real
+
+
+_FILLER = " ".join(f"filler{i}" for i in range(300))
+_CANDS = ["The cats sat on the mat. They ran far away.", "Dogs were running. A dog ran.", "x"]
+_REFS = [["The cat sat on a mat. Then it ran."], ["The dogs ran fast. Running dogs."], ["y z"]]
+_SOURCES = ["The cats sat on the mat, and then they ran far away from it.", None, "x y z"]
+
+
+def _related_encodings(case):
+    """(run, prime, vocabularies) for numbers that need two encodings to share ids: a rougeLsum
+    sentence stream beside the whole-text stream, diagnostics' sources beside the scored
+    candidates, ROUGE-1.5.5's -b quirk stream beside its limited texts."""
+    import pyarrow as pa
+
+    from pipeline import diagnostics, job
+    from pipeline import scorer as scorer_mod
+    from pipeline.rouge155.fast import Rouge155Scorer
+    from pipeline.rouge155.options import Rouge155Options
+
+    def default_vocabs():
+        return [e.vocab for e in scorer_mod._ENCODERS.values()]
+
+    if case == "sentences":
+        scorer = RougeScorer(["rouge1", "rougeLsum"], use_stemmer=True, sentence_splitter="sentencex")
+        return (lambda: scorer.score_arrays(_REFS, _CANDS).scores.tolist(),
+                lambda: scorer.encode([_FILLER]), default_vocabs)
+    if case == "diagnostics":
+        settings = job.ScoringSettings(("rouge1", "rougeL"), diagnostics=True)
+        table = pa.table({"id": list("abc"), "system": ["s"] * 3, "candidate": _CANDS, "references": _REFS,
+                          "source": _SOURCES})
+
+        def run():
+            res = job.scorer_for(settings).score_arrow(table.column("references"), table.column("candidate"))
+            return {k: v.to_pylist() for k, v in diagnostics.for_table(table, res, settings, job.scorer_for).items()}
+        return run, lambda: job.scorer_for(settings).encode([_FILLER]), default_vocabs
+    scorer = Rouge155Scorer(Rouge155Options(length_limit_bytes=30, stem=True))
+    return (lambda: scorer.score_arrays(_REFS, _CANDS).scores.tolist(),
+            lambda: scorer.encoder.encode([_FILLER]), lambda: [scorer.encoder._enc.vocab])
+
+
+@pytest.mark.parametrize("case", ["sentences", "diagnostics", "rouge155-b"])
+def test_a_vocabulary_rebuilt_between_related_encodings_changes_no_number(case, monkeypatch):
+    """The vocabulary is rebuilt at the start of an encoding once it holds over MAX_IDS ids.
+    With the first of two related encodings taking it past the limit, the second starts a new
+    generation of ids; the numbers must be those of a run without any rebuild."""
+    from pipeline import job
+    from pipeline import scorer as scorer_mod
+    from pipeline.text.vocabulary import Vocabulary
+
+    monkeypatch.setattr(scorer_mod, "_ENCODERS", {})
+    job.scorer_for.cache_clear()
+    want = _related_encodings(case)[0]()
+
+    monkeypatch.setattr(scorer_mod, "_ENCODERS", {})
+    job.scorer_for.cache_clear()
+    run, prime, vocabs = _related_encodings(case)
+    prime()
+    limit = max(v.n_ids for v in vocabs())         # the vocabulary holds just the limit...
+    monkeypatch.setattr(Vocabulary, "MAX_IDS", limit)
+    got = run()                                    # ...so the batch's first encoding passes it
+    job.scorer_for.cache_clear()
+    assert max(v.generation for v in vocabs()) >= 1   # a rebuild did happen mid-batch
+    assert got == want
