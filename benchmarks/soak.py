@@ -13,7 +13,7 @@ nanny restarts it and Dask reruns its tasks); then check that the output has exa
 and no duplicate id, and report pairs/s and the peak RSS of the client and of every worker
 process (sampled every 0.1 s with psutil, restarted workers included).
 
-Not part of the default test suite: tests/test_soak.py runs it under ``pytest -m slow``.
+Not part of the default test suite: tests/integration/test_soak.py runs it under ``pytest -m slow``.
 Exit status 0 when every check passes, 1 otherwise.
 """
 from __future__ import annotations

@@ -120,7 +120,7 @@ def longest_common_span(a, b):
 # ------------------------------------------------------------ copy statistics in linear time
 # ``fragments`` and ``longest_common_span`` above are the definitions (O(|S| |A|)); ``copy_stats``
 # gives the same three numbers from a suffix automaton of the article (O(|A| + |S|) besides the
-# rare scans described in ``_greedy_fragment``).  tests/test_diagnostics.py checks them against
+# rare scans described in ``_greedy_fragment``).  tests/unit/scoring/test_diagnostics.py checks them against
 # each other and against a brute force on generated hard cases.
 @njit(cache=True, inline="always")
 def _slot(key, mask):

@@ -1,7 +1,7 @@
 """Compiled ROUGE-1.5.5 family kernels: flat token ids in, raw counts out, one call per batch.
 
 The pure-Python modules of this package (:mod:`pipeline.rouge155.metrics`) are the
-specification; ``tests/test_rouge155_fast.py`` holds these kernels to it exactly (integer
+specification; ``tests/unit/rouge155/test_rouge155_fast.py`` holds these kernels to it exactly (integer
 counts, and bit-identical floats for ROUGE-W).
 
 Layout (as :class:`pipeline.text.csr.EncodedDocs`): document ``d`` is
