@@ -63,14 +63,10 @@ def add_parser(sub) -> None:
 # --------------------------------------------------------------------------- reading
 
 def _kind(path: str) -> str:
-    name = path.lower()
-    for ext in (".gz", ".zst", ".bz2", ".xz"):
-        name = name.removesuffix(ext)
-    if name.endswith((".jsonl", ".json", ".ndjson")):
-        return "jsonl"
-    if name.endswith(".parquet"):
-        return "parquet"
-    return "lines"
+    from pipeline.io.paths import infer_format  # fsspec: loaded by the commands that read files only
+
+    fmt = infer_format(path, default="text")
+    return "lines" if fmt == "text" else fmt
 
 
 def _open_text(path: str):

@@ -56,9 +56,9 @@ from typing import Any, NamedTuple
 
 from pipeline import job
 from pipeline.io import runfolder, writers
-from pipeline.io.paths import get_fs
+from pipeline.io.paths import compression_of, get_fs
 from pipeline.io.runfolder import RunFolderBusyError
-from pipeline.io.readers import plan_units
+from pipeline.io.readers import listed_sizes, plan_units
 from pipeline.redaction import HiddenOptions
 from pipeline.signature import Signature
 from pipeline.stats import rows_to_arrow
@@ -815,13 +815,8 @@ COMPRESSION_RATIO = 4  # the estimate's factor for compressed input files
 
 def estimate_input_bytes(cfg) -> int:
     """The input's uncompressed size, estimated from its listing (file sizes; no file is read)."""
-    units = with_retries(lambda: plan_units(cfg.input_spec(), None), cfg.execution.retries, "listing the input")
-    total = 0
-    for u in units:
-        if u.n_bytes:
-            compressed = u.file.rsplit(".", 1)[-1].lower() in ("gz", "zst", "bz2", "xz")
-            total += u.n_bytes * (COMPRESSION_RATIO if compressed else 1)
-    return total
+    sizes = with_retries(lambda: listed_sizes(cfg.input_spec()), cfg.execution.retries, "listing the input")
+    return sum((n or 0) * (COMPRESSION_RATIO if compression_of(url) else 1) for url, n in sizes.items())
 
 
 def choose_mode(cfg, log=_log_default) -> tuple[str, str]:

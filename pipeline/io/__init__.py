@@ -1,17 +1,22 @@
 """Input layouts -> the canonical example table, and atomic, deterministic outputs.
 
 fsspec and Arrow (and numba for the JSONL byte check): this package must never import Dask
-(only ``pipeline.execution`` does).
+(only ``pipeline.execution`` does).  The names below load their module on first use, so that
+importing a light module (``pipeline.io.paths``) does not load the readers.
 """
-from pipeline.io.readers import plan_units, read_unit  # noqa: F401
-from pipeline.io.spec import CANONICAL_SCHEMA, QUARANTINE_SCHEMA, InputSpec, WorkUnit  # noqa: F401
-from pipeline.io.writers import (  # noqa: F401
-    escape_system,
-    is_complete,
-    mark_success,
-    part_name,
-    partition_path,
-    unescape_system,
-    write_json_atomic,
-    write_parquet_atomic,
-)
+import importlib
+
+_EXPORTS = {
+    "plan_units": "readers", "read_unit": "readers",
+    "CANONICAL_SCHEMA": "spec", "QUARANTINE_SCHEMA": "spec", "InputSpec": "spec", "WorkUnit": "spec",
+    **dict.fromkeys(("escape_system", "is_complete", "mark_success", "part_name", "partition_path",
+                     "unescape_system", "write_json_atomic", "write_parquet_atomic"), "writers"),
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pipeline.io' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"pipeline.io.{module}"), name)

@@ -100,7 +100,8 @@ def expand(patterns: str | Iterable[str], storage_options: dict | None = None,
       (``_SUCCESS``, temp files);
     * a plain file must exist.
     The result is sorted and de-duplicated, so the order is deterministic.  ``info``, if
-    given, receives each file URL's listing entry (size, ETag / mtime, ...) from the same calls.
+    given, receives each file URL's listing entry (size, ETag / mtime, ...) from the same calls
+    (a plain file: its own ``info`` call).
     """
     if isinstance(patterns, str):
         patterns = [patterns]
@@ -121,6 +122,8 @@ def expand(patterns: str | Iterable[str], storage_options: dict | None = None,
                 raise FileNotFoundError(f"{field}: the folder {pattern!r} holds no file")
         elif fs.exists(path):
             found = [path]
+            if info is not None:
+                entries = {path: fs.info(path)}
         else:
             raise FileNotFoundError(f"{field}: no such file {pattern!r}")
         for p in sorted(found):

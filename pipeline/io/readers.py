@@ -73,7 +73,7 @@ import pyarrow.parquet as pq
 
 from pipeline.io import folders, lines, paired, records
 from pipeline.io.canonical import Out, location
-from pipeline.io.paths import expand, infer_format
+from pipeline.io.paths import expand, infer_format, list_folder
 from pipeline.io.records import parse_json_line
 from pipeline.io.spec import InputSpec, WorkUnit
 from pipeline.io.streams import iter_lines, open_input, reading
@@ -96,6 +96,23 @@ def plan_units(spec: InputSpec | dict, target_rows: int | None = None) -> list["
     if spec.layout == "folders":
         return folders.plan_folders(spec, target_rows)
     return lines.plan_lines(spec, target_rows)
+
+
+def listed_sizes(spec: InputSpec | dict) -> dict[str, int | None]:
+    """``{file URL: size in bytes}`` of every file the input names (layout ``folders``: every
+    file of its folders), from the listing alone: no file is opened, nothing is planned."""
+    spec = InputSpec.from_config(spec)
+    so = spec.storage_options
+    out: dict[str, int | None] = {}
+    for field in ("paths", "candidates", "references"):
+        urls = getattr(spec, field)
+        if spec.layout == "folders":
+            for folder in urls:
+                out.update((url, entry.get("size")) for _, url, entry in list_folder(folder, so, f"input.{field}"))
+        elif urls:
+            info: dict = {}
+            out.update((url, info.get(url, {}).get("size")) for url in expand(urls, so, f"input.{field}", info=info))
+    return out
 
 
 # --------------------------------------------------------------------------- duplicates across units

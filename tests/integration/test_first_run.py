@@ -94,3 +94,44 @@ def test_estimate_counts_compressed_files_larger(tmp_path):
     plain = (tmp_path / "a.jsonl").stat().st_size
     gz = (tmp_path / "b.jsonl.gz").stat().st_size
     assert driver.estimate_input_bytes(cfg) == plain + driver.COMPRESSION_RATIO * gz
+
+
+def _four_layouts(root):
+    """``{layout: (input section, the files it names)}``: every layout over a few small files."""
+    from support.pipeline_corpus import write_lines, write_paired
+
+    out = {"records": ({"layout": "records", "paths": write_records(root / "records")},
+                       sorted((root / "records").glob("shard-*")))}
+    c, r = write_paired(root / "paired")
+    out["paired"] = ({"layout": "paired", "candidates": c, "references": r},
+                     sorted((root / "paired").glob("*/*")))
+    c, r = write_lines(root / "lines")
+    out["lines"] = ({"layout": "lines", "candidates": c, "references": r, "system_from": "folder"},
+                    sorted((root / "lines").glob("*/*.txt")))
+    for sub, text in (("sys", "a cat sat\n"), ("models", "the cat sat\n")):
+        (root / "folders" / sub).mkdir(parents=True)
+        for i in range(3):
+            (root / "folders" / sub / (f"{i}.txt" if sub == "sys" else f"{i}.A.txt")).write_text(text * 50)
+    out["folders"] = ({"layout": "folders", "candidates": str(root / "folders" / "sys"),
+                       "references": str(root / "folders" / "models")}, sorted((root / "folders").glob("*/*")))
+    return out
+
+
+@pytest.mark.parametrize("layout", ["records", "paired", "lines", "folders"])
+def test_auto_mode_estimates_every_layout_from_its_listing(tmp_path, monkeypatch, layout):
+    import fsspec
+
+    inp, files = _four_layouts(tmp_path)[layout]
+    cfg = RunConfig.from_dict(config(inp, tmp_path / "run", execution={"mode": "auto"}))
+    expected = sum(p.stat().st_size * (driver.COMPRESSION_RATIO if p.suffix == ".gz" else 1) for p in files)
+
+    def no_reading(*a, **kw):
+        raise AssertionError(f"the estimate opened a file: {a}")
+
+    with monkeypatch.context() as m:
+        m.setattr(fsspec, "open", no_reading)  # the listing's sizes only: no input file is read
+        assert driver.estimate_input_bytes(cfg) == expected
+        m.setattr(driver, "AUTO_LOCAL_MIN_BYTES", expected - 1)
+        assert driver.choose_mode(cfg, lambda m: None)[0] == "local"
+        m.setattr(driver, "AUTO_LOCAL_MIN_BYTES", expected + 1)
+        assert driver.choose_mode(cfg, lambda m: None)[0] == "sync"
