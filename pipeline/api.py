@@ -61,11 +61,10 @@ class RougeResult:
         """The sacrebleu-style signature of every setting that changes a number."""
         from types import SimpleNamespace
 
-        from pipeline.config import ScoringConfig
+        from pipeline.settings import ScoringSettings
         from pipeline.signature import Signature
 
-        sc = ScoringConfig(**self.settings)
-        sc.validate()
+        sc = ScoringSettings(**self.settings)
         st = SimpleNamespace(bootstrap="rouge-score", n_boot=self.n_boot, seed=self.seed, confidence=self.confidence)
         sig = Signature.from_config(SimpleNamespace(scoring=sc, stats=st))
         fields = dict(sig.__dict__)

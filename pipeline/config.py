@@ -63,15 +63,14 @@ from typing import Any
 
 import yaml
 
+from pipeline import profiles
+from pipeline.checks import ConfigError, check_bool, check_choice, check_int, check_str, type_name
 from pipeline.io.paths import check_keys, check_scheme
 from pipeline.io.spec import InputSpec
 from pipeline.redaction import REDACTED, redact_record  # noqa: F401 - REDACTED: the recorded placeholder
+from pipeline.settings import MULTI_REF, SENTENCE_SPLITTERS, TOKENIZERS, ScoringSettings  # noqa: F401
 
-TOKENIZERS = ("default", "whitespace")
-SENTENCE_SPLITTERS = ("newline", "punkt", "sentencex")
-# rouge-score's max-F; ROUGE-1.5.5's -f A (pooled) and -f B (best_recall); mean over references
-MULTI_REF = ("max_f", "pooled", "A", "best_recall", "B", "mean")
-PROFILES = ("rouge-score-0.1.2", "unicode", "rouge155")
+PROFILES = profiles.names()  # the built-in ones (pipeline.profiles.REGISTRY: any registered since)
 # Settings of the unicode profile (#8); left out of the config hash at these defaults.
 PROFILE_DEFAULTS = {"language": "en", "stemming": "none", "cjk": "chars"}
 # Left out of the config hash at its default too (it adds columns, never changes a score).
@@ -86,42 +85,8 @@ MAX_SEED_EXACT = 2**32 - 1   # with stats.bootstrap: exact (NumPy's RandomState,
 MODES = ("auto", "local", "scheduler", "sync")
 
 
-class ConfigError(ValueError):
-    """A configuration error; the message names the field."""
-
-
-def _type_name(v: Any) -> str:
-    return "null" if v is None else type(v).__name__
-
-
-def _check_bool(v, name):
-    if not isinstance(v, bool):
-        raise ConfigError(f"{name}: expected true or false, got {v!r} ({_type_name(v)})")
-    return v
-
-
-def _check_int(v, name, minimum=0, allow_none=False):
-    if v is None and allow_none:
-        return v
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise ConfigError(f"{name}: expected an integer, got {v!r} ({_type_name(v)})")
-    if v < minimum:
-        raise ConfigError(f"{name}: must be >= {minimum}, got {v}")
-    return v
-
-
-def _check_choice(v, name, choices):
-    if v not in choices:
-        raise ConfigError(f"{name}: expected one of {', '.join(map(str, choices))}, got {v!r}")
-    return v
-
-
-def _check_str(v, name, allow_none=False):
-    if v is None and allow_none:
-        return v
-    if not isinstance(v, str) or not v:
-        raise ConfigError(f"{name}: expected a non-empty string, got {v!r} ({_type_name(v)})")
-    return v
+# the checks every section shares (pipeline.checks; also the scoring settings')
+_type_name, _check_bool, _check_int, _check_choice, _check_str = type_name, check_bool, check_int, check_choice, check_str
 
 
 @dataclass
@@ -138,93 +103,8 @@ class OutputConfig:
         _check_bool(self.overwrite, "output.overwrite")
 
 
-@dataclass
-class ScoringConfig:
-    rouge_types: list = field(default_factory=lambda: ["rouge1", "rouge2", "rougeL", "rougeLsum"])
-    use_stemmer: bool = False
-    tokenizer: str = "default"
-    sentence_splitter: str = "newline"
-    multi_ref: str | None = None  # None: max_f, or A with profile rouge155
-    profile: str = "rouge-score-0.1.2"
-    language: str = "en"
-    stemming: str = "none"
-    cjk: str = "chars"
-    diagnostics: bool = True
-    alpha: float = 0.5  # F = PR / ((1-alpha) P + alpha R); alpha = 1 / (1 + beta^2)
-    remove_stopwords: bool = False  # profile rouge155: -s
-    length_limit_words: int | None = None  # profile rouge155: -l N
-    length_limit_bytes: int | None = None  # profile rouge155: -b N
-
-    def validate(self):
-        rt = self.rouge_types
-        if isinstance(rt, str):
-            rt = self.rouge_types = [s.strip() for s in rt.split(",") if s.strip()]
-        if not isinstance(rt, list) or not all(isinstance(x, str) for x in rt):
-            raise ConfigError(f"scoring.rouge_types: expected a list of names, got {rt!r}")
-        from pipeline.rouge155.family import check_alpha, parse_family_types
-
-        try:
-            parse_family_types(rt)
-        except ValueError as e:
-            raise ConfigError(f"scoring.rouge_types: {e}") from None
-        if self.multi_ref is None:
-            self.multi_ref = "A" if self.profile == "rouge155" else "max_f"
-        try:
-            self.alpha = check_alpha(self.alpha)
-        except ValueError as e:
-            raise ConfigError(f"scoring.{e}") from None
-        _check_bool(self.remove_stopwords, "scoring.remove_stopwords")
-        _check_int(self.length_limit_words, "scoring.length_limit_words", minimum=1, allow_none=True)
-        _check_int(self.length_limit_bytes, "scoring.length_limit_bytes", minimum=1, allow_none=True)
-        if len(set(rt)) != len(rt):
-            raise ConfigError(f"scoring.rouge_types: duplicate type in {rt}")
-        _check_bool(self.use_stemmer, "scoring.use_stemmer")
-        _check_choice(self.tokenizer, "scoring.tokenizer", TOKENIZERS)
-        _check_choice(self.sentence_splitter, "scoring.sentence_splitter", SENTENCE_SPLITTERS)
-        _check_choice(self.multi_ref, "scoring.multi_ref", MULTI_REF)
-        _check_choice(self.profile, "scoring.profile", PROFILES)
-        _check_str(self.language, "scoring.language")
-        _check_bool(self.diagnostics, "scoring.diagnostics")
-        _check_profile(self)
-
-
-def _check_profile(sc) -> None:
-    from pipeline.text.profiles import check_profile
-
-    if sc.profile == "rouge155":
-        _check_rouge155(sc)
-        return
-    for name in ("remove_stopwords", "length_limit_words", "length_limit_bytes"):
-        if getattr(sc, name) != FAMILY_DEFAULTS[name]:
-            raise ConfigError(f"scoring.{name}: only with profile 'rouge155' (ROUGE-1.5.5's -s/-l/-b)")
-    try:
-        check_profile(sc.profile, sc.language, sc.stemming, sc.cjk)
-    except ValueError as e:
-        raise ConfigError(f"scoring.{str(e).replace('stemmer:', 'stemming:', 1)}") from None
-    if sc.profile == "unicode" and sc.use_stemmer:
-        raise ConfigError("scoring.use_stemmer: the unicode profile stems with scoring.stemming: snowball")
-    if sc.profile == "unicode" and sc.tokenizer != "default":
-        raise ConfigError(f"scoring.tokenizer: {sc.tokenizer!r} cannot be combined with profile 'unicode'")
-
-
-def _check_rouge155(sc) -> None:
-    """Profile ``rouge155``: ROUGE-1.5.5's own tokenizer (``use_stemmer`` is ``-m``), one sentence a line."""
-    from pipeline.rouge155.family import options_for_types
-
-    if sc.tokenizer != "default":
-        raise ConfigError(f"scoring.tokenizer: {sc.tokenizer!r} cannot be combined with profile 'rouge155'")
-    if sc.sentence_splitter != "newline":
-        raise ConfigError("scoring.sentence_splitter: profile 'rouge155' reads one sentence per line (newline)")
-    for name in ("language", "stemming", "cjk"):
-        if getattr(sc, name) != PROFILE_DEFAULTS[name]:
-            raise ConfigError(f"scoring.{name}: not used by profile 'rouge155' (English, -m with use_stemmer)")
-    if sc.length_limit_words and sc.length_limit_bytes:
-        raise ConfigError("scoring.length_limit_words/length_limit_bytes: -l and -b are mutually exclusive")
-    try:
-        options_for_types(sc.rouge_types, sc.use_stemmer, sc.remove_stopwords, sc.length_limit_words,
-                          sc.length_limit_bytes, sc.alpha, sc.multi_ref)
-    except ValueError as e:
-        raise ConfigError(f"scoring.rouge_types: {e}") from None
+# the scoring section: the one validated, frozen settings type (pipeline.settings)
+ScoringConfig = ScoringSettings
 
 
 @dataclass
@@ -284,6 +164,10 @@ class ExecutionConfig:
         t = self.target_cost
         if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or t <= 0):
             raise ConfigError(f"execution.target_cost: expected a positive number, got {t!r}")
+
+
+def _section_dict(section) -> dict:
+    return section.to_dict() if isinstance(section, ScoringSettings) else dataclasses.asdict(section)
 
 
 _SECTIONS = {"output": OutputConfig, "scoring": ScoringConfig, "stats": StatsConfig,
@@ -356,7 +240,7 @@ class RunConfig:
         ``redact=False``."""
         out = {
             "input": json.loads(json.dumps(self.input)),
-            **{name: dataclasses.asdict(getattr(self, name)) for name in _SECTIONS},
+            **{name: _section_dict(getattr(self, name)) for name in _SECTIONS},
             "strict": self.strict,
             "storage_options": json.loads(json.dumps(self.storage_options, default=str)),
         }
@@ -389,7 +273,7 @@ class RunConfig:
         spec.pop("storage_options", None)
         return {
             "input": spec,
-            "scoring": {k: v for k, v in dataclasses.asdict(self.scoring).items()
+            "scoring": {k: v for k, v in self.scoring.to_dict().items()
                         if HASH_DEFAULTS.get(k, object()) != v},
             "stats": dataclasses.asdict(self.stats),
             "stats_format": [FORMAT_VERSION, BOOT_BUCKETS],

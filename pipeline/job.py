@@ -39,12 +39,14 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipeline import diagnostics as diag
+from pipeline import profiles
 from pipeline.io import readers, writers
 from pipeline.io.spec import QUARANTINE_SCHEMA, WorkUnit
 from pipeline.io.paths import get_fs
 from pipeline.scorer import RougeScorer
 from pipeline.scoring import split
 from pipeline.scoring.batch import MAX_BACKTRACK_WORDS, STATUS_OK
+from pipeline.settings import ScoringSettings  # noqa: F401 - job.ScoringSettings, the tasks' settings
 from pipeline.stats import StatsAccumulator, bootstrap_aggregate, poisson
 
 STATS = ("precision", "recall", "fmeasure")
@@ -57,33 +59,6 @@ BYTES_PER_TOKEN = 6  # UTF-8 bytes per token, for the cost estimate
 # Cost units per source token when diagnostics are on (the suffix automaton, n-gram sorts and
 # encoding of the source: ~0.2-0.45 us a token where a cost unit of scoring is ~4 ns).
 SOURCE_TOKEN_COST = 64
-
-
-@dataclass(frozen=True)
-class ScoringSettings:
-    rouge_types: tuple[str, ...] = ("rouge1", "rouge2", "rougeL", "rougeLsum")
-    use_stemmer: bool = False
-    sentence_splitter: str = "newline"
-    tokenizer: str = "default"
-    profile: str = "rouge-score-0.1.2"  # | unicode (pipeline.text.profiles)
-    language: str = "en"
-    stemming: str = "none"
-    cjk: str = "chars"
-    diagnostics: bool = True  # pipeline.diagnostics columns after the score columns
-    # the ROUGE family (#6): pipeline.rouge155.family
-    multi_ref: str = "max_f"  # | pooled (A) | best_recall (B) | mean
-    alpha: float = 0.5
-    remove_stopwords: bool = False  # profile rouge155: -s
-    length_limit_words: int | None = None  # profile rouge155: -l
-    length_limit_bytes: int | None = None  # profile rouge155: -b
-
-    @classmethod
-    def from_config(cls, sc) -> "ScoringSettings":
-        return cls(tuple(sc.rouge_types), bool(sc.use_stemmer), sc.sentence_splitter, sc.tokenizer,
-                   sc.profile, sc.language, sc.stemming, sc.cjk, bool(getattr(sc, "diagnostics", True)),
-                   getattr(sc, "multi_ref", "max_f"), float(getattr(sc, "alpha", 0.5)),
-                   bool(getattr(sc, "remove_stopwords", False)), getattr(sc, "length_limit_words", None),
-                   getattr(sc, "length_limit_bytes", None))
 
 
 @dataclass(frozen=True)
@@ -145,31 +120,7 @@ def scores_schema(rouge_types, diagnostics: bool = True) -> pa.Schema:
 
 @lru_cache(maxsize=8)
 def scorer_for(settings: ScoringSettings) -> RougeScorer:
-    if settings.profile == "rouge155":
-        from pipeline.rouge155.family import PipelineRouge155Scorer
-
-        return PipelineRouge155Scorer.create(
-            list(settings.rouge_types), stem=settings.use_stemmer, remove_stopwords=settings.remove_stopwords,
-            length_limit_words=settings.length_limit_words, length_limit_bytes=settings.length_limit_bytes,
-            alpha=settings.alpha, multi_ref=settings.multi_ref)
-    from pipeline.text.profiles import make_tokenizer
-
-    tokenizer = make_tokenizer(settings.profile, settings.language, settings.stemming, settings.cjk)
-    if tokenizer is None and settings.tokenizer == "whitespace":
-        from pipeline.text.tokenizers import WhitespaceTokenizer
-
-        tokenizer = WhitespaceTokenizer()
-    elif settings.tokenizer != "default":
-        raise ValueError(f"unknown tokenizer {settings.tokenizer!r} (default, whitespace)")
-    from pipeline.rouge155.family import FamilyScorer, is_extended
-
-    if is_extended(settings.rouge_types) or settings.multi_ref != "max_f" or settings.alpha != 0.5:
-        return FamilyScorer(list(settings.rouge_types), use_stemmer=settings.use_stemmer, tokenizer=tokenizer,
-                            sentence_splitter=settings.sentence_splitter, language=settings.language,
-                            multi_ref=settings.multi_ref, alpha=settings.alpha)
-    return RougeScorer(list(settings.rouge_types), use_stemmer=settings.use_stemmer,
-                       tokenizer=tokenizer, sentence_splitter=settings.sentence_splitter,
-                       language=settings.language)
+    return profiles.get(settings.profile).build_scorer(settings)
 
 
 TOO_LONG_STATUS = "too_long"

@@ -14,8 +14,11 @@ import re
 from collections import namedtuple
 from typing import TYPE_CHECKING, Sequence
 
+from pipeline import profiles
+from pipeline.checks import ConfigError
 from pipeline.scoring import cold
 from pipeline.scoring.types import parse_rouge_types
+from pipeline.settings import ScoringSettings
 from pipeline.text.sentences import get_splitter, resolve_splitter_name
 from pipeline.text.tokenizers import as_tokenizer
 
@@ -67,7 +70,7 @@ def default_encoder(use_stemmer: bool) -> "DefaultEncoder":
 # rouge-score's own types take the fast path; these (the ROUGE family) go through
 # pipeline.rouge155.family, imported only when asked for
 _FAMILY = re.compile(r"rouge(?:W-[0-9]*\.?[0-9]+|SU?(?:\*|[0-9]+))$")
-DEFAULT_PROFILE = "rouge-score-0.1.2"
+DEFAULT_PROFILE = profiles.DEFAULT
 
 
 class RougeScorer:
@@ -96,7 +99,7 @@ class RougeScorer:
                        remove_stopwords=remove_stopwords, length_limit_words=length_limit_words,
                        length_limit_bytes=length_limit_bytes)
         self.profile = profile
-        self.multi_ref = multi_ref or ("A" if profile == "rouge155" else "max_f")
+        self.multi_ref = multi_ref or profiles.default_multi_ref(profile)
         self.alpha = alpha
         self.language = language
         self._delegate = None
@@ -264,24 +267,12 @@ class RougeScorer:
 
 
 def _family_scorer(names, use_stemmer, split_summaries, tokenizer, sentence_splitter, language, options):
-    """The scorer a run with these ``scoring`` settings uses (:func:`pipeline.job.scorer_for`),
-    validated as a run's configuration is; with a custom tokenizer, the family scorer on it."""
-    from pipeline.config import ConfigError, ScoringConfig
-
+    """The scorer a run with these ``scoring`` settings uses (its profile's), validated as a run's
+    configuration is; with a custom tokenizer, the profile's scorer on it."""
     splitter = resolve_splitter_name(split_summaries, sentence_splitter)
-    sc = ScoringConfig(rouge_types=list(names), use_stemmer=bool(use_stemmer), sentence_splitter=splitter,
-                       language=language, **options)
     try:
-        sc.validate()
+        sc = ScoringSettings(rouge_types=list(names), use_stemmer=bool(use_stemmer), sentence_splitter=splitter,
+                             language=language, **options)
     except ConfigError as e:
         raise ValueError(str(e).replace("scoring.", "", 1)) from None
-    if tokenizer is not None:
-        if sc.profile != DEFAULT_PROFILE:
-            raise ValueError(f"tokenizer: a custom tokenizer cannot be combined with profile {sc.profile!r}")
-        from pipeline.rouge155.family import FamilyScorer
-
-        return FamilyScorer(list(names), use_stemmer=use_stemmer, tokenizer=as_tokenizer(tokenizer),
-                            sentence_splitter=splitter, language=language, multi_ref=sc.multi_ref, alpha=sc.alpha)
-    from pipeline.job import ScoringSettings, scorer_for
-
-    return scorer_for(ScoringSettings.from_config(sc))
+    return profiles.get(sc.profile).build_scorer(sc, None if tokenizer is None else as_tokenizer(tokenizer))

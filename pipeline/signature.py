@@ -33,9 +33,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pipeline import profiles
+
 _FIELDS = ("rouge", "tok", "stem", "split", "multiref", "bs", "ci", "seed", "profile", "v")
 _OPTIONAL = ("alpha", "opts")  # present only when set (#6)
-ROUGE155_PROFILE = "rouge155-1.5.5"
 
 
 def _nltk_version() -> str:
@@ -85,24 +86,14 @@ class Signature:
             from pipeline.stats.accumulator import BOOT_BUCKETS
 
             bs += f"-buckets{BOOT_BUCKETS}"
-        tok, split, lang = sc.tokenizer, sc.sentence_splitter, getattr(sc, "language", "en")
-        if sc.profile == "unicode":
-            from pipeline.text.profiles import signature_parts
-
-            tok, stem = signature_parts(sc.profile, lang, sc.stemming, sc.cjk)
+        split, lang = sc.sentence_splitter, getattr(sc, "language", "en")
         if split == "sentencex" and lang != "en":
             split = f"sentencex({lang})"
-        profile = sc.profile
-        if profile == "rouge155":
-            from pipeline.rouge155.family import options_for_types, perl_options
-
-            opts, _ = options_for_types(sc.rouge_types, sc.use_stemmer, sc.remove_stopwords,
-                                        sc.length_limit_words, sc.length_limit_bytes, alpha, sc.multi_ref)
-            tok, stem, profile = "rouge155", ("rouge155-porter+wordnet2.0exc" if sc.use_stemmer else "no"), ROUGE155_PROFILE
-            extra["opts"] = perl_options(opts)
-        return cls(rouge=rouge, tok=tok, stem=stem, split=split,
-                   multiref=sc.multi_ref or "max_f", bs=bs, ci=_percent(st.confidence), seed=str(st.seed),
-                   profile=profile, v=__version__, **extra)
+        # the profile's own fields (pipeline.profiles): tok, stem, profile and any opts
+        parts = {"tok": sc.tokenizer, "stem": stem, **profiles.get(sc.profile).signature_parts(sc)}
+        extra["opts"] = parts.pop("opts", "")
+        return cls(rouge=rouge, split=split, multiref=sc.multi_ref or "max_f", bs=bs, ci=_percent(st.confidence),
+                   seed=str(st.seed), v=__version__, **parts, **extra)
 
     @classmethod
     def from_string(cls, text: str) -> "Signature":

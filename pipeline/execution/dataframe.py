@@ -22,17 +22,15 @@ DEFAULT_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
 
 def _settings(rouge_types, use_stemmer, tokenizer, sentence_splitter, **options) -> job.ScoringSettings:
     """The run configuration's ``scoring`` settings, validated as a config file's are."""
-    from pipeline.config import ConfigError, ScoringConfig
+    from pipeline.config import ConfigError
 
     if isinstance(rouge_types, str):
         rouge_types = [rouge_types]
-    sc = ScoringConfig(rouge_types=list(rouge_types), use_stemmer=bool(use_stemmer), tokenizer=tokenizer,
-                       sentence_splitter=sentence_splitter, **options)
     try:
-        sc.validate()
+        return job.ScoringSettings(rouge_types=list(rouge_types), use_stemmer=bool(use_stemmer), tokenizer=tokenizer,
+                                   sentence_splitter=sentence_splitter, **options)
     except ConfigError as e:
         raise ValueError(str(e)) from None
-    return job.ScoringSettings.from_config(sc)
 
 
 def _score_columns(settings: job.ScoringSettings) -> dict:

@@ -54,7 +54,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from pipeline import job
+from pipeline import job, profiles
 from pipeline.io import runfolder, writers
 from pipeline.io.paths import compression_of, get_fs
 from pipeline.io.runfolder import RunFolderBusyError
@@ -556,11 +556,13 @@ def _run_held(cfg, client, progress, log, stream, lease, inputs: dict, t_start: 
                              f"no _SUCCESS written in {run_url}: run again to score them")
     with_retries(lambda: write_stats(run_url, rows, sig, chash, cfg.stats.confidence, so), retries,
                  "writing the statistics", log)
-    if cfg.scoring.profile == "rouge155":  # ROUGE-1.5.5's printed averages (#6)
-        from pipeline.rouge155.family import write_corpus_json
+    profile = profiles.get(cfg.scoring.profile)
+    if profile.outputs:  # the profile's own files (rouge155: ROUGE-1.5.5's printed averages)
+        def read(system, columns):
+            return job.read_scores(run_url, system, columns, so)
 
-        with_retries(lambda: write_corpus_json(run_url, final["systems"], cfg.scoring, cfg.stats.n_boot,
-                                               cfg.stats.confidence, so), retries, "writing rouge155_corpus.json", log)
+        with_retries(lambda: profile.write_outputs(run_url, final["systems"], cfg.scoring, cfg.stats, read, so),
+                     retries, f"writing {', '.join(profile.outputs)}", log)
     exact_rows = []
     if cfg.stats.bootstrap == "exact" and cfg.stats.n_boot > 0:
         args = (run_url, final["systems"], list(cfg.scoring.rouge_types), cfg.stats.seed, cfg.stats.n_boot,

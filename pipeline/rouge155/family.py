@@ -249,17 +249,17 @@ def corpus_json(table, rouge_types, metric_names, opts: Rouge155Options) -> dict
             "confidence": opts.confidence, "counting_unit": 0, "n_pairs": len(ids), "systems": out}
 
 
-def write_corpus_json(run_url: str, systems, scoring, n_boot: int, confidence: float,
+def write_corpus_json(run_url: str, systems, scoring, n_boot: int, confidence: float, read_scores,
                       storage_options: dict | None = None) -> dict:
-    """``RUN/rouge155_corpus.json``: :func:`corpus_json` of a finished run's per-example Parquet.
+    """``RUN/rouge155_corpus.json``: :func:`corpus_json` of a finished run's per-example scores.
 
-    ``scoring``: the run's ``scoring`` config section; ``-r`` is ``stats.n_boot`` (1000 by
-    default, as ROUGE-1.5.5) and ``-c`` is ``stats.confidence`` in percent.  Rows without
-    scores (NaN, e.g. status ``too_long``) are left out.
+    ``scoring``: the run's scoring settings; ``-r`` is ``stats.n_boot`` (1000 by default, as
+    ROUGE-1.5.5) and ``-c`` is ``stats.confidence`` in percent.  ``read_scores(system, columns)``:
+    a system's per-example scores in input order (an Arrow table, or None).  Rows without scores
+    (NaN, e.g. status ``too_long``) are left out.
     """
     import pyarrow as pa
 
-    from pipeline import job
     from pipeline.io import writers
 
     types = list(scoring.rouge_types)
@@ -269,7 +269,7 @@ def write_corpus_json(run_url: str, systems, scoring, n_boot: int, confidence: f
     opts = Rouge155Options(**{**opts.__dict__, "resamples": n_boot if n_boot > 0 else 1000,
                               "confidence": round(confidence * 100, 6)})
     cols = ["id", "system"] + [f"{t}_{s}" for t in types for s in ("precision", "recall", "fmeasure")]
-    tables = [t for t in (job.read_scores(run_url, s, cols, storage_options) for s in systems) if t is not None]
+    tables = [t for t in (read_scores(s, cols) for s in systems) if t is not None]
     if tables:
         table = pa.concat_tables(tables)
         ok = np.ones(table.num_rows, dtype=bool)

@@ -53,7 +53,8 @@ def code_defaults() -> dict[str, object]:
             out[f"input.{f.name}"] = list(v) if isinstance(v, tuple) else v
     for name, klass in _SECTIONS.items():
         for f in dataclasses.fields(klass):
-            out[f"{name}.{f.name}"] = _default(f)
+            v = _default(f)
+            out[f"{name}.{f.name}"] = list(v) if isinstance(v, tuple) else v
     for f in dataclasses.fields(RunConfig):
         if f.name not in _SECTIONS and f.name != "input":
             out[f.name] = _default(f)

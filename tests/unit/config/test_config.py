@@ -27,7 +27,7 @@ def write(tmp_path, d, name="run.yaml"):
 
 def test_defaults(tmp_path):
     cfg = load_config(write(tmp_path, BASE))
-    assert cfg.scoring.rouge_types == ["rouge1", "rouge2", "rougeL", "rougeLsum"]
+    assert cfg.scoring.rouge_types == ("rouge1", "rouge2", "rougeL", "rougeLsum")
     assert cfg.scoring.use_stemmer is False
     assert (cfg.scoring.tokenizer, cfg.scoring.sentence_splitter, cfg.scoring.multi_ref) == \
         ("default", "newline", "max_f")
@@ -85,7 +85,7 @@ def test_overrides(tmp_path):
         "execution.mode=scheduler", "execution.scheduler=tcp://127.0.0.1:8786", "strict=true",
         "input.columns.candidate=summary", "output.url=file:///tmp/run", "stats.confidence=0.9",
         "execution.memory_limit=4GB"])
-    assert cfg.scoring.use_stemmer is True and cfg.scoring.rouge_types == ["rouge1", "rougeLsum"]
+    assert cfg.scoring.use_stemmer is True and cfg.scoring.rouge_types == ("rouge1", "rougeLsum")
     assert cfg.stats.n_boot == 10 and cfg.stats.confidence == 0.9 and cfg.strict is True
     assert cfg.execution.scheduler == "tcp://127.0.0.1:8786" and cfg.execution.memory_limit == "4GB"
     assert cfg.input_spec().col("candidate") == "summary" and cfg.input_spec().col("id") == "doc_id"

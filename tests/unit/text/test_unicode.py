@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from pipeline import RougeScorer
-from pipeline.text.profiles import make_tokenizer, signature_parts
+from pipeline import profiles
 from pipeline.text.tokenizers import DefaultTokenizer
 from pipeline.text.unicode import UnicodeTokenizer
 
@@ -217,7 +217,7 @@ def test_config_signature_and_job_wiring():
     s = Signature.from_config(cfg)
     assert s.profile == "unicode" and s.tok.startswith("unicode(de)-nfkc-casefold-words+cjkchars-ucd")
     assert s.stem.startswith("snowball-german-snowballstemmer")
-    assert (s.tok, s.stem) == signature_parts("unicode", "de", "snowball")
+    assert profiles.get("unicode").signature_parts(cfg.scoring) == {"tok": s.tok, "stem": s.stem, "profile": "unicode"}
     assert Signature.from_string(str(s)) == s
     assert cfg.config_hash() != base.config_hash()
     scorer = job.scorer_for(job.ScoringSettings.from_config(cfg.scoring))
@@ -242,7 +242,7 @@ def test_config_signature_and_job_wiring():
                      ({"profile": "unicode", "stemming": "porter"}, "scoring.stemming")]:
         with pytest.raises(ConfigError, match=msg):
             _cfg(**bad)
-    assert make_tokenizer() is None and make_tokenizer("unicode").name == UnicodeTokenizer().name
+    assert job.scorer_for(job.ScoringSettings(profile="unicode"))._tokenizer.name == UnicodeTokenizer().name
 
 
 # --------------------------------------------------------------------------- batch paths = specification
