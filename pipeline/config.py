@@ -63,10 +63,12 @@ from typing import Any
 
 import yaml
 
-from pipeline import profiles
+from pipeline import __version__, profiles
 from pipeline.checks import ConfigError, check_bool, check_choice, check_int, check_str, type_name
 from pipeline.io.paths import check_keys, check_scheme
+from pipeline.io.runfolder import check_output_vs_inputs, input_urls
 from pipeline.io.spec import InputSpec
+from pipeline.io import writers
 from pipeline.redaction import REDACTED, redact_record  # noqa: F401 - REDACTED: the recorded placeholder
 from pipeline.settings import MULTI_REF, SENTENCE_SPLITTERS, TOKENIZERS, ScoringSettings  # noqa: F401
 
@@ -216,8 +218,6 @@ class RunConfig:
             getattr(self, name).validate()
         _check_bool(self.strict, "strict")
         try:
-            from pipeline.io.runfolder import check_output_vs_inputs, input_urls
-
             check_output_vs_inputs(self.output.url, input_urls(self.input_spec()))
         except ConfigError:
             raise
@@ -265,9 +265,7 @@ class RunConfig:
         """The settings that change numbers or inputs (never output, execution or credentials),
         the statistics' format and the task markers' (a folder written with other formats is
         not resumed: its statistics would not merge with this run's, its markers not be read)."""
-        from pipeline import __version__
-        from pipeline.io.writers import MARKER_FORMAT
-        from pipeline.stats.accumulator import BOOT_BUCKETS, FORMAT_VERSION
+        from pipeline.stats.accumulator import BOOT_BUCKETS, FORMAT_VERSION  # loads numba: only when hashing
 
         spec = self.input_spec().to_dict()
         spec.pop("storage_options", None)
@@ -277,7 +275,7 @@ class RunConfig:
                         if HASH_DEFAULTS.get(k, object()) != v},
             "stats": dataclasses.asdict(self.stats),
             "stats_format": [FORMAT_VERSION, BOOT_BUCKETS],
-            "marker_format": MARKER_FORMAT,
+            "marker_format": writers.MARKER_FORMAT,
             "version": __version__,
         }
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from pipeline import profiles
 from pipeline.checks import ConfigError, check_bool, check_choice, check_int, check_str
+from pipeline.scoring.family_types import check_alpha, parse_family_types
 
 TOKENIZERS = ("default", "whitespace")
 SENTENCE_SPLITTERS = ("newline", "punkt", "sentencex")
@@ -48,8 +49,6 @@ class ScoringSettings:
             object.__setattr__(self, name, value)
 
         set_("rouge_types", tuple(rt))
-        from pipeline.rouge155.family import check_alpha, parse_family_types  # the type grammar (loads the kernels)
-
         try:
             parse_family_types(rt)
         except ValueError as e:

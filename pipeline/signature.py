@@ -33,7 +33,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline import profiles
+from pipeline import __version__, profiles
+from pipeline.scoring.family_types import parse_family_types
 
 _FIELDS = ("rouge", "tok", "stem", "split", "multiref", "bs", "ci", "seed", "profile", "v")
 _OPTIONAL = ("alpha", "opts")  # present only when set (#6)
@@ -70,10 +71,6 @@ class Signature:
     @classmethod
     def from_config(cls, cfg) -> "Signature":
         """From a :class:`pipeline.config.RunConfig` (or anything with ``scoring`` and ``stats``)."""
-        from pipeline import __version__
-
-        from pipeline.rouge155.family import parse_family_types
-
         sc, st = cfg.scoring, cfg.stats
         types = parse_family_types(sc.rouge_types)
         rouge = ",".join(t.name[len("rouge"):] for t in types)
@@ -83,7 +80,7 @@ class Signature:
         stem = f"porter-nltk{_nltk_version()}" if stemming else "no"
         bs = f"{st.bootstrap}-{st.n_boot}" if st.n_boot > 0 else "none"
         if st.n_boot > 0:  # stats.parquet's interval (``exact`` adds rouge-score's beside it)
-            from pipeline.stats.accumulator import BOOT_BUCKETS
+            from pipeline.stats.accumulator import BOOT_BUCKETS  # loads numba: not for a signature without it
 
             bs += f"-buckets{BOOT_BUCKETS}"
         split, lang = sc.sentence_splitter, getattr(sc, "language", "en")

@@ -33,59 +33,19 @@ P, R, F), ``mean`` (the mean of the per-reference P, R and F).
 """
 from __future__ import annotations
 
-import math
-import re
 from dataclasses import dataclass
 
 import numpy as np
 
+from pipeline.io import writers
 from pipeline.rouge155 import kernels as K
-from pipeline.rouge155.fast import RULES, MetricSpec, Rouge155Encoder, Rouge155Scores, _flatten, score_encoded
+from pipeline.rouge155.corpus import corpus_average
+from pipeline.rouge155.fast import RULES, Rouge155Encoder, Rouge155Scores, _flatten, option_metrics, score_encoded
 from pipeline.rouge155.options import Rouge155Options
-
-MULTI_REF_NAMES = ("max_f", "pooled", "A", "best_recall", "B", "mean")
-_TYPE = re.compile(r"rouge(?:(?P<n>[1-9])|(?P<lsum>Lsum)|(?P<l>L)|W-(?P<w>[0-9]*\.?[0-9]+)"
-                   r"|(?P<s>SU|S)(?P<gap>\*|[0-9]+))$")
-
-
-def parse_family_type(name: str) -> MetricSpec:
-    """A type name -> :class:`MetricSpec` (``kind`` for the rouge-score profile)."""
-    m = _TYPE.match(name) if isinstance(name, str) else None
-    if m is None:
-        raise ValueError(f"Invalid rouge type: {name} (rouge1..rouge9, rougeL, rougeLsum, "
-                         "rougeW-<weight>, rougeS<gap>, rougeSU<gap>, rougeS*, rougeSU*)")
-    if m["n"]:
-        return MetricSpec(name, K.KIND_N, n=int(m["n"]))
-    if m["lsum"]:
-        return MetricSpec(name, K.KIND_L)
-    if m["l"]:
-        return MetricSpec(name, K.KIND_LWHOLE)
-    if m["w"]:
-        w = float(m["w"])
-        if not (w > 0 and math.isfinite(w)):
-            raise ValueError(f"Invalid rouge type: {name!r} (the weight must be > 0)")
-        return MetricSpec(name, K.KIND_W, weight=w)
-    gap = -1 if m["gap"] == "*" else int(m["gap"])
-    return MetricSpec(name, K.KIND_S, gap=gap, su=m["s"] == "SU")
-
-
-def parse_family_types(names) -> list[MetricSpec]:
-    out = [parse_family_type(n) for n in names]
-    if not out:
-        raise ValueError("at least one rouge type is needed")
-    return out
-
-
-def is_extended(names) -> bool:
-    """True when some type is not one of rouge-score's (ROUGE-W or ROUGE-S/SU)."""
-    return any(parse_family_type(n).kind in (K.KIND_W, K.KIND_S) for n in names)
-
-
-def check_alpha(alpha) -> float:
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 <= alpha <= 1:
-        raise ValueError(f"alpha: expected a number in [0, 1], got {alpha!r}")
-    return float(alpha)
-
+from pipeline.scorer import RougeScorer
+# the type grammar, re-exported (pipeline.rouge155.family.parse_family_types and the rest, as before)
+from pipeline.scoring.family_types import (MULTI_REF_NAMES, MetricSpec, check_alpha, is_extended,  # noqa: F401
+                                           parse_family_type, parse_family_types)
 
 # --------------------------------------------------------------------------- rouge-score profile
 
@@ -99,8 +59,6 @@ class FamilyScorer:
 
     def __init__(self, rouge_types, use_stemmer: bool = False, tokenizer=None, sentence_splitter=None,
                  language: str = "en", multi_ref: str = "max_f", alpha: float = 0.5):
-        from pipeline.scorer import RougeScorer
-
         self.specs = parse_family_types(list(rouge_types))
         self.rouge_types = [s.name for s in self.specs]
         if multi_ref not in MULTI_REF_NAMES:
@@ -146,8 +104,6 @@ def options_for_types(rouge_types, stem: bool = False, remove_stopwords: bool = 
         rouge_l=any(s.kind in (K.KIND_L, K.KIND_LWHOLE) for s in specs),
         w_weight=ws.pop() if ws else None, skip_gap=gap, su=su, alpha=alpha, multi_ref=multi_ref)
     by_kind = {}
-    from pipeline.rouge155.fast import option_metrics
-
     names = []
     for m in option_metrics(opts):
         by_kind.setdefault(m.kind, []).append(m)
@@ -201,8 +157,6 @@ class PipelineRouge155Scorer:
         return cls(list(rouge_types), opts, names)
 
     def __post_init__(self):
-        from pipeline.rouge155.fast import option_metrics
-
         by_name = {m.name: m for m in option_metrics(self.opts)}
         self.specs = [by_name[n] for n in self.metric_names]
         o = self.opts
@@ -230,8 +184,6 @@ def corpus_json(table, rouge_types, metric_names, opts: Rouge155Options) -> dict
     fmeasure`` as printed by ROUGE-1.5.5); the eval IDs are the record ids, sorted as strings by
     the script's bootstrap (``-t 0``, seeds 0 .. resamples-1, drand48).
     """
-    from pipeline.rouge155.corpus import corpus_average
-
     out = {}
     systems = table.column("system").to_pylist()
     ids = table.column("id").to_pylist()
@@ -259,8 +211,6 @@ def write_corpus_json(run_url: str, systems, scoring, n_boot: int, confidence: f
     (NaN, e.g. status ``too_long``) are left out.
     """
     import pyarrow as pa
-
-    from pipeline.io import writers
 
     types = list(scoring.rouge_types)
     opts, names = options_for_types(types, scoring.use_stemmer, scoring.remove_stopwords,

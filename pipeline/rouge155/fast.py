@@ -29,6 +29,7 @@ from pipeline.rouge155.porter import morph_stem
 from pipeline.rouge155.resources import stopwords as smart_stopwords
 from pipeline.rouge155.text import limit_bytes, limit_words, read_sentences
 from pipeline.scoring.batch import example_offsets, flatten_examples
+from pipeline.scoring.family_types import MetricSpec
 from pipeline.text.encoder import DefaultEncoder
 
 # Past this many cells one LCS table is not built; the example gets status "too_long".
@@ -48,18 +49,6 @@ class Encoded:
     sent_tok: np.ndarray
     doc_sent: np.ndarray
     vocab: int
-
-
-@dataclass
-class MetricSpec:
-    """One metric for the kernels (see :mod:`pipeline.rouge155.kernels`)."""
-
-    name: str
-    kind: int
-    n: int = 0
-    weight: float = 0.0
-    gap: int = 0
-    su: bool = False
 
 
 def option_metrics(opts: Rouge155Options) -> list[MetricSpec]:

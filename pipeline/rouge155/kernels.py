@@ -40,7 +40,7 @@ from numba import njit
 
 from pipeline.scoring.kernels import _lookup, _new_table  # the same exact local-id table
 
-KIND_N, KIND_L, KIND_LWHOLE, KIND_W, KIND_S = 0, 1, 2, 3, 4
+from pipeline.scoring.family_types import KIND_L, KIND_LWHOLE, KIND_N, KIND_S, KIND_W  # noqa: F401 - the metric kinds
 C_MODEL, C_PEER, C_HIT, C_BASE = 0, 1, 2, 3
 RULE_POOLED, RULE_BEST_RECALL, RULE_MAX_F, RULE_MEAN = 0, 1, 2, 3
 STATUS_OK, STATUS_TOO_LONG, STATUS_W_EMPTY_REF = 0, 1, 2

@@ -1,0 +1,80 @@
+"""Import structure: the circles issue 19 opened stay open (module-level and function-local
+imports both count), and validating scoring settings loads no NumPy."""
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PKG = ROOT / "pipeline"
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for p in PKG.rglob("*.py"):
+        name = ".".join(p.relative_to(ROOT).with_suffix("").parts)
+        out[name.removesuffix(".__init__")] = p
+    return out
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module -> the pipeline modules it imports anywhere in its code (TYPE_CHECKING blocks left out)."""
+    mods = _modules()
+
+    def resolve(name):
+        while name and name not in mods:
+            name = name.rpartition(".")[0]
+        return name
+
+    graph = {}
+    for m, path in mods.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        skip = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+                for n in ast.walk(node)}
+        deps = set()
+        for node in ast.walk(tree):
+            if id(node) in skip:
+                continue
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("pipeline"):
+                for a in node.names:  # a submodule itself, else the module the names come from
+                    sub = f"{node.module}.{a.name}"
+                    deps.add(sub if sub in mods else resolve(node.module))
+            elif isinstance(node, ast.Import):
+                deps.update(resolve(a.name) for a in node.names if a.name.startswith("pipeline"))
+        graph[m] = {d for d in deps if d and d != m}
+    return graph
+
+
+def reaches(graph, start, goal) -> bool:
+    seen, todo = set(), [start]
+    while todo:
+        m = todo.pop()
+        if m == goal:
+            return True
+        if m not in seen:
+            seen.add(m)
+            todo.extend(graph.get(m, ()))
+    return False
+
+
+def test_the_opened_circles_stay_open():
+    g = import_graph()
+    for a, b in [("pipeline.job", "pipeline.rouge155.family"), ("pipeline.text.unicode", "pipeline.text.unicode_scan")]:
+        assert reaches(g, a, b) and not reaches(g, b, a), (a, b)
+
+
+def test_the_checker_sees_a_function_local_import():
+    g = import_graph()
+    assert "pipeline.text.unicode_scan" in g["pipeline.text.unicode"]  # imported in encode_batch only
+
+
+def test_validating_scoring_settings_loads_no_numpy():
+    code = ("import sys, json; from pipeline.settings import ScoringSettings; "
+            "ScoringSettings(profile='unicode', language='de', stemming='snowball', multi_ref='B', "
+            "rouge_types=['rouge1', 'rougeW-1.2', 'rougeSU4']); ScoringSettings(); "
+            "print(json.dumps([m for m in ('numpy', 'numba', 'pyarrow') if m in sys.modules]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert json.loads(out.stdout) == []
