@@ -13,7 +13,8 @@
 * **One run per folder** (:class:`Lease`): ``_LEASE.json`` created exclusively (local:
   ``link``, which fails if the name exists; S3 / GCS: a conditional PUT, ``If-None-Match: *``
   / ``ifGenerationMatch=0``), refreshed by a heartbeat, removed at the end, broken only when
-  stale (heartbeat older than :data:`LEASE_TIMEOUT_S`, or its process is gone on this host).
+  stale (heartbeat older than :data:`LEASE_TIMEOUT_S`, or its process is gone on this host; no
+  readable heartbeat: the file's modification time), every change conditional on the version read.
 """
 from __future__ import annotations
 
@@ -279,10 +280,16 @@ def _pid_alive(pid) -> bool:
 
 
 def lease_is_stale(holder: dict, now: float | None = None) -> str | None:
-    """Why ``holder``'s lease is stale, or None while it is live."""
+    """Why ``holder``'s lease is stale, or None while it is live.  A lease without a numeric
+    heartbeat (corrupt or hand-edited) is judged by the file's modification time (``mtime``,
+    filled in by :meth:`Lease._read`): a live run rewrites it every few seconds."""
     now = time.time() if now is None else now
     beat = holder.get("heartbeat")
-    if not isinstance(beat, (int, float)):
+    if not isinstance(beat, (int, float)) or isinstance(beat, bool):
+        mtime = holder.get("mtime")
+        if isinstance(mtime, (int, float)) and now - mtime > LEASE_TIMEOUT_S:
+            return (f"it has no readable heartbeat and the file was last written {now - mtime:.0f}s ago "
+                    f"(timeout {LEASE_TIMEOUT_S:.0f}s)")
         return None
     if now - beat > LEASE_TIMEOUT_S:
         return f"its heartbeat is {now - beat:.0f}s old (timeout {LEASE_TIMEOUT_S:.0f}s)"
@@ -293,14 +300,76 @@ def lease_is_stale(holder: dict, now: float | None = None) -> str | None:
 
 
 def holder_text(holder: dict) -> str:
+    if holder.get("unreadable"):
+        return f"an unreadable {LEASE}"
     beat = holder.get("heartbeat")
     age = f", heartbeat {time.time() - beat:.0f}s ago" if isinstance(beat, (int, float)) else ""
     return (f"run {holder.get('run_id')} (host {holder.get('host')}, pid {holder.get('pid')}, "
             f"started {holder.get('started')}{age})")
 
 
+def _store(fs) -> str:
+    protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+    return "local" if is_local(fs) else {"s3a": "s3", "gcs": "gs"}.get(protocol, protocol)
+
+
+def _precondition_failed(e: Exception) -> bool:
+    """The store refused a conditional request (HTTP 412: the object changed or is gone)."""
+    code = getattr(e, "code", None) or getattr(e, "status", None)
+    resp = getattr(e, "response", None)
+    if isinstance(resp, dict):
+        code = code or resp.get("Error", {}).get("Code") or resp.get("ResponseMetadata", {}).get("HTTPStatusCode")
+    text = f"{code} {e}".lower().replace("-", "")
+    return ("412" in text or "precondition" in text or "404" in text or "nosuchkey" in text
+            or isinstance(e, FileNotFoundError))
+
+
+def _info_time(info: dict) -> float | None:
+    """A listing entry's modification time in seconds since the epoch (None if it has none)."""
+    import datetime
+
+    for k in _TIME_KEYS:
+        v = info.get(k)
+        if isinstance(v, (int, float)):
+            return float(v)
+        if isinstance(v, datetime.datetime):
+            return v.timestamp()
+        if isinstance(v, str):
+            try:
+                return datetime.datetime.fromisoformat(v.replace("Z", "+00:00")).timestamp()
+            except ValueError:
+                continue
+    return None
+
+
+def _local_version(f) -> tuple[tuple, bytes, float]:
+    """(version, content, mtime) of an open local file; the version holds the content's hash
+    as well as the inode, since a removed file's inode number is soon reused."""
+    st = os.fstat(f.fileno())
+    raw = f.read()
+    return (st.st_ino, st.st_mtime_ns, hashlib.sha256(raw).hexdigest()), raw, st.st_mtime
+
+
+def _object_version(info: dict) -> str | None:
+    """An object's version for a conditional request: S3 ETag, GCS generation (as text)."""
+    v = info.get("ETag") or info.get("etag") or info.get("generation")
+    return None if v is None else str(v)
+
+
+def _gcs_parts(path: str) -> tuple[str, str]:
+    bucket, _, key = path.partition("/")
+    return bucket, key
+
+
 class Lease:
-    """``_LEASE.json`` in the run folder, held by this run from :meth:`acquire` to :meth:`release`."""
+    """``_LEASE.json`` in the run folder, held by this run from :meth:`acquire` to :meth:`release`.
+
+    Every change of a lease that may be another run's is conditional on the version read, so
+    that of two runs racing only one wins: breaking a stale lease moves it aside under a unique
+    name first (local) or deletes it only if unchanged (S3 ``If-Match`` ETag, GCS
+    ``ifGenerationMatch``); the heartbeat rewrites only this run's own file (local: in place,
+    through the open file, after reading this run's id from it; S3 / GCS: only the version it
+    last wrote) and marks the lease lost otherwise."""
 
     def __init__(self, run_url: str, storage_options: dict | None = None, log=None):
         self.run_url = run_url.rstrip("/")
@@ -313,6 +382,7 @@ class Lease:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.held = False
+        self._version = None  # of the lease file this run last wrote
 
     def _body(self) -> dict:
         return {"run_id": self.run_id, "host": socket.gethostname(), "pid": os.getpid(),
@@ -321,28 +391,49 @@ class Lease:
     def _data(self) -> bytes:
         return (json.dumps(self._body(), sort_keys=True, indent=2) + "\n").encode("utf-8")
 
-    def _read(self) -> dict | None:
+    def _read_versioned(self) -> tuple[dict | None, object]:
+        """The lease document (``{"unreadable": True}`` if it does not parse; with the file's
+        ``mtime``) and its version (local inode, S3 ETag, GCS generation), or ``(None, None)``."""
         fs, path = get_fs(self.url, self.so)
-        try:
-            fs.invalidate_cache(posixpath.dirname(path))
-        except Exception:  # noqa: BLE001
-            pass
-        try:
-            with fs.open(path, "rb") as f:
-                raw = f.read()
-        except FileNotFoundError:
-            return None
+        kind = _store(fs)
+        if kind == "local":
+            try:
+                with open(path, "rb") as f:
+                    version, raw, mtime = _local_version(f)
+            except FileNotFoundError:
+                return None, None
+        else:
+            try:
+                fs.invalidate_cache(posixpath.dirname(path))
+            except Exception:  # noqa: BLE001
+                pass
+            try:
+                info = fs.info(path)
+                with fs.open(path, "rb") as f:
+                    raw = f.read()
+            except FileNotFoundError:
+                return None, None
+            version = _object_version(info)
+            mtime = _info_time(info)
         try:
             doc = json.loads(raw)
         except ValueError:
-            return {"unreadable": True}
-        return doc if isinstance(doc, dict) else {"unreadable": True}
+            doc = None
+        beat = doc.get("heartbeat") if isinstance(doc, dict) else None
+        if not isinstance(beat, (int, float)) or isinstance(beat, bool):  # corrupt or hand-edited
+            doc = {"unreadable": True}
+        doc["mtime"] = mtime
+        return doc, version
+
+    def _read(self) -> dict | None:
+        return self._read_versioned()[0]
 
     def _create(self) -> None:
         """Create the lease; ``FileExistsError`` if there is one."""
         fs, path = get_fs(self.url, self.so)
         data = self._data()
-        if is_local(fs):
+        kind = _store(fs)
+        if kind == "local":
             parent = posixpath.dirname(path)
             os.makedirs(parent, exist_ok=True)
             tmp = f"{parent}/.tmp-{LEASE}-{uuid.uuid4().hex}"
@@ -355,7 +446,101 @@ class Lease:
             finally:
                 os.unlink(tmp)
             return
-        fs.pipe_file(path, data, mode="create")  # If-None-Match: * (s3fs) / ifGenerationMatch=0 (gcsfs)
+        out = fs.pipe_file(path, data, mode="create")  # If-None-Match: * (s3fs) / ifGenerationMatch=0 (gcsfs)
+        self._version = self._written_version(fs, path, out)
+
+    def _written_version(self, fs, path: str, out) -> object:
+        if isinstance(out, dict) and _object_version(out) is not None:
+            return _object_version(out)
+        fs.invalidate_cache(path)
+        return _object_version(fs.info(path))
+
+    def _break(self, version) -> bool:
+        """Remove the lease if it is still the version read; False if another run changed or
+        removed it first (then nothing is touched)."""
+        fs, path = get_fs(self.url, self.so)
+        kind = _store(fs)
+        if kind == "local":
+            aside = f"{posixpath.dirname(path)}/.tmp-{LEASE}-broken-{uuid.uuid4().hex}"
+            try:
+                os.rename(path, aside)  # of two breakers, one moves it; the other finds no file
+            except FileNotFoundError:
+                return False
+            try:
+                with open(aside, "rb") as f:
+                    if _local_version(f)[0] == version:
+                        return True
+                try:  # moved a lease taken meanwhile: put it back, unless a third run took the name
+                    os.link(aside, path)
+                except FileExistsError:
+                    pass
+                return False
+            finally:
+                os.unlink(aside)
+        try:
+            if kind == "s3":
+                bucket, key = _gcs_parts(path)
+                fs.call_s3("delete_object", Bucket=bucket, Key=key, IfMatch=version)
+            elif kind == "gs":
+                bucket, key = _gcs_parts(path)
+                fs.call("DELETE", "b/{}/o/{}", bucket, key, ifGenerationMatch=str(version))
+            else:  # no conditional delete known: the read just before is all the check there is
+                fs.rm(path)
+        except Exception as e:  # noqa: BLE001
+            if _precondition_failed(e):
+                return False
+            raise
+        finally:
+            try:
+                fs.invalidate_cache(path)
+            except Exception:  # noqa: BLE001
+                pass
+        return True
+
+    def _refresh(self) -> str | None:
+        """Rewrite this run's lease with a new heartbeat; why not, if it is no longer this run's."""
+        fs, path = get_fs(self.url, self.so)
+        kind = _store(fs)
+        data = self._data()
+        if kind == "local":
+            try:
+                f = open(path, "r+b")
+            except FileNotFoundError:
+                return f"{LEASE} was removed"
+            with f:
+                try:
+                    holder = json.loads(f.read())
+                except ValueError:
+                    holder = None
+                if not isinstance(holder, dict) or holder.get("run_id") != self.run_id:
+                    return (f"{LEASE} was taken over by {holder_text(holder)}" if isinstance(holder, dict)
+                            else f"{LEASE} was replaced")
+                # in place, through the open file: were it moved aside by a breaker meanwhile, the
+                # write lands in the moved file, never in another run's lease
+                f.seek(0)
+                f.write(data)
+                f.truncate()
+                f.flush()
+                os.fsync(f.fileno())
+            return None
+        holder, version = self._read_versioned()
+        if holder is None or holder.get("run_id") != self.run_id or version != self._version:
+            return f"{LEASE} was taken over by {holder_text(holder)}" if holder else f"{LEASE} was removed"
+        try:
+            if kind == "s3":
+                out = fs.pipe_file(path, data, IfMatch=version)
+            elif kind == "gs":
+                bucket, key = _gcs_parts(path)
+                out = fs.call("POST", f"{fs._location}/upload/storage/v1/b/{bucket}/o", uploadType="media",
+                              name=key, ifGenerationMatch=str(version), data=data, json_out=True)
+            else:
+                out = fs.pipe_file(path, data)
+        except Exception as e:  # noqa: BLE001
+            if _precondition_failed(e):
+                return f"{LEASE} was changed by another run"
+            raise
+        self._version = self._written_version(fs, path, out)
+        return None
 
     def acquire(self) -> "Lease":
         fs, path = get_fs(self.run_url, self.so)
@@ -369,24 +554,20 @@ class Lease:
                     raise FileExistsError(self.url)
                 self._create()
             except FileExistsError:
-                holder = self._read()
+                holder, version = self._read_versioned()
                 if holder is None:
                     continue  # released meanwhile: try again
-                if holder.get("unreadable"):
-                    raise RunFolderBusyError(f"{self.run_url}: {LEASE} is unreadable; if no run is using the "
-                                             "folder, remove it") from None
                 why = lease_is_stale(holder)
                 if why is None:
+                    if holder.get("unreadable"):
+                        raise RunFolderBusyError(
+                            f"{self.run_url}: {LEASE} is unreadable and was written in the last "
+                            f"{LEASE_TIMEOUT_S:.0f}s; wait, or remove it if no run is using the folder") from None
                     raise RunFolderBusyError(f"{self.run_url}: in use by {holder_text(holder)}; wait for it to "
                                              f"end (a lease is stale after {LEASE_TIMEOUT_S:.0f}s without a "
                                              "heartbeat)") from None
-                if self._read() == holder:  # unchanged: nobody broke and re-took it meanwhile
+                if self._break(version):  # only the run whose conditional removal succeeds goes on
                     self.log(f"breaking the stale lease of {holder_text(holder)}: {why}")
-                    fs, path = get_fs(self.url, self.so)
-                    try:
-                        fs.rm(path)
-                    except FileNotFoundError:
-                        pass
                 continue
             # Read back: a store that ignored the condition (an emulator) shows the last writer.
             mine = self._read()
@@ -402,14 +583,14 @@ class Lease:
     def _beat(self) -> None:
         while not self._stop.wait(LEASE_HEARTBEAT_S):
             try:
-                holder = self._read()
-                if holder is None or holder.get("run_id") != self.run_id:
-                    self.lost = (f"{LEASE} was taken over by {holder_text(holder)}" if holder
-                                 else f"{LEASE} was removed")
-                    return
-                write_bytes_atomic(self._data(), self.url, self.so)
+                lost = self._refresh()
             except Exception as e:  # noqa: BLE001 - a missed beat; the next one retries
                 self.log(f"lease heartbeat: {type(e).__name__}: {e}")
+                continue
+            if lost is not None:
+                self.lost = lost
+                self.log(f"lease lost: {lost}")
+                return
 
     def stop_heartbeat(self) -> None:
         self._stop.set()
@@ -431,9 +612,8 @@ class Lease:
             return
         self.held = False
         try:
-            holder = self._read()
+            holder, version = self._read_versioned()
             if holder is not None and holder.get("run_id") == self.run_id:
-                fs, path = get_fs(self.url, self.so)
-                fs.rm(path)
+                self._break(version)  # conditional: never removes a lease another run took meanwhile
         except Exception:  # noqa: BLE001 - a stale lease is broken by the next run
             pass

@@ -383,12 +383,76 @@ def test_a_stale_lease_is_broken(tmp_path, inputs, capsys, why):
     assert (out / "_SUCCESS").exists() and not (out / runfolder.LEASE).exists()
 
 
-def test_an_unreadable_lease_is_not_broken(tmp_path, inputs, capsys):
+@pytest.mark.parametrize("body", ['{"run_id": "x", "hea', '{"run_id": "x", "heartbeat": "soon"}', '[]'])
+def test_a_lease_without_a_heartbeat_is_stale_by_its_modification_time(tmp_path, inputs, capsys, body):
     out = tmp_path / "run"
     out.mkdir()
-    (out / runfolder.LEASE).write_text('{"run_id": "x", "hea')
-    code, err = score(capsys, _cfg(tmp_path, str(inputs / "*.jsonl")), out)
-    assert code == cli.EXIT_BUSY and "_LEASE.json is unreadable" in err
+    lease = out / runfolder.LEASE
+    lease.write_text(body)
+    cfg = _cfg(tmp_path, str(inputs / "*.jsonl"))
+    code, err = score(capsys, cfg, out)          # just written: perhaps a run mid-write; refused
+    assert code == cli.EXIT_BUSY and "_LEASE.json is unreadable" in err, err
+    assert lease.read_text() == body
+    old = time.time() - runfolder.LEASE_TIMEOUT_S - 60
+    os.utime(lease, (old, old))
+    code, err = score(capsys, cfg, out)
+    assert code == 0, err
+    assert "breaking the stale lease of an unreadable _LEASE.json: it has no readable heartbeat" in err
+    assert (out / "_SUCCESS").exists() and not lease.exists()
+
+
+def test_two_runs_breaking_one_stale_lease_one_wins(tmp_path):
+    """Both saw the lease stale; the second breaks it and takes the folder while the first is
+    between its look and its removal: the first must not remove the second's lease."""
+    run = tmp_path / "run"
+    run.mkdir()
+    _lease(run, heartbeat=time.time() - runfolder.LEASE_TIMEOUT_S - 60)
+    second = runfolder.Lease(str(run))
+    taken = []
+
+    def log(msg):  # the first run's "breaking the stale lease" message: the second runs now
+        if "breaking the stale lease" in msg and not taken:
+            taken.append(second.acquire())
+
+    first = runfolder.Lease(str(run), log=log)
+    try:
+        with pytest.raises(runfolder.RunFolderBusyError, match=f"in use by run {second.run_id}"):
+            first.acquire()
+        assert taken and json.loads((run / runfolder.LEASE).read_text())["run_id"] == second.run_id
+        second.check()
+    finally:
+        second.release()
+        first.release()
+    assert not (run / runfolder.LEASE).exists()
+    assert sorted(p.name for p in run.iterdir()) == []     # nothing moved aside is left behind
+
+
+def test_the_heartbeat_never_overwrites_a_lease_another_run_took(tmp_path, monkeypatch):
+    monkeypatch.setattr(runfolder, "LEASE_HEARTBEAT_S", 0.02)
+    run = tmp_path / "run"
+    lease = runfolder.Lease(str(run)).acquire()
+    body = lease._data
+    taken = []
+
+    def data():  # another run broke this one's lease and took the folder just before this beat writes
+        if not taken:
+            (run / runfolder.LEASE).unlink()
+            taken.append(_lease(run))
+        return body()
+
+    monkeypatch.setattr(lease, "_data", data)
+    try:
+        deadline = time.monotonic() + 30
+        while lease.lost is None:
+            assert time.monotonic() < deadline, "the heartbeat never noticed the lease was taken"
+            time.sleep(0.01)
+        lease.stop_heartbeat()
+        assert json.loads((run / runfolder.LEASE).read_text()) == taken[0]
+        with pytest.raises(runfolder.RunFolderBusyError, match="lost its lease"):
+            lease.check()
+    finally:
+        lease.release()
+    assert json.loads((run / runfolder.LEASE).read_text()) == taken[0]    # left alone
 
 
 def _start_paused(tmp_path, cfg: Path, out: Path, step: str, *extra):
@@ -495,6 +559,34 @@ def test_lease_is_an_exclusive_create_on_s3(moto_endpoint, s3_bucket):
     b.acquire().release()
 
 
+def test_lease_changes_on_s3_are_conditional(moto_endpoint, s3_bucket):
+    """Breaking a stale lease deletes it only if unchanged (If-Match ETag); the heartbeat
+    rewrites only the version this run wrote: another run's lease is never touched."""
+    from support.storage_servers import S3_KEY_ID, S3_SECRET
+
+    so = {"key": S3_KEY_ID, "secret": S3_SECRET, "client_kwargs": {"endpoint_url": moto_endpoint},
+          "skip_instance_cache": True, "use_listings_cache": False}
+    fs = __import__("s3fs").S3FileSystem(**so)
+    key = f"{s3_bucket}/cond/{runfolder.LEASE}"
+    stale = {"run_id": "0123456789ab", "host": "h", "pid": 1, "heartbeat": time.time() - 1000}
+    fs.pipe_file(key, json.dumps(stale).encode())
+    first, second = runfolder.Lease(f"s3://{s3_bucket}/cond", so), runfolder.Lease(f"s3://{s3_bucket}/cond", so)
+    seen, version = first._read_versioned()
+    assert runfolder.lease_is_stale(seen)
+    second.acquire()                       # broke it and took the folder first
+    try:
+        second.stop_heartbeat()
+        assert first._break(version) is False
+        assert json.loads(fs.cat_file(key))["run_id"] == second.run_id
+        assert second._refresh() is None   # its own version: rewritten
+        fs.pipe_file(key, json.dumps({**stale, "run_id": "fedcba987654", "heartbeat": time.time()}).encode())
+        assert "taken over by run fedcba987654" in second._refresh()
+        assert json.loads(fs.cat_file(key))["run_id"] == "fedcba987654"
+    finally:
+        second.release()
+    assert json.loads(fs.cat_file(key))["run_id"] == "fedcba987654"    # not its lease: left alone
+
+
 def test_lease_on_gcs(gcs_endpoint, monkeypatch):
     """The GCS emulator ignores ifGenerationMatch=0 (the real service honours it): checked here
     is that a held lease refuses a second run and is released."""
@@ -514,6 +606,11 @@ def test_lease_on_gcs(gcs_endpoint, monkeypatch):
     try:
         with pytest.raises(runfolder.RunFolderBusyError, match=f"in use by run {a.run_id}"):
             runfolder.Lease(url, so).acquire()
+        a.stop_heartbeat()
+        before = json.loads(fs.cat_file(f"{bucket}/run/{runfolder.LEASE}"))["heartbeat"]
+        assert a._refresh() is None        # the heartbeat's generation-matched rewrite
+        assert json.loads(fs.cat_file(f"{bucket}/run/{runfolder.LEASE}"))["heartbeat"] > before
+        a.check()
     finally:
         a.release()
     assert not fs.exists(f"{bucket}/run/{runfolder.LEASE}")
