@@ -38,7 +38,7 @@ execution:
   n_workers: <cpu count>
   memory_limit: null                  # per worker, e.g. "4GB" (null: Dask's default)
   retries: 2
-  target_rows: null                   # rows per work unit (null: one unit per input file)
+  target_rows: null                   # rows per work unit (null: one unit per input file, small files packed)
   target_cost: null                   # estimated cost per task, for the driver's planning
   unit_cache_mb: 512                  # per worker: units the plan pass read and scored, kept for their tasks (0: off)
   worker_profile: false               # local mode: Dask's statistical profiler in the workers (the

@@ -353,7 +353,7 @@ def plan_unit(spec, unit: WorkUnit, read_token: str = "", keep_mb: int = 0,
     _test_sleep(TEST_PLAN_SLEEP_ENV)
     tables = readers.read_unit(spec, unit)
     costs = estimate_costs(tables[0], source=ctx is None or ctx.scoring.diagnostics)
-    keys = readers.unit_keys(tables[0])
+    keys = readers.unit_keys(tables[0], unit)
     hashes = key_hashes(keys)
     prepared = None
     if ctx is not None and read_token and keep_mb > 0 and one_task(costs, target_cost):
@@ -483,6 +483,7 @@ def unit_from_dict(d: dict) -> WorkUnit:
     d["ref_bytes"] = None if d.get("ref_bytes") is None else tuple(d["ref_bytes"])
     d["extra_quarantine"] = tuple(tuple(q) for q in d.get("extra_quarantine") or ())
     d["drop_rows"] = tuple(tuple(q) for q in d.get("drop_rows") or ())
+    d["files"] = tuple(d.get("files") or ())
     return WorkUnit(**d)
 
 

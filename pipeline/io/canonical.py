@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from pipeline.io.spec import CANONICAL_SCHEMA, KEY_SEPARATOR, QUARANTINE_SCHEMA
+from pipeline.io.spec import CANONICAL_SCHEMA, KEY_SEPARATOR, QUARANTINE_SCHEMA, ROW_KEY_BITS
 
 
 class BadRecord(Exception):
@@ -112,11 +112,19 @@ def get_refs(rec: dict, col: str) -> list[str]:
 
 
 class Out:
-    def __init__(self, drop_rows=()):
+    """A unit's rows, in reading order: canonical rows added one by one (:meth:`add`) or as
+    whole tables (:meth:`add_table`, the fast JSONL path), and quarantine rows.  ``files``:
+    a pack's files (:attr:`WorkUnit.files`), whose positions key ``drop_rows``."""
+
+    def __init__(self, drop_rows=(), files: tuple[str, ...] = ()):
         self.cols: dict[str, list] = {n: [] for n in CANONICAL_SCHEMA.names}
         self.q: dict[str, list] = {n: [] for n in QUARANTINE_SCHEMA.names}
-        self.seen: dict[tuple[str, str], str] = {}
+        # (system, id) -> where its first row is: the text, or (file, row, format) for rows of a
+        # whole table (worded only for a duplicate)
+        self.seen: dict[tuple[str, str], str | tuple] = {}
         self.drop: dict[int, str] = {int(r): str(w) for r, w in drop_rows}
+        self.pack = {f: k for k, f in enumerate(files)}
+        self.parts: list[pa.Table] = []
 
     def quarantine(self, id_, system, file, row, reason):
         for k, v in zip(QUARANTINE_SCHEMA.names, (id_, system, file, row, reason)):
@@ -130,12 +138,15 @@ class Out:
                                                     "which separates system and id in example keys")
             return
         key = (system, id_)
-        if self.drop and row in self.drop:
+        row_key = self.pack[file] << ROW_KEY_BITS | row if self.pack else row
+        if self.drop and row_key in self.drop:
             # A duplicate of an earlier unit's row (plan time): later rows of this unit with
             # the same key are duplicates of that first occurrence too.
-            self.seen[key] = self.drop[row]
+            self.seen[key] = self.drop[row_key]
         first = self.seen.get(key)
         if first is not None:
+            if not isinstance(first, str):
+                first = location(*first)
             self.quarantine(id_, system, file, row,
                             f"{where}: duplicate id {id_!r}" + (f" for system {system!r}" if system else "")
                             + f" (first at {first})")
@@ -144,8 +155,29 @@ class Out:
         for k, v in zip(CANONICAL_SCHEMA.names, (id_, system, candidate, refs, source, row, file)):
             self.cols[k].append(v)
 
-    fast: pa.Table | None = None  # a whole unit read by the fast JSONL path
+    fast: pa.Table | None = None  # the last table added whole by the fast JSONL path
+
+    def add_table(self, table: pa.Table, fmt: str) -> None:
+        """Canonical rows read whole (their keys are new to this unit: the caller checked)."""
+        self._flush()
+        if self.pack:  # a later file of the pack may repeat these keys
+            for key, file, row in zip(zip(table.column("system").to_pylist(), table.column("id").to_pylist()),
+                                      table.column("file").to_pylist(), table.column("row").to_pylist()):
+                self.seen[key] = (file, row, fmt)
+        self.parts.append(table)
+        self.fast = table
+
+    def _flush(self) -> None:
+        if self.cols["id"]:
+            self.parts.append(pa.table(self.cols, schema=CANONICAL_SCHEMA))
+            self.cols = {n: [] for n in CANONICAL_SCHEMA.names}
 
     def tables(self) -> tuple[pa.Table, pa.Table]:
-        rows = self.fast if self.fast is not None else pa.table(self.cols, schema=CANONICAL_SCHEMA)
+        self._flush()
+        if not self.parts:
+            rows = pa.table(self.cols, schema=CANONICAL_SCHEMA)
+        elif len(self.parts) == 1:
+            rows = self.parts[0]
+        else:
+            rows = pa.concat_tables(self.parts).combine_chunks()
         return rows, pa.table(self.q, schema=QUARANTINE_SCHEMA)

@@ -7,6 +7,9 @@ Layouts (``InputSpec.layout``):
     ``candidate``, ``references`` (a string or a list of strings) and optionally
     ``system`` and ``source``.  JSONL (plain, .gz, .bz2, .xz, .zst when
     ``zstandard`` is installed) or Parquet.  Column names are mapped with ``columns``.
+    Without ``target_rows``, runs of small files of one format (in listing order) are packed
+    into units of about ``records.PACK_BYTES`` listed bytes (``WorkUnit.files``); each row keeps
+    its file and row, and quarantine reasons name them.
 
 ``paired``
     ``candidates`` and ``references`` are separate datasets joined by id (the
@@ -75,7 +78,7 @@ from pipeline.io import folders, lines, paired, records
 from pipeline.io.canonical import Out, location
 from pipeline.io.paths import expand, infer_format, list_folder
 from pipeline.io.records import parse_json_line
-from pipeline.io.spec import InputSpec, WorkUnit
+from pipeline.io.spec import ROW_KEY_BITS, InputSpec, WorkUnit
 from pipeline.io.streams import iter_lines, open_input, reading
 
 
@@ -116,16 +119,22 @@ def listed_sizes(spec: InputSpec | dict) -> dict[str, int | None]:
 
 
 # --------------------------------------------------------------------------- duplicates across units
-def unit_keys(table: pa.Table) -> pa.Table:
-    """The ``(system, id, row)`` columns of a canonical table (what the plan pass sends back)."""
-    return table.select(["system", "id", "row"])
+def unit_keys(table: pa.Table, unit: WorkUnit | None = None) -> pa.Table:
+    """The ``(system, id, row)`` columns of a unit's canonical table (what the plan pass sends
+    back); for a pack, ``row`` holds the row keys (:meth:`WorkUnit.row_key`)."""
+    keys = table.select(["system", "id", "row"])
+    if unit is None or not unit.files:
+        return keys
+    position = pc.index_in(table.column("file"), value_set=pa.array(unit.files, pa.string())).cast(pa.int64())
+    row_key = pc.bit_wise_or(pc.shift_left(position, ROW_KEY_BITS), keys.column("row"))
+    return keys.set_column(2, "row", row_key)
 
 
 def find_duplicates(units: list["WorkUnit"], keys: list[pa.Table]) -> dict[int, tuple[tuple[int, str], ...]]:
     """Cross-unit duplicate ``(system, id)``: ``{unit index: ((row, where the first is), ...)}``.
 
     ``keys[k]`` is :func:`unit_keys` of unit ``k``'s canonical table (within-unit duplicates
-    are already gone).  The first occurrence in (unit order = file order, row order) is
+    are already gone; ``row``: the row keys that ``WorkUnit.drop_rows`` takes).  The first occurrence in (unit order = file order, row order) is
     kept; every later one is listed for its unit.  Deterministic: depends on the data only.
     Memory: the ids of the whole corpus, as Arrow columns (no Python object per row).
     """
@@ -154,14 +163,14 @@ def find_duplicates(units: list["WorkUnit"], keys: list[pa.Table]) -> dict[int, 
     for u, row, first in sorted(zip(later.column("unit").to_pylist(), later.column("row").to_pylist(),
                                     later.column("pos_min").to_pylist())):
         fu = units[int(unit_col[first])]
-        out.setdefault(int(u), []).append((int(row), location(fu.file, int(row_col[first]), fu.format)))
+        out.setdefault(int(u), []).append((int(row), location(*fu.locate(int(row_col[first])), fu.format)))
     return {u: tuple(v) for u, v in out.items()}
 
 
 def read_unit(spec: InputSpec | dict, unit: WorkUnit) -> tuple[pa.Table, pa.Table]:
     """``(canonical table, quarantine table)`` for one work unit."""
     spec = InputSpec.from_config(spec)
-    out = Out(unit.drop_rows)
+    out = Out(unit.drop_rows, unit.files)
     for q in unit.extra_quarantine:
         out.quarantine(*q)
     if unit.layout == "records":

@@ -4,6 +4,7 @@ clean unit, by Arrow's JSON reader (:func:`_records_fast`, same table), Parquet 
 """
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 from typing import Iterator
@@ -19,6 +20,11 @@ from pipeline.io.canonical import BadRecord, BadText, Out, get_id, get_refs, get
 from pipeline.io.paths import compression_of, expand, infer_format
 from pipeline.io.spec import CANONICAL_SCHEMA, KEY_SEPARATOR, InputSpec, UnreadableFileError, WorkUnit
 from pipeline.io.streams import iter_lines, open_input, reading, row_ranges, scan_lines, size_of
+
+# Small files are packed into units of about this many (listed) bytes: a unit costs a task and a
+# result on the scheduler and the client whatever its size, so thousands of tiny shards would
+# cost more there than their pairs cost to score.  Bigger files are units of their own.
+PACK_BYTES = 8 << 20
 
 
 def parse_json_line(raw: bytes, row: int):
@@ -167,18 +173,43 @@ def shard_units(url: str, fmt: str, so: dict, target_rows: int | None, n_rows: i
 
 
 def plan_records(spec: InputSpec, target_rows):
+    """One unit per file (or row slice of it, with ``target_rows``); without ``target_rows``,
+    runs of small files of one format, in listing order, are packed into units of up to
+    :data:`PACK_BYTES` (:attr:`WorkUnit.files`).  The sizes come from the listing."""
     so = spec.storage_options
-    units = []
-    for url in expand(spec.paths, so, "input.paths"):
+    units: list[WorkUnit] = []
+    pack: list[tuple[str, int]] = []   # (url, size) of the small files of the unit being packed
+
+    def close_pack():
+        if len(pack) == 1:
+            units.append(WorkUnit(index=len(units), layout="records", file=pack[0][0], format=pack_fmt,
+                                  n_bytes=pack[0][1]))
+        elif pack:
+            units.append(WorkUnit(index=len(units), layout="records", file=pack[0][0], format=pack_fmt,
+                                  files=tuple(u for u, _ in pack), n_bytes=sum(n for _, n in pack)))
+        pack.clear()
+
+    info: dict = {}
+    pack_fmt = None
+    for url in expand(spec.paths, so, "input.paths", info=info):
         fmt = infer_format(url, spec.format)
         if fmt not in ("jsonl", "parquet"):
             raise ValueError(f"{url}: layout 'records' reads jsonl or parquet, not {fmt}")
         compression_of(url)
-        size = size_of(url, so)
+        size = (info.get(url) or {}).get("size")
+        if pack and (fmt != pack_fmt or size is None or sum(n for _, n in pack) + size > PACK_BYTES):
+            close_pack()
+        if target_rows is None and size is not None and size < PACK_BYTES:
+            pack.append((url, size))
+            pack_fmt = fmt
+            continue
+        if size is None:
+            size = size_of(url, so)
         for a, b, ba, bb, n in shard_units(url, fmt, so, target_rows):
             units.append(WorkUnit(index=len(units), layout="records", file=url, format=fmt, row_start=a,
                                   row_stop=b, byte_start=ba, byte_stop=bb, n_rows=n,
                                   n_bytes=size if b is None else None))
+    close_pack()
     return units
 
 
@@ -297,11 +328,20 @@ def _records_fast(spec: InputSpec, unit: WorkUnit, out: Out) -> bool:
     rows = pa.array(np.arange(unit.row_start, unit.row_start + table.num_rows, dtype=np.int64))
     canonical = pa.table([ids, systems, cands, refs.cast(pa.list_(pa.string())), sources, rows,
                           pa.repeat(pa.scalar(url, pa.string()), table.num_rows)], schema=CANONICAL_SCHEMA)
-    out.fast = canonical
+    if out.pack and any(k in out.seen for k in zip(systems.to_pylist(), ids.to_pylist())):
+        return False  # a key of an earlier file of the pack: the line-by-line reader words it
+    out.add_table(canonical, "jsonl")
     return True
 
 
 def read_records(spec: InputSpec, unit: WorkUnit, out: Out) -> None:
+    for url in unit.files:  # a pack: its files in order, each as a unit of one whole file
+        _read_file(spec, dataclasses.replace(unit, file=url, files=(), n_rows=None, n_bytes=None), out)
+    if not unit.files:
+        _read_file(spec, unit, out)
+
+
+def _read_file(spec: InputSpec, unit: WorkUnit, out: Out) -> None:
     if _records_fast(spec, unit, out):
         return
     c = {k: spec.col(k) for k in ("id", "candidate", "references", "system", "source")}

@@ -181,11 +181,19 @@ class WorkUnit:
     (``paired``: ``(ref file index, start row, stop row)`` runs; ``lines``: the one
     reference file and the same row range, ``ref_bytes`` its byte range).
     ``extra_quarantine`` holds rows found bad at plan time (emitted by this unit).
-    ``drop_rows`` holds ``(row, where the first occurrence is)`` for the rows of ``file``
-    whose ``(system, id)`` already occurs in an earlier unit (found by the driver's plan
-    pass, which sees every id): they become ``duplicate id`` quarantine rows.
+    ``files`` (``records``) makes the unit a *pack*: several small whole files of one format,
+    read in this order as one table (``file`` is the first of them).
+    ``drop_rows`` holds ``(row key, where the first occurrence is)`` for the rows whose
+    ``(system, id)`` already occurs in an earlier unit (found by the driver's plan pass,
+    which sees every id): they become ``duplicate id`` quarantine rows.  The row key of row
+    ``r`` is ``r`` in a unit of one file, ``k << ROW_KEY_BITS | r`` in the ``k``-th file of a
+    pack (:meth:`row_key`, :meth:`locate`).
     ``ref_report`` (``paired``) holds the reference rows whose bad records this unit reports
     as quarantine rows; ``id_prefix`` (``lines``) the ids' prefix.
+
+    Identity: ``index`` is the unit's position in :func:`pipeline.io.readers.plan_units`'s list,
+    which is a function of the sorted input listing and the planning settings only (never of
+    the workers), so the same inputs and settings give the same units with the same indexes.
     """
 
     index: int
@@ -210,12 +218,29 @@ class WorkUnit:
     ref_report: tuple[tuple[int, int, int], ...] = ()
     # lines: ids are f"{id_prefix}:{k}" (None: the reference file's stem)
     id_prefix: str | None = None
+    files: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
         """A stable, human-readable name (for task keys and logs)."""
+        if self.files:
+            return f"{self.index:05d}:{self.file}+{len(self.files) - 1}"
         stop = "" if self.row_stop is None else self.row_stop
         return f"{self.index:05d}:{self.file}[{self.row_start}:{stop}]"
+
+    def row_key(self, file: str, row: int) -> int:
+        """The key of row ``row`` of ``file`` (one of this unit's files) in ``drop_rows``."""
+        return self.files.index(file) << ROW_KEY_BITS | row if self.files else row
+
+    def locate(self, row_key: int) -> tuple[str, int]:
+        """``(file, row)`` of a :meth:`row_key`."""
+        if not self.files:
+            return self.file, row_key
+        return self.files[row_key >> ROW_KEY_BITS], row_key & ((1 << ROW_KEY_BITS) - 1)
+
+
+# a pack's row keys: the file's position in the pack above the row (rows below 2**40 per file)
+ROW_KEY_BITS = 40
 
 
 # The separator of the statistics' example keys f"{system}\x1f{id}": not allowed in a system name

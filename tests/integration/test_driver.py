@@ -452,3 +452,56 @@ def test_a_successful_run_removes_its_own_temp_files_only(corpus, tmp_path):
     assert [p.name for p in ours if p.exists()] == []
     assert [p.name for p in others if not p.exists()] == []
     assert (out / "_SUCCESS").exists()
+
+
+def test_packed_small_shards_give_the_scores_and_statistics_of_one_file(tmp_path, monkeypatch):
+    """The same pairs as 1 file, as 300 files one unit each, and as 300 files packed into units:
+    identical scores rows and statistics files, each score equal to rouge-score's."""
+    from rouge_score import rouge_scorer
+
+    from pipeline.io import records
+    from pipeline.io.readers import plan_units
+
+    rng = np.random.default_rng(5)
+    words = "the cat sat on a mat dog ran far away".split()
+
+    def text():
+        return "\n".join(" ".join(rng.choice(words, size=int(rng.integers(1, 9)))) for _ in range(int(rng.integers(1, 3))))
+
+    recs = [{"id": f"p{i:04d}", "system": "AB"[i % 2], "candidate": text(), "references": [text()]} for i in range(900)]
+    recs[700] = dict(recs[3])               # a duplicate id: the first occurrence is kept in both layouts
+    lines = [json.dumps(r) for r in recs]
+    (tmp_path / "one").mkdir()
+    (tmp_path / "one" / "all.jsonl").write_text("\n".join(lines) + "\n")
+    (tmp_path / "many").mkdir()
+    for k in range(300):
+        (tmp_path / "many" / f"shard-{k:04d}.jsonl").write_text("\n".join(lines[3 * k:3 * k + 3]) + "\n")
+    runs = {}
+    for name, glob, pack in (("one", "one/*.jsonl", None), ("each", "many/*.jsonl", 0),
+                             ("packed", "many/*.jsonl", 4000), ("default", "many/*.jsonl", None)):
+        with monkeypatch.context() as m:
+            if pack is not None:
+                m.setattr(records, "PACK_BYTES", pack)
+            cfg = RunConfig.from_dict(config({"layout": "records", "paths": str(tmp_path / glob)}, tmp_path / "runs" / name))
+            runs[name] = len(plan_units(cfg.input_spec()))
+            run(cfg, None, progress=False, log=_log)
+    assert runs["each"] == 300 > runs["packed"] > runs["default"] == 1 == runs["one"]
+    out = tmp_path / "runs"
+    want = _sorted_scores(out / "one")
+    assert want.num_rows == 899
+    for name in ("each", "packed", "default"):
+        got = _sorted_scores(out / name)
+        assert got.equals(want), name
+        # the statistics; the files hold the config hash too, which names the inputs
+        assert json.loads((out / name / "stats/stats.json").read_text())["rows"] == \
+            json.loads((out / "one/stats/stats.json").read_text())["rows"]
+        assert pq.read_table(out / name / "stats/stats.parquet").replace_schema_metadata(None).equals(
+            pq.read_table(out / "one/stats/stats.parquet").replace_schema_metadata(None))
+        for f in ("stats.json", "stats.parquet"):   # the same inputs whatever the packing: the same bytes
+            assert (out / name / "stats" / f).read_bytes() == (out / "each" / "stats" / f).read_bytes(), (name, f)
+    scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL", "rougeLsum"])
+    by_id = {r["id"]: r for r in recs[:700] + recs[701:]}
+    for row in want.to_pylist():
+        oracle = scorer.score(by_id[row["id"]]["references"][0], by_id[row["id"]]["candidate"])
+        for ty, s in oracle.items():
+            assert (row[f"{ty}_precision"], row[f"{ty}_recall"], row[f"{ty}_fmeasure"]) == tuple(s), (row["id"], ty)

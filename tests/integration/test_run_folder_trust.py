@@ -259,7 +259,8 @@ def test_parts_holding_other_row_counts_block_success(tmp_path, inputs, capsys):
     shutil.copy(out / "scores/system-s/part-00000.parquet", out / "scores/system-zz/part-00000.parquet")
     code, err = score(capsys, cfg, out)
     assert code == cli.EXIT_RUN_FOLDER, err
-    assert "its part files hold 33 scored and 0 quarantined rows, this run counted 21 and 0" in err
+    # a.jsonl and b.jsonl (12 + 9 rows) are one packed unit: its part, copied, holds all 21
+    assert "its part files hold 42 scored and 0 quarantined rows, this run counted 21 and 0" in err
     assert not (out / "_SUCCESS").exists()
 
 

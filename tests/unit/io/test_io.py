@@ -76,8 +76,9 @@ def test_records_sharded_jsonl_glob(tmp_path):
     write_jsonl(tmp_path / "in" / "shard-0.jsonl", recs(3, 0, "A"))
     write_jsonl(tmp_path / "in" / "shard-1.jsonl", recs(2, 3, "A"))
     units, t, q = read_all({"layout": "records", "paths": f"file://{tmp_path}/in/*.jsonl"})
-    assert [u.index for u in units] == [0, 1]
-    assert units[0].file.endswith("shard-0.jsonl") and units[1].file.endswith("shard-1.jsonl")
+    # two small shards: one unit that packs them, in listing order (tests/unit/io/test_packing.py)
+    assert [u.index for u in units] == [0]
+    assert units[0].files[0].endswith("shard-0.jsonl") and units[0].files[1].endswith("shard-1.jsonl")
     assert t.column("id").to_pylist() == [f"d{i}" for i in range(5)]
     assert t.column("system").to_pylist() == ["A"] * 5
     assert t.column("references").to_pylist()[4] == ["ref 4 a", "ref 4 b"]

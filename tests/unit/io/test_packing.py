@@ -1,0 +1,120 @@
+"""Small files of layout ``records`` packed into units by size: the units follow the sorted
+listing, and a pack reads exactly the rows, row positions and quarantine reasons that its
+files read one unit each, with cross-unit duplicates resolved the same way."""
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from pipeline.io import readers, records
+from pipeline.io.readers import find_duplicates, plan_units, read_unit, unit_keys
+from pipeline.io.spec import InputSpec
+
+
+def _rec(i, system="A"):
+    return {"id": f"d{i}", "system": system, "candidate": f"cand {i} the cat", "references": [f"ref {i} a cat"]}
+
+
+def _corpus(root):
+    """Twelve small JSONL files (clean ones that take the fast path, one with bad lines, duplicate ids
+    within a file, across neighbouring files and far apart), a Parquet file in the middle."""
+    root.mkdir()
+    for k in range(12):
+        rows = [json.dumps(_rec(3 * k + j)) for j in range(3)]
+        if k == 4:
+            rows += ["{not json", json.dumps(_rec(12)), json.dumps({"id": "x", "candidate": None, "references": "r"})]
+        if k == 5:
+            rows.append(json.dumps(_rec(14)))       # d14 is in file 4 too: the neighbour's duplicate
+        if k == 11:
+            rows.append(json.dumps(_rec(0)))        # the first file's id, far away
+        (root / f"s{k:02d}.jsonl").write_text("\n".join(rows) + "\n")
+        if k == 6:
+            pq.write_table(pa.Table.from_pylist([_rec(100), _rec(101), _rec(2)]), root / f"s{k:02d}b.parquet")
+    return str(root / "s*")
+
+
+def _read_resolved(spec, units):
+    """What the driver makes of ``units``: read, cross-unit duplicates found, read again."""
+    keys = [unit_keys(read_unit(spec, u)[0], u) for u in units]
+    drops = find_duplicates(units, keys)
+    units = [dataclasses.replace(u, drop_rows=drops.get(k, ())) for k, u in enumerate(units)]
+    tables = [read_unit(spec, u) for u in units]
+    return pa.concat_tables(t for t, _ in tables), pa.concat_tables(q for _, q in tables)
+
+
+def test_small_files_are_packed_in_listing_order_up_to_the_byte_target(tmp_path, monkeypatch):
+    spec = InputSpec.from_config({"paths": _corpus(tmp_path / "in")})
+    files = sorted(tmp_path.glob("in/s*"))
+    size = {str(p): p.stat().st_size for p in files}
+    monkeypatch.setattr(records, "PACK_BYTES", 3 * max(size.values()))
+    units = plan_units(spec)
+    assert [u.index for u in units] == list(range(len(units)))
+    listed = [f for u in units for f in (u.files or (u.file,))]
+    assert [f.removeprefix("file://") for f in listed] == [str(p) for p in files]  # every file once, in order
+    assert any(len(u.files) > 1 for u in units) and len(units) < len(files)
+    for u in units:
+        members = [f.removeprefix("file://") for f in (u.files or (u.file,))]
+        assert u.file == (u.files or (u.file,))[0]
+        assert sum(size[f] for f in members) <= records.PACK_BYTES
+        assert u.n_bytes == sum(size[f] for f in members)
+        assert {f.rsplit(".", 1)[1] for f in members} == {u.format}   # one format per unit
+    assert plan_units(spec) == units
+    monkeypatch.setattr(records, "PACK_BYTES", 10 * sum(size.values()))
+    assert [len(u.files or (u.file,)) for u in plan_units(spec)] == [7, 1, 5]  # the Parquet file breaks the run
+    # target_rows asks for row slices of each file: no packing
+    assert all(not u.files for u in plan_units(spec, target_rows=2))
+
+
+@pytest.mark.parametrize("pack_bytes", [600, 1000, 1 << 20])
+def test_a_pack_reads_what_its_files_read_one_unit_each(tmp_path, monkeypatch, pack_bytes):
+    spec = InputSpec.from_config({"paths": _corpus(tmp_path / "in")})
+    monkeypatch.setattr(records, "PACK_BYTES", 0)
+    one_each = plan_units(spec)
+    assert all(not u.files for u in one_each)
+    want_rows, want_q = _read_resolved(spec, one_each)
+    monkeypatch.setattr(records, "PACK_BYTES", pack_bytes)
+    packed = plan_units(spec)
+    assert any(u.files for u in packed)
+    got_rows, got_q = _read_resolved(spec, packed)
+    assert got_rows.to_pylist() == want_rows.to_pylist()
+    assert got_q.to_pylist() == want_q.to_pylist()
+    reasons = got_q.column("reason").to_pylist()
+    assert len(reasons) == 6
+    assert any(r.endswith("s04.jsonl line 4: malformed JSON (Expecting property name enclosed in double quotes)")
+               for r in reasons)
+    assert sum("duplicate id 'd14' for system 'A' (first at" in r and "s04.jsonl line 3)" in r for r in reasons) == 1
+    assert sum("s11.jsonl line 4: duplicate id 'd0' for system 'A' (first at" in r and "s00.jsonl line 1)" in r
+               for r in reasons) == 1
+    assert sum("s06b.parquet row 2: duplicate id 'd2'" in r for r in reasons) == 1
+
+
+def test_the_fast_path_of_a_pack_defers_to_the_line_reader_on_a_repeated_id(tmp_path, monkeypatch):
+    (tmp_path / "a.jsonl").write_text(json.dumps(_rec(1)) + "\n")
+    (tmp_path / "b.jsonl").write_text(json.dumps(_rec(2)) + "\n" + json.dumps(_rec(1)) + "\n")
+    spec = InputSpec.from_config({"paths": str(tmp_path / "*.jsonl")})
+    taken = []
+    real = records._records_fast
+    monkeypatch.setattr(records, "_records_fast", lambda *a: taken.append(real(*a)) or taken[-1])
+    (unit,) = plan_units(spec)
+    assert len(unit.files) == 2
+    table, q = read_unit(spec, unit)
+    assert taken == [True, False]
+    assert table.column("id").to_pylist() == ["d1", "d2"] and table.column("row").to_pylist() == [0, 0]
+    assert [f.rsplit("/", 1)[1] for f in table.column("file").to_pylist()] == ["a.jsonl", "b.jsonl"]
+    (reason,) = q.column("reason").to_pylist()
+    assert reason.endswith("b.jsonl line 2: duplicate id 'd1' for system 'A' (first at "
+                           f"file://{tmp_path}/a.jsonl line 1)")
+
+
+def test_row_keys_name_the_file_of_a_pack():
+    unit = readers.WorkUnit(index=0, layout="records", file="f/a", format="jsonl", files=("f/a", "f/b", "f/c"))
+    table = pa.table({"system": ["", ""], "id": ["1", "2"], "row": [5, 0], "file": ["f/c", "f/a"]})
+    keys = unit_keys(table, unit).column("row").to_pylist()
+    assert keys == [(2 << 40) + 5, 0] == [unit.row_key("f/c", 5), unit.row_key("f/a", 0)]
+    assert [unit.locate(k) for k in keys] == [("f/c", 5), ("f/a", 0)]
+    single = readers.WorkUnit(index=0, layout="records", file="f/a", format="jsonl")
+    assert unit_keys(table, single).column("row").to_pylist() == [5, 0] and single.locate(5) == ("f/a", 5)
