@@ -34,8 +34,11 @@ SAFE_OPTIONS = frozenset({
 _URL_OPTIONS = ("endpoint_url",)
 
 _SCHEME = r"[A-Za-z][A-Za-z0-9+.-]*://"
-_USERINFO_AT_START = re.compile(rf"^({_SCHEME})[^/@?#\s]*:[^/@?#\s]*@")
-_USERINFO_IN_TEXT = re.compile(rf"({_SCHEME})[^/@?#\s'\"]*:[^/@?#\s'\"]*@")
+# Any userinfo: user:password@, but also a token alone (https://TOKEN@host, s3://KEY@bucket)
+_USERINFO_AT_START = re.compile(rf"^({_SCHEME})([^/@?#\s]+)@")
+_USERINFO_IN_TEXT = re.compile(rf"({_SCHEME})([^/@?#\s'\"]+)@")
+# Azure URLs name the container there (abfs://container@account.dfs.core.windows.net): no secret
+_CONTAINER_AT = frozenset({"abfs://", "abfss://", "az://", "adl://", "wasb://", "wasbs://"})
 _QUERY_VALUE = re.compile(r"([?&][A-Za-z0-9_.\-]+=)[^&#\s'\"]*")
 # Azure connection strings and the like: "AccountKey=...;" (case-insensitive key names)
 _KEYED_SECRET = re.compile(r"((?:AccountKey|SharedAccessSignature|SharedAccessKey|SharedAccessKeyName|"
@@ -45,12 +48,18 @@ _AUTH_HEADER = re.compile(r"((?:Authorization|Proxy-Authorization)['\"]?\s*[:=]\
 _MIN_SECRET = 4   # shorter values would mask common text; no real credential is this short
 
 
+def _mask_userinfo(m: re.Match) -> str:
+    if m.group(1).lower() in _CONTAINER_AT and ":" not in m.group(2):
+        return m.group(0)
+    return m.group(1) + REDACTED + "@"
+
+
 def redact_url(url: Any) -> Any:
     """``url`` without the user and password of its userinfo and with its query values redacted;
     a non-string (or a plain path) is returned as is.  A glob's ``?`` is kept (no ``=`` follows)."""
     if not isinstance(url, str):
         return url
-    out = _USERINFO_AT_START.sub(lambda m: m.group(1) + REDACTED + "@", url)
+    out = _USERINFO_AT_START.sub(_mask_userinfo, url)
     base, q, query = out.partition("?")
     if q and "=" in query:
         frag = ""
@@ -142,9 +151,9 @@ def _url_secrets(url: Any) -> list[str]:
     if not isinstance(url, str):
         return []
     found = []
-    m = re.match(rf"^{_SCHEME}([^/@?#\s]*):([^/@?#\s]*)@", url)
-    if m:
-        found += [m.group(1), m.group(2)]
+    m = _USERINFO_AT_START.match(url)
+    if m and _mask_userinfo(m) != m.group(0):
+        found += [m.group(2), *m.group(2).split(":", 1)]
     _, q, query = url.partition("?")
     if q and "=" in query:
         found += [p.split("=", 1)[1].split("#", 1)[0] for p in query.split("&") if "=" in p]
@@ -193,7 +202,7 @@ class Redactor:
         for secret in self.secrets:
             if secret in s:
                 s = s.replace(secret, REDACTED)
-        s = _USERINFO_IN_TEXT.sub(lambda m: m.group(1) + REDACTED + "@", s)
+        s = _USERINFO_IN_TEXT.sub(_mask_userinfo, s)
         s = _QUERY_VALUE.sub(lambda m: m.group(1) + REDACTED, s)
         s = _KEYED_SECRET.sub(lambda m: m.group(1) + REDACTED, s)
         return _AUTH_HEADER.sub(lambda m: m.group(1) + REDACTED, s)

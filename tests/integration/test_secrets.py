@@ -134,6 +134,38 @@ def test_redact_url_and_text():
     assert r.text("rows 10, quarantined 0") == "rows 10, quarantined 0"
 
 
+def test_userinfo_without_a_password_is_redacted_too():
+    """https://TOKEN@host, s3://KEY@bucket, https://user@host: any userinfo may be a credential."""
+    from pipeline.redaction import REDACTED, Redactor, redact_record, redact_url
+
+    for url, want in (("https://ghp_T0KEN1234@git.example/r.jsonl", f"https://{REDACTED}@git.example/r.jsonl"),
+                      ("s3://AKIAKEY5678@bucket/x.jsonl", f"s3://{REDACTED}@bucket/x.jsonl"),
+                      ("https://alice@host/x", f"https://{REDACTED}@host/x"),
+                      ("abfss://container@acct.dfs.core.windows.net/x", "abfss://container@acct.dfs.core.windows.net/x")):
+        assert redact_url(url) == want
+    rec = redact_record({"input": {"paths": ["https://ghp_T0KEN1234@git.example/r.jsonl"]},
+                         "output": {"url": "s3://AKIAKEY5678@bucket/run"}})
+    assert "T0KEN1234" not in json.dumps(rec) and "AKIAKEY5678" not in json.dumps(rec)
+    r = Redactor().add_config({"input": {"paths": "s3://AKIAKEY5678@bucket/x.jsonl"}})
+    out = r.text("cannot open AKIAKEY5678@bucket/x.jsonl: see https://ghp_T0KEN1234@git.example/r")
+    assert "AKIAKEY5678" not in out and "T0KEN1234" not in out, out
+
+
+def test_a_token_only_url_is_redacted_in_printed_output_and_errors(tmp_path):
+    corpus = write_records(tmp_path / "corpus", 4)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump(config({"layout": "records", "paths": corpus}, tmp_path / "run")))
+    token = "S3CR3T-token-only-9c9c"
+    url = f"memory://{token}@nowhere/x.jsonl"
+    missing = cli("score", "--config", str(cfg), "--sync", "--set", f"input.paths={url}")
+    printed = cli("score", "--config", str(cfg), "--print-config", "--set", f"input.paths={url}")
+    assert missing.returncode == 2 and "memory://" in missing.stderr, missing.stderr
+    assert printed.returncode == 0 and "nowhere/x.jsonl" in printed.stdout, printed.stderr
+    outputs = {f"{n}.{k}": getattr(r, k).encode() for n, r in (("missing", missing), ("printed", printed))
+               for k in ("stdout", "stderr")}
+    assert _leaks(outputs, [token]) == []
+
+
 def test_every_credential_option_appears_in_no_byte_of_the_run_or_its_output(tmp_path):
     """A local run accepts any storage option (fsspec's local filesystem ignores them), so every
     credential-bearing option goes through a real run, a refused rerun and a failing input."""
