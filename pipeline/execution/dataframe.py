@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from pipeline import job
 
@@ -47,24 +48,33 @@ def _as_refs(v):
     return [str(x) for x in v]
 
 
-def _check_not_stringified(refs, column: str) -> None:
-    """Refuse references that are the text of a Python list: ``dd.from_pandas`` turns an object
-    column of lists into their ``str()`` (``dataframe.convert-string``), which would be scored
-    as one reference."""
+def _is_list_text(v) -> bool:
     import ast
 
-    for v in refs:
-        if isinstance(v, str) and len(v) > 1 and v[0] == "[" and v[-1] == "]":
-            try:
-                parsed = ast.literal_eval(v)
-            except (ValueError, SyntaxError, MemoryError, RecursionError):
-                continue
-            if isinstance(parsed, list) and all(isinstance(x, str) for x in parsed):
-                raise ValueError(
-                    f"the {column!r} column holds the text of a Python list ({v[:60]!r}): Dask turned a "
-                    "column of lists into strings (dataframe.convert-string, e.g. in dd.from_pandas). Keep "
-                    "it a list column: pass pd.ArrowDtype(pa.list_(pa.string())) before dd.from_pandas, or "
-                    "dask.config.set({'dataframe.convert-string': False}), or read it with dd.read_parquet")
+    if not (isinstance(v, str) and len(v) > 1 and v[0] == "[" and v[-1] == "]"):
+        return False
+    try:
+        parsed = ast.literal_eval(v)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return isinstance(parsed, list) and all(isinstance(x, str) for x in parsed)
+
+
+def _check_not_stringified(col: pd.Series, column: str) -> None:
+    """Refuse references that are the text of Python lists: ``dd.from_pandas`` turns an object
+    column of lists into their ``str()`` (``dataframe.convert-string``), which would be scored
+    as one reference.  Only a column of a string dtype (what the conversion gives) whose every
+    value is such a text is refused: a reference that merely looks like a list is real text."""
+    if not isinstance(col.dtype, pd.StringDtype) and not (
+            isinstance(col.dtype, pd.ArrowDtype) and pa.types.is_string(col.dtype.pyarrow_dtype)):
+        return
+    values = [v for v in col if isinstance(v, str)]
+    if values and all(_is_list_text(v) for v in values):
+        raise ValueError(
+            f"the {column!r} column holds the text of a Python list ({values[0][:60]!r}): Dask turned a "
+            "column of lists into strings (dataframe.convert-string, e.g. in dd.from_pandas). Keep "
+            "it a list column: pass pd.ArrowDtype(pa.list_(pa.string())) before dd.from_pandas, or "
+            "dask.config.set({'dataframe.convert-string': False}), or read it with dd.read_parquet")
 
 
 def score_pandas(df: pd.DataFrame, settings: job.ScoringSettings, candidate: str = "candidate",
@@ -78,7 +88,7 @@ def score_pandas(df: pd.DataFrame, settings: job.ScoringSettings, candidate: str
         return out
     scorer = job.scorer_for(settings)
     refs = [_as_refs(r) for r in df[references]]
-    _check_not_stringified(refs, references)
+    _check_not_stringified(df[references], references)
     res = scorer.score_arrays(refs, [str(c) for c in df[candidate]])
     out["n_refs"] = res.n_refs.astype(np.int32)
     out["cand_tokens"] = res.cand_len.astype(np.int64)

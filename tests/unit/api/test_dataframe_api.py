@@ -26,6 +26,18 @@ def test_a_list_column_stringified_by_from_pandas_is_refused_with_the_fix():
         score_dataframe(ddf, ["rouge1"]).compute(scheduler="sync")
 
 
+@pytest.mark.parametrize("how", ["from_pandas", "object column"])
+def test_a_reference_that_merely_looks_like_a_list_is_scored_as_text(how):
+    refs = ["['a', 'b']", "the fox jumped", "b"]     # the first reference is literally that text
+    df = pd.DataFrame({"candidate": CANDS, "references": refs})
+    with dask.config.set({"dataframe.convert-string": how == "from_pandas"}):
+        ddf = dd.from_pandas(df, npartitions=1)
+    out = score_dataframe(ddf, ["rouge1"]).compute(scheduler="sync")
+    theirs = rouge_scorer.RougeScorer(["rouge1"])
+    assert out["n_refs"].tolist() == [1, 1, 1]
+    assert out["rouge1_fmeasure"].tolist() == [theirs.score(r, c)["rouge1"].fmeasure for c, r in zip(CANDS, refs)]
+
+
 @pytest.mark.parametrize("how", ["arrow", "no-convert"])
 def test_a_list_column_kept_as_lists_is_scored_as_several_references(how):
     df = _frame()
