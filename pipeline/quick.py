@@ -57,7 +57,7 @@ def add_parser(sub) -> None:
     e.add_argument("--candidate-field", default="candidate", help="JSONL/Parquet: candidate field (default candidate)")
     e.add_argument("--references-field", default="references",
                    help="JSONL/Parquet: references field, a text or a list of texts (default references)")
-    e.add_argument("--id-field", default="id", help="JSONL/Parquet: id field, printed with --per-example (default id)")
+    e.add_argument("--id-field", default="id", help="JSONL/Parquet: id field, printed with --per-example (default id; a record without one: its row number)")
 
 
 # --------------------------------------------------------------------------- reading
@@ -125,6 +125,14 @@ def _texts(values, what: str, path: str) -> list[str]:
     return list(values)
 
 
+def _ids(ids: list | None) -> list[str] | None:
+    """The printed ids: a record without one gets its row number, as every record does when none
+    has an id (never the text "None")."""
+    if ids is None:
+        return None
+    return [str(n) if i is None else str(i) for n, i in enumerate(ids)]
+
+
 def read_inputs(args) -> tuple[list[str], list, list[str] | None]:
     """(candidates, references, ids) from the command's files."""
     ids = None
@@ -150,7 +158,7 @@ def read_inputs(args) -> tuple[list[str], list, list[str] | None]:
                 if not isinstance(r, list) or not r or not all(isinstance(x, str) for x in r):
                     raise EvalError(f"references must be a text or a non-empty list of texts: {args.input} "
                                     f"record {n + 1}: {r!r:.60}")
-            return cands, refs, [str(i) for i in ids] if ids is not None else None
+            return cands, refs, _ids(ids)
     if not args.refs:
         raise EvalError(f"no references: {args.input}: pass -r FILE (or a JSONL/Parquet input with references)")
     columns = []
@@ -167,7 +175,7 @@ def read_inputs(args) -> tuple[list[str], list, list[str] | None]:
                             f"the files must have one text per example ({args.input})")
         columns.append(col)
     refs = columns[0] if len(columns) == 1 else [list(x) for x in zip(*columns)]
-    return cands, refs, [str(i) for i in ids] if ids is not None else None
+    return cands, refs, _ids(ids)
 
 
 # --------------------------------------------------------------------------- output

@@ -111,6 +111,23 @@ def test_eval_jsonl_and_parquet_with_field_names(tmp_path, capsys):
                                                                                      "fmeasure")))
 
 
+def test_eval_records_without_an_id_get_their_row_number(tmp_path, capsys):
+    recs = [{"candidate": h, "references": r} for h, r in zip(HYPS, REFS1)]
+    recs[1]["id"], recs[3]["id"] = "b", 7
+    (tmp_path / "p.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs), encoding="utf-8")
+    pq.write_table(pa.table({"candidate": HYPS, "references": REFS1, "id": [None, "b", None, "7"]}),
+                   tmp_path / "p.parquet")
+    for name in ("p.jsonl", "p.parquet"):
+        for fmt in ("json", "csv"):
+            rc, out, err = _main(["eval", "-i", str(tmp_path / name), "--per-example", "-f", fmt], capsys)
+            assert rc == 0, err
+            if fmt == "json":
+                ids = [json.loads(x)["id"] for x in out.splitlines()]
+            else:
+                ids = [r["id"] for r in csv.DictReader(io.StringIO(out))]
+            assert ids == ["0", "b", "2", "7"], (name, fmt, out)
+
+
 def test_eval_errors_are_one_line(files, tmp_path, capsys):
     (tmp_path / "short.txt").write_text("one line\n")
     rc, out, err = _main(["eval", "-r", str(tmp_path / "short.txt"), "-i", str(files / "h.txt")], capsys)
