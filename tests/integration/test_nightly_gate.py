@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-# gcsfs reads this once, when it is imported (as tests/test_gcs.py)
+# gcsfs reads this once, when it is imported (as tests/integration/test_gcs.py)
 os.environ["GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT"] = "false"
 import shutil  # noqa: E402
 import subprocess  # noqa: E402

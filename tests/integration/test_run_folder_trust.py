@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-# gcsfs reads this once, when it is imported (tests/test_gcs.py): before anything imports gcsfs.
+# gcsfs reads this once, when it is imported (tests/integration/test_gcs.py): before anything imports gcsfs.
 os.environ["GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT"] = "false"
 
 import json  # noqa: E402

@@ -1,6 +1,6 @@
 """Issue #5, security: safe YAML only, no pickle in our code or outputs, no path traversal through
 system names or ids, local schedulers/workers/dashboards on 127.0.0.1 only.
-(Secret redaction is tested in tests/test_secrets.py.)
+(Secret redaction is tested in tests/integration/test_secrets.py.)
 
 Note on pickle: Dask itself pickles task arguments and results to move them between the client,
 scheduler and workers (that is how ``distributed`` works; run a cluster only on a trusted network).

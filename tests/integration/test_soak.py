@@ -1,4 +1,4 @@
-"""Soak (issue #5), not in the default suite: ``pytest -m slow tests/test_soak.py``.
+"""Soak (issue #5), not in the default suite: ``pytest -m slow tests/integration/test_soak.py``.
 
 2,000,000 short pairs (``ROUGE_PIPELINE_SOAK_PAIRS`` to change it) through local mode with one
 worker SIGKILLed midway: exactly N rows, no duplicate id.  See benchmarks/soak.py."""

@@ -1,4 +1,4 @@
-"""A local file system whose opens fail on demand (tests only), for tests/test_faults.py.
+"""A local file system whose opens fail on demand (tests only), for tests/integration/test_faults.py.
 
 It replaces fsspec's ``file`` implementation in the test process and, through a worker plugin
 (which the scheduler also runs on restarted workers), in every Dask worker.  Failures are

@@ -3,7 +3,7 @@ quarantine row (id, system, file, row, reason) in the run's ``quarantine/`` data
 the summary; nothing is silently dropped and every good example is scored exactly once.
 
 The job runs synchronously here (``execution.mode: sync``: the same plan pass, tasks and
-writers as on a cluster, without the cluster start-up); tests/test_faults.py covers Dask."""
+writers as on a cluster, without the cluster start-up); tests/integration/test_faults.py covers Dask."""
 from __future__ import annotations
 
 import gzip
