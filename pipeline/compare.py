@@ -375,18 +375,22 @@ def compare(base: RunData, new: RunData, band: float | None = None, min_effect: 
             only.append({"system": system, "only_in": None, "system_missing": False,
                          "n_only_base": len(ob), "n_only_new": len(on),
                          "only_base": ob[:only_list], "only_new": on[:only_list]})
-        n_common = int((m["_merge"] == "both").sum())
+        m = m[m["_merge"] == "both"].sort_values("id", kind="stable")
+        B = m[[c + "_base" for c in cols]].to_numpy(np.float64)
+        N = m[[c + "_new" for c in cols]].to_numpy(np.float64)
+        # coverage counts the examples actually compared: both runs have finite scores (a too_long
+        # example's NaN scores in either run leave it out)
+        ok = np.isfinite(B).all(axis=1) & np.isfinite(N).all(axis=1)
+        n_unscored = int((~ok).sum())
+        m, B, N = m[ok], B[ok], N[ok]
+        n_common = int(len(m))
         cov = n_common / len(b) if len(b) else 1.0
         coverage.append({"system": system, "n_base": int(len(b)), "n_new": int(len(n)), "n_common": n_common,
                          "coverage": cov})
         if n_common == 0 or cov < min_coverage:
-            blockers.append(f"system {label!r}: coverage {cov:.1%} ({n_common} of {len(b)} base examples in the "
-                            f"new run) is below --min-coverage {min_coverage:.0%}")
-        m = m[m["_merge"] == "both"].sort_values("id", kind="stable")
-        B = m[[c + "_base" for c in cols]].to_numpy(np.float64)
-        N = m[[c + "_new" for c in cols]].to_numpy(np.float64)
-        ok = np.isfinite(B).all(axis=1) & np.isfinite(N).all(axis=1)
-        m, B, N = m[ok], B[ok], N[ok]
+            unscored = f", {n_unscored} more without finite scores in one of the runs" if n_unscored else ""
+            blockers.append(f"system {label!r}: coverage {cov:.1%} ({n_common} of {len(b)} base examples "
+                            f"compared{unscored}) is below --min-coverage {min_coverage:.0%}")
         D = N - B
         ids = m["id"].tolist()
         keys = [f"{system}\x1f{i}" for i in ids]

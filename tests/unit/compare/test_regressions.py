@@ -92,6 +92,22 @@ def test_zero_and_half_coverage_are_not_comparable():
     assert any("only in the base run" in b for b in missing["not_comparable"])
 
 
+def test_coverage_counts_only_examples_with_finite_scores_in_both_runs():
+    """A too_long example (NaN scores) is in both runs but not compared: it does not count."""
+    nan = float("nan")
+    base = run_of("b", {"A": BASE, "B": BASE})
+    half = run_of("n", {"A": [nan] * 4 + BASE[4:], "B": BASE})
+    res = compare(base, half, texts=False, **FAST)
+    assert res["verdict"] == "not comparable", res["verdict"]
+    assert any("'A': coverage 50.0% (4 of 8 base examples compared, 4 more without finite scores" in b
+               for b in res["not_comparable"]), res["not_comparable"]
+    assert compare(base, half, min_coverage=0.5, texts=False, **FAST)["verdict"] == "no change"
+    unscored = run_of("n", {"A": [nan] * 8, "B": BASE})
+    res = compare(base, unscored, min_coverage=0.0, texts=False, **FAST)   # n = 0 is never "no change"
+    assert res["verdict"] == "not comparable" and f_row(res)["n"] == 0
+    assert any("'A': coverage 0.0% (0 of 8" in b for b in res["not_comparable"])
+
+
 def test_different_signatures_are_not_comparable_unless_allowed():
     base = run_of("b", {"A": BASE})
     other = run_of("n", {"A": BASE}, signature=SIG.replace("tok:default", "tok:unicode"))
