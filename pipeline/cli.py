@@ -200,7 +200,8 @@ def _significance(args) -> int:
     result = sig.significance(runs[0], runs[-1], systems, stats=("precision", "recall", "fmeasure")
                               if args.all_stats else ("fmeasure",), doc_key=args.doc_key,
                               n_boot=args.n_boot, n_trials=10000 if args.n_perm is None else args.n_perm,
-                              seed=args.seed, confidence=args.confidence)
+                              seed=args.seed, confidence=args.confidence, min_coverage=args.min_coverage,
+                              allow_different_settings=args.allow_different_settings)
     if args.html:
         from pipeline.report import significance_report
 

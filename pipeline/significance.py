@@ -36,7 +36,7 @@ import re
 
 import numpy as np
 
-from pipeline.compare import STATS, CompareError, RunData, system_label
+from pipeline.compare import STATS, CompareError, RunData, signature_diff, system_label
 
 _CHUNK = 2_000_000   # elements of a weight / sign matrix built at once
 
@@ -93,8 +93,7 @@ def _ar_pvalue(bases: np.ndarray, d: np.ndarray, n_trials: int) -> float:
     step = max(1, _CHUNK // max(n, 1))
     for lo in range(0, n_trials, step):
         m = min(step, n_trials - lo)
-        # trials lo .. lo+m-1 of every document's sign stream
-        s = sign_flips(bases, lo + m)[lo:] if lo else sign_flips(bases, m)
+        s = sign_flips(bases, m, start=lo)  # trials lo .. lo+m-1 of every document's sign stream
         hits += int((np.abs(s @ d / n) >= obs - tol).sum())
     return (1 + hits) / (1 + n_trials)
 
@@ -113,8 +112,12 @@ def holm(pvalues: list[float]) -> list[float]:
 
 def significance(base_run: RunData, new_run: RunData, systems: list[str], stats=("fmeasure",),
                  doc_key: str | None = None, n_boot: int = 1000, n_trials: int = 10000, seed: int = 12345,
-                 confidence: float = 0.95) -> dict:
-    """The comparisons as a JSON-able dict (see the module docstring)."""
+                 confidence: float = 0.95, min_coverage: float = 1.0,
+                 allow_different_settings: bool = False) -> dict:
+    """The comparisons as a JSON-able dict (see the module docstring).  Not comparable (as run
+    vs run ``compare``): two runs made with other settings (unless ``allow_different_settings``),
+    a system whose documents with finite scores in both cover less than ``min_coverage`` of the
+    baseline's, or none."""
     from pipeline.stats.poisson import example_bases
 
     systems = [s for s in systems]
@@ -131,11 +134,20 @@ def significance(base_run: RunData, new_run: RunData, systems: list[str], stats=
     types = [t for t in base_run.rouge_types if t in new_run.rouge_types]
     if not types:
         raise CompareError("no rouge type in common")
+    if not 0 <= min_coverage <= 1:
+        raise CompareError("min_coverage must be in [0, 1]")
     cols = [f"{t}_{s}" for t in types for s in stats]
     fb = _frame(base_run, baseline, cols, doc_key)
     frames = {s: _frame(new_run, s, cols, doc_key) for s in others}
     q = (1 - confidence) / 2
-    rows, blockers = [], []
+    rows, blockers, notes = [], [], []
+    if base_run.signature != new_run.signature:
+        diff = ("different settings (signatures differ: "
+                + "; ".join(signature_diff(base_run.signature, new_run.signature)) + ")")
+        if allow_different_settings:
+            notes.append(diff + ", allowed by --allow-different-settings")
+        else:
+            blockers.append(diff + "; pass --allow-different-settings if that is deliberate")
     for s in others:
         fs = frames[s]
         docs = sorted(set(fb.index) & set(fs.index))
@@ -145,6 +157,14 @@ def significance(base_run: RunData, new_run: RunData, systems: list[str], stats=
             continue
         B = fb.loc[docs, cols].to_numpy(np.float64)
         S = fs.loc[docs, cols].to_numpy(np.float64)
+        # coverage of the documents actually compared (finite in both), as run vs run compare
+        n_ok = int((np.isfinite(B) & np.isfinite(S)).all(axis=1).sum())
+        cov = n_ok / len(fb) if len(fb) else 1.0
+        if n_ok == 0 or cov < min_coverage:
+            blockers.append(f"{system_label(s)}: coverage {cov:.1%} ({n_ok} of {len(fb)} documents of "
+                            f"{system_label(baseline)} compared, with finite scores in both) is below "
+                            f"--min-coverage {min_coverage:.0%}")
+            continue
         for c_i, c in enumerate(cols):
             t, st = c.rsplit("_", 1)
             ok = np.isfinite(B[:, c_i]) & np.isfinite(S[:, c_i])
@@ -181,7 +201,7 @@ def significance(base_run: RunData, new_run: RunData, systems: list[str], stats=
                                        "with the baseline",
                          "bootstrap": "paired Poisson bootstrap, weights keyed by (seed, document)",
                          "randomization": "approximate randomization, signs keyed by (seed, document)"},
-            "rows": rows, "comparable": not blockers, "not_comparable": blockers}
+            "rows": rows, "comparable": not blockers, "not_comparable": blockers, "notes": notes}
 
 
 def format_significance(result: dict) -> str:

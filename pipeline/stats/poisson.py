@@ -336,11 +336,12 @@ def replicate_means(bases: np.ndarray, X: np.ndarray, n_boot: int, step: int) ->
         return swx / sw[:, None]
 
 
-def sign_flips(bases: np.ndarray, n: int) -> np.ndarray:
+def sign_flips(bases: np.ndarray, n: int, start: int = 0) -> np.ndarray:
     """Signs ``s[r, i]`` in {-1, +1} as float64 ``(n, len(bases))`` for paired randomization tests:
-    ``+1`` iff the top bit of ``u_r`` (the same splitmix64 stream as the weights, ``r = 0 .. n-1``)
-    is set, so an example's signs are a pure function of (seed, key) like its weights."""
+    ``+1`` iff the top bit of ``u_r`` (the same splitmix64 stream as the weights, trials
+    ``r = start .. start+n-1``) is set, so an example's signs are a pure function of (seed, key)
+    like its weights, and a chunk of trials needs none of the trials before it."""
     bases = np.asarray(bases, dtype=np.uint64)
-    steps = (np.arange(1, n + 1, dtype=np.uint64) * np.uint64(GAMMA))[:, None]
+    steps = (np.arange(start + 1, start + n + 1, dtype=np.uint64) * np.uint64(GAMMA))[:, None]
     u = mix64(bases[None, :] + steps)
     return np.where((u >> np.uint64(63)) == 1, 1.0, -1.0)
