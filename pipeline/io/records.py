@@ -258,29 +258,51 @@ def _records_fast(spec: InputSpec, unit: WorkUnit, out: Out) -> bool:
             data = f.read()
         else:
             return False
-    if not data:
+    n_lines = _clean_lines(data)
+    if n_lines is None:
         return False
+    if unit.row_stop is not None and unit.row_stop - unit.row_start < n_lines:
+        return False
+    columns = _fast_columns(spec, data, n_lines)
+    if columns is None:
+        return False
+    rows = pa.array(np.arange(unit.row_start, unit.row_start + n_lines, dtype=np.int64))
+    canonical = pa.table([*columns, rows, pa.repeat(pa.scalar(url, pa.string()), n_lines)], schema=CANONICAL_SCHEMA)
+    if out.pack and any(k in out.seen for k in zip(columns[1].to_pylist(), columns[0].to_pylist())):
+        return False  # a key of an earlier file of the pack: the line-by-line reader words it
+    out.add_table(canonical, "jsonl")
+    return True
+
+
+def _clean_lines(data: bytes) -> int | None:
+    """The number of lines of a JSONL buffer the fast path can take, else None."""
+    if not data:
+        return None
     n_nl, n_nl_brace, has_cr, has_surrogate = _jsonl_shape(np.frombuffer(data, dtype=np.uint8))
     n_lines = n_nl + (0 if data.endswith(b"\n") else 1)
     # every line but the first must follow a newline and open an object (no blank line, and
     # Arrow's reader crashes on a bare `null` line)
     if has_cr or has_surrogate or not data.startswith(b"{") or n_nl_brace != n_lines - 1:
-        return False
-    if unit.row_stop is not None and unit.row_stop - unit.row_start < n_lines:
-        return False
+        return None
+    return n_lines
+
+
+def _fast_columns(spec: InputSpec, data: bytes, n_lines: int):
+    """``[ids, systems, candidates, references, sources]`` of clean JSONL lines (one key each),
+    or None where anything is unusual."""
     try:
         table = pj.read_json(pa.BufferReader(data), read_options=pj.ReadOptions(block_size=max(1 << 20, len(data) + 1)))
         # Arrow copies invalid UTF-8 into strings as it is; a full validation finds it
         # (ten times faster than decoding the whole unit in Python first)
         table.validate(full=True)
     except (UnicodeDecodeError, pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return False
+        return None
     if table.num_rows != n_lines:
-        return False
+        return None
     c = {k: spec.col(k) for k in ("id", "candidate", "references", "system", "source")}
     names = set(table.column_names)
     if not {c["id"], c["candidate"], c["references"]} <= names:
-        return False
+        return None
 
     def text(col, nullable=False):
         a = table.column(col)
@@ -295,11 +317,11 @@ def _records_fast(spec: InputSpec, unit: WorkUnit, out: Out) -> bool:
     ids = text(c["id"])
     cands = text(c["candidate"])
     if ids is None or cands is None or pc.any(pc.equal(pc.utf8_length(ids), 0)).as_py():
-        return False
+        return None
     if c["system"] in names:
         systems = text(c["system"], nullable=True)
         if systems is None:
-            return False
+            return None
         systems = pc.fill_null(systems, "")
     else:
         systems = pa.chunked_array([pa.repeat(pa.scalar("", pa.string()), table.num_rows)])
@@ -307,34 +329,57 @@ def _records_fast(spec: InputSpec, unit: WorkUnit, out: Out) -> bool:
     if c["source"] in names:
         sources = text(c["source"], nullable=True)
         if sources is None:
-            return False
+            return None
     refs = table.column(c["references"])
     if refs.null_count:
-        return False
+        return None
     if pa.types.is_string(refs.type):
         refs = pa.chunked_array([pa.ListArray.from_arrays(pa.array(np.arange(len(ch) + 1, dtype=np.int32)), ch)
                                  for ch in refs.chunks], pa.list_(pa.string()))
     elif pa.types.is_list(refs.type) and pa.types.is_string(refs.type.value_type):
         flat = pc.list_flatten(refs)
         if flat.null_count or pc.any(pc.equal(pc.list_value_length(refs), 0)).as_py():
-            return False
+            return None
     else:
-        return False
+        return None
     if pc.any(pc.match_substring(systems, KEY_SEPARATOR)).as_py():
-        return False  # quarantined, with the reason, by the line-by-line reader
+        return None  # quarantined, with the reason, by the line-by-line reader
     keys = pc.binary_join_element_wise(systems, ids, KEY_SEPARATOR)
     if pc.count_distinct(keys).as_py() != table.num_rows:
+        return None
+    return [ids, systems, cands, refs.cast(pa.list_(pa.string())), sources]
+
+
+def _pack_fast(spec: InputSpec, unit: WorkUnit, out: Out) -> bool:
+    """A pack of clean JSONL files parsed as one buffer by the fast path (one Arrow read and one
+    set of column checks for the pack, not per file), with each row's file and row.  False
+    (nothing added) where any file is unusual or an id repeats: the files are then read one by one."""
+    if unit.format != "jsonl" or unit.drop_rows:
         return False
-    rows = pa.array(np.arange(unit.row_start, unit.row_start + table.num_rows, dtype=np.int64))
-    canonical = pa.table([ids, systems, cands, refs.cast(pa.list_(pa.string())), sources, rows,
-                          pa.repeat(pa.scalar(url, pa.string()), table.num_rows)], schema=CANONICAL_SCHEMA)
-    if out.pack and any(k in out.seen for k in zip(systems.to_pylist(), ids.to_pylist())):
-        return False  # a key of an earlier file of the pack: the line-by-line reader words it
-    out.add_table(canonical, "jsonl")
+    so, datas, counts = spec.storage_options, [], []
+    for url in unit.files:
+        with reading(url), open_input(url, so, compression_of(url)) as f:
+            data = f.read()
+        n = _clean_lines(data) if data else 0
+        if n is None:
+            return False
+        datas.append(data if not data or data.endswith(b"\n") else data + b"\n")
+        counts.append(n)
+    total = sum(counts)
+    columns = _fast_columns(spec, b"".join(datas), total) if total else None
+    if columns is None:
+        return False
+    counts_np = np.array(counts, dtype=np.int64)
+    starts = np.repeat(np.cumsum(counts_np) - counts_np, counts_np)
+    rows = pa.array(np.arange(total, dtype=np.int64) - starts)
+    files = pa.array(unit.files, pa.string()).take(pa.array(np.repeat(np.arange(len(counts)), counts_np)))
+    out.add_table(pa.table([*columns, rows, files], schema=CANONICAL_SCHEMA), "jsonl")
     return True
 
 
 def read_records(spec: InputSpec, unit: WorkUnit, out: Out) -> None:
+    if unit.files and _pack_fast(spec, unit, out):
+        return
     for url in unit.files:  # a pack: its files in order, each as a unit of one whole file
         _read_file(spec, dataclasses.replace(unit, file=url, files=(), n_rows=None, n_bytes=None), out)
     if not unit.files:

@@ -118,3 +118,37 @@ def test_row_keys_name_the_file_of_a_pack():
     assert [unit.locate(k) for k in keys] == [("f/c", 5), ("f/a", 0)]
     single = readers.WorkUnit(index=0, layout="records", file="f/a", format="jsonl")
     assert unit_keys(table, single).column("row").to_pylist() == [5, 0] and single.locate(5) == ("f/a", 5)
+
+
+@pytest.mark.parametrize("mixed_id_types", [False, True])
+def test_a_clean_pack_is_read_as_one_buffer_with_the_rows_of_its_files(tmp_path, monkeypatch, mixed_id_types):
+    import gzip
+
+    files = {"a.jsonl": [{"id": 1, "candidate": "x y", "references": ["x"], "source": "s x"},
+                         {"id": 2, "candidate": "y", "references": ["y z"]}],
+             "b.jsonl.gz": [{"id": "3" if mixed_id_types else 3, "system": "S", "candidate": "z", "references": ["z"]}],
+             "c.jsonl": [],
+             "d.jsonl": [{"id": 4, "system": None, "candidate": "w", "references": ["w", "v"]}] * 1
+                        + [{"id": 5, "candidate": "v", "references": ["v"]}]}
+    for name, recs in files.items():
+        text = "".join(json.dumps(r) + "\n" for r in recs)
+        if name == "d.jsonl":
+            text = text.rstrip("\n")            # no final newline
+        (tmp_path / name).write_bytes(gzip.compress(text.encode()) if name.endswith(".gz") else text.encode())
+    spec = InputSpec.from_config({"paths": str(tmp_path / "*.jsonl*")})
+    (unit,) = plan_units(spec)
+    assert len(unit.files) == 4
+    taken = []
+    real = records._pack_fast
+    monkeypatch.setattr(records, "_pack_fast", lambda *a: taken.append(real(*a)) or taken[-1])
+    whole, q = read_unit(spec, unit)
+    assert taken == [not mixed_id_types] and q.num_rows == 0
+    monkeypatch.setattr(records, "_pack_fast", lambda *a: False)
+    one_by_one, _ = read_unit(spec, unit)
+    assert whole.schema == one_by_one.schema and whole.to_pylist() == one_by_one.to_pylist()
+    assert [(f.rsplit("/", 1)[1], r) for f, r in zip(whole.column("file").to_pylist(), whole.column("row").to_pylist())] \
+        == [("a.jsonl", 0), ("a.jsonl", 1), ("b.jsonl.gz", 0), ("d.jsonl", 0), ("d.jsonl", 1)]
+    assert whole.column("id").to_pylist() == ["1", "2", "3", "4", "5"]
+    assert whole.column("system").to_pylist() == ["", "", "S", "", ""]
+    assert whole.column("source").to_pylist() == ["s x", None, None, None, None]
+    assert whole.column("references").to_pylist() == [["x"], ["y z"], ["z"], ["w", "v"], ["v"]]
