@@ -336,7 +336,8 @@ def _score(args) -> int:
 
 
 def _show(args) -> int:
-    from pipeline.io.writers import is_complete, read_json
+    from pipeline.io.writers import read_json
+    from pipeline.job.outputs import is_complete
 
     run = args.run.rstrip("/")
 
@@ -393,7 +394,7 @@ def failure(e: BaseException, command: str = "score") -> tuple[int, str]:
     from pipeline.config import ConfigError
 
     driver = sys.modules.get("pipeline.execution.driver")  # not imported: none of its errors
-    run_folder = sys.modules.get("pipeline.io.runfolder")
+    run_folder = sys.modules.get("pipeline.job.outputs.lease")
     unexpected = EXIT_CONFIG if command == "compare" else EXIT_FAILED  # compare's 1 means "moved"
     if isinstance(e, KeyboardInterrupt):
         return EXIT_INTERRUPTED, "interrupted" + ("; rerun the same command to resume" if command == "score" else "")

@@ -129,7 +129,7 @@ def read_scores(url: str, storage_options: dict | None = None) -> pd.DataFrame:
 
 def load_run(url: str, storage_options: dict | None = None) -> RunData:
     """A finished run (``_SUCCESS``): its ``_run.json``, statistics and per-example scores."""
-    from pipeline.io.writers import OldLayoutError, check_layout, is_complete
+    from pipeline.job.outputs import OldLayoutError, check_layout, is_complete
 
     url = str(url).rstrip("/")
     try:

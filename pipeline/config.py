@@ -66,9 +66,9 @@ import yaml
 from pipeline import __version__, profiles
 from pipeline.checks import ConfigError, check_bool, check_choice, check_int, check_str, type_name
 from pipeline.io.paths import check_keys, check_scheme
-from pipeline.io.runfolder import check_output_vs_inputs, input_urls
 from pipeline.io.spec import InputSpec
-from pipeline.io import writers
+from pipeline.job.outputs import names as run_folder_names
+from pipeline.job.outputs.inputs import check_output_vs_inputs, input_urls
 from pipeline.redaction import REDACTED, redact_record  # noqa: F401 - REDACTED: the recorded placeholder
 from pipeline.settings import MULTI_REF, SENTENCE_SPLITTERS, TOKENIZERS, ScoringSettings  # noqa: F401
 
@@ -275,7 +275,7 @@ class RunConfig:
                         if HASH_DEFAULTS.get(k, object()) != v},
             "stats": dataclasses.asdict(self.stats),
             "stats_format": [FORMAT_VERSION, BOOT_BUCKETS],
-            "marker_format": writers.MARKER_FORMAT,
+            "marker_format": run_folder_names.MARKER_FORMAT,
             "version": __version__,
         }
 

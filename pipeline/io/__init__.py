@@ -1,4 +1,5 @@
-"""Input layouts -> the canonical example table, and atomic, deterministic outputs.
+"""Input layouts -> the canonical example table, and atomic, deterministic file writing
+(the run folder's names and files: :mod:`pipeline.job.outputs`).
 
 fsspec and Arrow (and numba for the JSONL byte check): this package must never import Dask
 (only ``pipeline.execution`` does).  The names below load their module on first use, so that
@@ -9,8 +10,7 @@ import importlib
 _EXPORTS = {
     "plan_units": "readers", "read_unit": "readers",
     "CANONICAL_SCHEMA": "spec", "QUARANTINE_SCHEMA": "spec", "InputSpec": "spec", "WorkUnit": "spec",
-    **dict.fromkeys(("escape_system", "is_complete", "mark_success", "part_name", "partition_path",
-                     "unescape_system", "write_json_atomic", "write_parquet_atomic"), "writers"),
+    **dict.fromkeys(("escape_system", "unescape_system", "write_json_atomic", "write_parquet_atomic"), "writers"),
 }
 __all__ = sorted(_EXPORTS)
 

@@ -1,17 +1,13 @@
 """Atomic, deterministic output files (fsspec + Arrow; never Dask).
 
-* Every file has a deterministic name (:func:`part_name`), so a retried task overwrites
-  its own output and never adds a second copy.
-* Local (and other non-object-store) file systems: write ``.tmp-<name>-<uuid>`` in the
-  same folder, then rename (``os.replace`` on local disks: atomic).  Object stores
+* Callers give every file a deterministic name (the run folder's: :mod:`pipeline.job.outputs`),
+  so a retried task overwrites its own output and never adds a second copy.
+* Local (and other non-object-store) file systems: write :func:`temp_path` (``.tmp-<name>-<uuid>``,
+  the one temp-name rule: :func:`is_temp_name`) in the same folder, then rename (``os.replace`` on local disks: atomic).  Object stores
   (s3, gcs, azure): a single PUT / CompleteMultipartUpload is atomic, so write directly.
   Temp names start with ``.``, which Arrow/Dask dataset readers skip.
-* :func:`mark_success` writes ``_SUCCESS`` last; readers trust only run folders where
-  :func:`is_complete` is true.
-* :func:`partition_path` escapes system names (percent-encoding, plus a short hash for
-  very long names), so no system name can leave its folder.  Folders are ``system-<escaped>``,
-  not Hive's ``system=<value>``: the ``system`` column is in every file, and a Hive folder
-  name would make pandas/pyarrow merge it with a second, dictionary-typed ``system``.
+* :func:`escape_system` escapes system names (percent-encoding, plus a short hash for
+  very long names), so no system name can leave its folder.
 """
 from __future__ import annotations
 
@@ -28,19 +24,10 @@ import pyarrow.parquet as pq
 
 from pipeline.io.paths import check_scheme, get_fs, is_local
 
-SUCCESS = "_SUCCESS"
 _OBJECT_STORES = {"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "adl"}
 _SAFE = re.compile(r"[A-Za-z0-9_\-.]")
-_DATASET = re.compile(r"^[A-Za-z0-9_\-][A-Za-z0-9_.\-]*$")
 MAX_SEGMENT = 96    # escaped system names longer than this are cut and hashed
 _KEEP = 64
-
-
-def part_name(unit_index: int) -> str:
-    """``part-00007.parquet``: lexicographic order = unit order (up to 99999, then still unique)."""
-    if isinstance(unit_index, bool) or not isinstance(unit_index, int) or unit_index < 0:
-        raise ValueError(f"unit_index must be a non-negative integer, got {unit_index!r}")
-    return f"part-{unit_index:05d}.parquet"
 
 
 def escape_system(system: str) -> str:
@@ -82,44 +69,6 @@ def unescape_system(segment: str) -> str:
     return unquote_to_bytes(segment).decode("utf-8", "surrogatepass")
 
 
-SYSTEM_PREFIX = "system-"
-# The run folder's layout (``_run.json`` "layout"): 2 = ``scores/system-<s>/``; 1 (no key) was
-# ``scores/system=<s>/``, which pandas and pyarrow cannot read as one dataset.
-LAYOUT = 2
-
-
-def partition_path(run_url: str, dataset: str, system: str) -> str:
-    """``f"{run_url}/{dataset}/system-{escaped}/"``: every Parquet reader (pandas, pyarrow,
-    Dask, polars, duckdb) reads ``{run_url}/{dataset}`` whole, ``system`` from the files."""
-    if not isinstance(dataset, str) or not _DATASET.match(dataset) or dataset in (".", ".."):
-        raise ValueError(f"dataset must be a plain folder name ([A-Za-z0-9_.-]), got {dataset!r}")
-    return f"{run_url.rstrip('/')}/{dataset}/{SYSTEM_PREFIX}{escape_system(system)}/"
-
-
-class OldLayoutError(ValueError):
-    """A run folder written with an older layout (refused, never half read)."""
-
-
-def check_layout(run_url: str, run_info: dict | None) -> None:
-    """Raise :class:`OldLayoutError` if ``run_info`` (``_run.json``) is of an older layout."""
-    if run_info is not None and run_info.get("layout", 1) != LAYOUT:
-        raise OldLayoutError(
-            f"{run_url} was written by an older rouge-pipeline (layout {run_info.get('layout', 1)}: "
-            f"scores/system=S/ folders; this version writes layout {LAYOUT}: scores/system-S/); "
-            "score it again (--overwrite) or read it with the version that wrote it")
-
-
-# The format of a task's completion marker (``_done/unit-XXXXX.json``): 4 holds its counts, files,
-# config hash and plan id (its statistics are recomputed from its parts on resume); 3 the same
-# without config hash and plan id; 2 the same in layout 1 (``system=`` folders); 1 also held the
-# statistics.  Part of the config hash: a run folder with markers of another format is not resumed.
-MARKER_FORMAT = 4
-
-
-def _join(url: str, name: str) -> str:
-    return f"{url.rstrip('/')}/{name}"
-
-
 def _json_meta(value: Any) -> bytes:
     if isinstance(value, bytes):
         return value
@@ -132,18 +81,40 @@ def _protocol(fs) -> str:
     return fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
 
 
+TEMP_PREFIX = ".tmp-"
+# The temp names temp_path gives: ".tmp-<final name>-<uuid4 hex>" (nothing else matches)
+_TEMP_NAME = re.compile(r"^\.tmp-[A-Za-z0-9_.%=~\-]+-[0-9a-f]{32}$")
+
+
+def temp_path(path: str) -> str:
+    """Where an atomic write of ``path`` writes first: a hidden name in the same folder, which
+    Arrow/Dask dataset readers skip."""
+    parent, name = posixpath.split(path.rstrip("/"))
+    return posixpath.join(parent, f"{TEMP_PREFIX}{name}-{uuid.uuid4().hex}")
+
+
+def is_temp_name(basename: str) -> bool:
+    """Whether ``basename`` is one :func:`temp_path` gives (what a killed writer leaves)."""
+    return bool(_TEMP_NAME.match(basename))
+
+
+def is_object_store(fs) -> bool:
+    """s3, gcs, azure: one PUT is atomic, so files are written directly (no temp name)."""
+    return _protocol(fs) in _OBJECT_STORES
+
+
 def _write_bytes_atomic(url: str, write, storage_options: dict | None) -> str:
     """Call ``write(file_object)`` so that ``url`` appears complete or not at all."""
     check_scheme(url, "output")
     fs, path = get_fs(url, storage_options)
-    if _protocol(fs) in _OBJECT_STORES:
+    if is_object_store(fs):
         with fs.open(path, "wb") as f:   # one PUT (or multipart completion): atomic
             write(f)
         return url
     parent = posixpath.dirname(path.rstrip("/"))
     if parent:
         fs.makedirs(parent, exist_ok=True)
-    tmp = posixpath.join(parent, f".tmp-{posixpath.basename(path)}-{uuid.uuid4().hex}")
+    tmp = temp_path(path)
     try:
         with fs.open(tmp, "wb") as f:
             write(f)
@@ -162,25 +133,6 @@ def _write_bytes_atomic(url: str, write, storage_options: dict | None) -> str:
             pass
         raise
     return url
-
-
-# The temp names _write_bytes_atomic gives: ".tmp-<final name>-<uuid4 hex>" (nothing else matches)
-_TEMP_NAME = re.compile(r"^\.tmp-[A-Za-z0-9_.%=\-]+-[0-9a-f]{32}$")
-
-
-def remove_temp_files(run_url: str, storage_options: dict | None = None) -> int:
-    """Delete the temp files our atomic writes left in ``run_url`` (a killed writer cannot
-    remove its own); only names of :data:`_TEMP_NAME`'s form, inside the run folder.  Object
-    stores get none (they are written directly).  Returns how many were removed."""
-    fs, path = get_fs(run_url, storage_options)
-    if _protocol(fs) in _OBJECT_STORES or not fs.exists(path):
-        return 0
-    root = path.rstrip("/") + "/"
-    stale = [p for p in fs.find(path, withdirs=False)
-             if p.startswith(root) and _TEMP_NAME.match(posixpath.basename(p))]
-    for p in stale:
-        fs.rm_file(p)
-    return len(stale)
 
 
 def _write_parquet(table: pa.Table, metadata: dict | None, sink) -> None:
@@ -227,14 +179,3 @@ def read_json(url: str, storage_options: dict | None = None):
         return None
     with fs.open(path, "rb") as f:
         return json.loads(f.read())
-
-
-def mark_success(run_url: str, storage_options: dict | None = None) -> str:
-    """Write ``_SUCCESS`` (empty) in ``run_url``; call it after every other file is written."""
-    return _write_bytes_atomic(_join(run_url, SUCCESS), lambda f: f.write(b""), storage_options)
-
-
-def is_complete(run_url: str, storage_options: dict | None = None) -> bool:
-    check_scheme(run_url, "output")
-    fs, path = get_fs(_join(run_url, SUCCESS), storage_options)
-    return bool(fs.exists(path))

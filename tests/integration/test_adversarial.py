@@ -26,7 +26,8 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from pipeline import cli, job
+from pipeline import cli
+from pipeline.job import outputs
 from pipeline.cli import EXIT_CONFIG, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NO_ROWS, EXIT_OK, main
 
 zstd = pytest.importorskip("zstandard")
@@ -505,13 +506,13 @@ def test_ctrl_c_exits_130_without_a_traceback_and_a_rerun_resumes(tmp_path):
     cmd = [sys.executable, "-m", "pipeline", "score", "--sync", "--no-progress", "--set", f"input.paths={inp}",
            "--set", "execution.target_rows=2", "--set", "stats.n_boot=20", "-o", str(run)]
     pause = tmp_path / "paused"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), job.TEST_TASK_PAUSE_ENV: f"1:{pause}"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), outputs.TEST_PAUSE_ENV: f"task>=1:{pause}"}
     # Ctrl-C's default action in the child, whatever the test runner inherited (a shell's background
     # job ignores SIGINT, and so would the child)
     p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
-        while not pause.exists():   # task 1 has begun (task 0 is done) and waits there
+        while not Path(f"{pause}.reached").exists():   # task 1 has begun (task 0 is done) and waits there
             assert p.poll() is None, p.communicate()
             time.sleep(0.01)
         p.send_signal(signal.SIGINT)
@@ -523,8 +524,7 @@ def test_ctrl_c_exits_130_without_a_traceback_and_a_rerun_resumes(tmp_path):
     assert "Traceback" not in err
     assert err.strip().splitlines()[-1] == "rouge-pipeline: interrupted; rerun the same command to resume"
     assert not (run / "_SUCCESS").exists()
-    pause.unlink()
-    env.pop(job.TEST_TASK_PAUSE_ENV)
+    env.pop(outputs.TEST_PAUSE_ENV)
     again = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert again.returncode == EXIT_OK, again.stderr
     assert "resume: 1 of 3 tasks already done" in again.stderr

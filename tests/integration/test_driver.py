@@ -387,12 +387,12 @@ def test_progress_close_ends_an_open_terminal_line_once():
 
 # ------------------------------------------------------------ issue 17 item 10: honest run records
 def _fail_once_after_writing():
-    """In this process: the next task's write_outputs writes its files and marker, then fails as a
+    """In this process: the next task's write_task_files writes its files and marker, then fails as a
     worker losing its connection would (Dask retries the task; the retry finds the marker)."""
-    from pipeline import job as j
+    from pipeline.job import task as j
 
-    orig = getattr(j, "_unpatched_write_outputs", j.write_outputs)
-    j._unpatched_write_outputs = orig
+    orig = getattr(j, "_unpatched_write_task_files", j.write_task_files)
+    j._unpatched_write_task_files = orig
     state = {"failed": False}
 
     def write_then_fail(prepared, task, ctx):
@@ -402,15 +402,15 @@ def _fail_once_after_writing():
             raise ConnectionError("connection lost after the write")
         return r
 
-    j.write_outputs = write_then_fail
+    j.write_task_files = write_then_fail
 
 
 def _unpatch():
-    from pipeline import job as j
+    from pipeline.job import task as j
 
-    if hasattr(j, "_unpatched_write_outputs"):
-        j.write_outputs = j._unpatched_write_outputs
-        del j._unpatched_write_outputs
+    if hasattr(j, "_unpatched_write_task_files"):
+        j.write_task_files = j._unpatched_write_task_files
+        del j._unpatched_write_task_files
 
 
 @pytest.mark.parametrize("mode", ["sync", "dask"])

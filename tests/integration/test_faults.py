@@ -26,7 +26,8 @@ from support.pipeline_corpus import config, run_outputs, write_records
 from pipeline import job
 from pipeline.config import RunConfig
 # what the driver polls: cancelled tasks leave the scheduler's books at once but go on running
-from pipeline.execution.driver import RunFailedError, _executing_keys, run
+from pipeline.execution.driver import RunFailedError, run
+from pipeline.execution.executors import executing_keys as _executing_keys
 from pipeline.io.spec import UnreadableFileError
 
 distributed = pytest.importorskip("distributed")

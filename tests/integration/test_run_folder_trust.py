@@ -26,7 +26,7 @@ import yaml  # noqa: E402
 from support.pipeline_corpus import run_outputs  # noqa: E402
 from support.storage_servers import gcs_endpoint, moto_endpoint, s3_bucket  # noqa: E402,F401  (fixtures)
 from pipeline import cli  # noqa: E402
-from pipeline.io import runfolder  # noqa: E402
+from pipeline.job import outputs  # noqa: E402
 
 REPO = Path(__file__).parents[2]
 
@@ -139,7 +139,7 @@ def test_output_next_to_an_input_glob_that_cannot_match_it_is_accepted(tmp_path,
 
 
 def test_overlap_check_is_protocol_aware_and_normalised():
-    check = runfolder.check_output_vs_inputs
+    check = outputs.check_output_vs_inputs
     check("s3://bucket/in/run", ["/bucket/in/*.jsonl"])          # another file system
     check("s3://bucket/out", ["s3://bucket/output/*.jsonl"])     # a sibling sharing a name prefix
     for out, inp in (("s3a://bucket/data/", ["s3://bucket/data/in/*.jsonl"]),
@@ -337,17 +337,17 @@ def test_fingerprint_falls_back_to_a_content_hash_only_without_metadata(tmp_path
 
     fs = fsspec.filesystem("memory")
     fs.pipe("/fp/x", b"abc")
-    fp = runfolder.fingerprint({"size": 3}, fs, "/fp/x")
+    fp = outputs.fingerprint({"size": 3}, fs, "/fp/x")
     assert fp == {"size": 3, "sha256": "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"}
-    assert runfolder.fingerprint({"size": 3, "ETag": '"e"', "LastModified": "t"}, fs, "/fp/x") == \
+    assert outputs.fingerprint({"size": 3, "ETag": '"e"', "LastModified": "t"}, fs, "/fp/x") == \
         {"size": 3, "version": '"e"', "time": "t"}
 
 
 # --------------------------------------------------------------------------- item 4: the lease
 def _lease(run: Path, **kw) -> dict:
     body = {"run_id": "0123456789ab", "host": "other-host", "pid": 4242, "started": "2026-01-01T00:00:00Z",
-            "heartbeat": time.time(), "timeout_s": runfolder.LEASE_TIMEOUT_S, **kw}
-    (run / runfolder.LEASE).write_text(json.dumps(body))
+            "heartbeat": time.time(), "timeout_s": outputs.LEASE_TIMEOUT_S, **kw}
+    (run / outputs.LEASE).write_text(json.dumps(body))
     return body
 
 
@@ -370,7 +370,7 @@ def test_a_stale_lease_is_broken(tmp_path, inputs, capsys, why):
     out = tmp_path / "run"
     out.mkdir()
     if why == "old heartbeat":
-        _lease(out, heartbeat=time.time() - runfolder.LEASE_TIMEOUT_S - 60)
+        _lease(out, heartbeat=time.time() - outputs.LEASE_TIMEOUT_S - 60)
     else:
         gone = subprocess.Popen([sys.executable, "-c", "pass"])
         gone.wait()
@@ -381,20 +381,20 @@ def test_a_stale_lease_is_broken(tmp_path, inputs, capsys, why):
     assert code == 0, err
     assert snapshot(tmp_path, skip=out) == outside
     assert "breaking the stale lease of run 0123456789ab" in err
-    assert (out / "_SUCCESS").exists() and not (out / runfolder.LEASE).exists()
+    assert (out / "_SUCCESS").exists() and not (out / outputs.LEASE).exists()
 
 
 @pytest.mark.parametrize("body", ['{"run_id": "x", "hea', '{"run_id": "x", "heartbeat": "soon"}', '[]'])
 def test_a_lease_without_a_heartbeat_is_stale_by_its_modification_time(tmp_path, inputs, capsys, body):
     out = tmp_path / "run"
     out.mkdir()
-    lease = out / runfolder.LEASE
+    lease = out / outputs.LEASE
     lease.write_text(body)
     cfg = _cfg(tmp_path, str(inputs / "*.jsonl"))
     code, err = score(capsys, cfg, out)          # just written: perhaps a run mid-write; refused
     assert code == cli.EXIT_BUSY and "_LEASE.json is unreadable" in err, err
     assert lease.read_text() == body
-    old = time.time() - runfolder.LEASE_TIMEOUT_S - 60
+    old = time.time() - outputs.LEASE_TIMEOUT_S - 60
     os.utime(lease, (old, old))
     code, err = score(capsys, cfg, out)
     assert code == 0, err
@@ -407,37 +407,37 @@ def test_two_runs_breaking_one_stale_lease_one_wins(tmp_path):
     between its look and its removal: the first must not remove the second's lease."""
     run = tmp_path / "run"
     run.mkdir()
-    _lease(run, heartbeat=time.time() - runfolder.LEASE_TIMEOUT_S - 60)
-    second = runfolder.Lease(str(run))
+    _lease(run, heartbeat=time.time() - outputs.LEASE_TIMEOUT_S - 60)
+    second = outputs.Lease(str(run))
     taken = []
 
     def log(msg):  # the first run's "breaking the stale lease" message: the second runs now
         if "breaking the stale lease" in msg and not taken:
             taken.append(second.acquire())
 
-    first = runfolder.Lease(str(run), log=log)
+    first = outputs.Lease(str(run), log=log)
     try:
-        with pytest.raises(runfolder.RunFolderBusyError, match=f"in use by run {second.run_id}"):
+        with pytest.raises(outputs.RunFolderBusyError, match=f"in use by run {second.run_id}"):
             first.acquire()
-        assert taken and json.loads((run / runfolder.LEASE).read_text())["run_id"] == second.run_id
+        assert taken and json.loads((run / outputs.LEASE).read_text())["run_id"] == second.run_id
         second.check()
     finally:
         second.release()
         first.release()
-    assert not (run / runfolder.LEASE).exists()
+    assert not (run / outputs.LEASE).exists()
     assert sorted(p.name for p in run.iterdir()) == []     # nothing moved aside is left behind
 
 
 def test_the_heartbeat_never_overwrites_a_lease_another_run_took(tmp_path, monkeypatch):
-    monkeypatch.setattr(runfolder, "LEASE_HEARTBEAT_S", 0.02)
+    monkeypatch.setattr(outputs.lease, "LEASE_HEARTBEAT_S", 0.02)
     run = tmp_path / "run"
-    lease = runfolder.Lease(str(run)).acquire()
+    lease = outputs.Lease(str(run)).acquire()
     body = lease._data
     taken = []
 
     def data():  # another run broke this one's lease and took the folder just before this beat writes
         if not taken:
-            (run / runfolder.LEASE).unlink()
+            (run / outputs.LEASE).unlink()
             taken.append(_lease(run))
         return body()
 
@@ -448,17 +448,17 @@ def test_the_heartbeat_never_overwrites_a_lease_another_run_took(tmp_path, monke
             assert time.monotonic() < deadline, "the heartbeat never noticed the lease was taken"
             time.sleep(0.01)
         lease.stop_heartbeat()
-        assert json.loads((run / runfolder.LEASE).read_text()) == taken[0]
-        with pytest.raises(runfolder.RunFolderBusyError, match="lost its lease"):
+        assert json.loads((run / outputs.LEASE).read_text()) == taken[0]
+        with pytest.raises(outputs.RunFolderBusyError, match="lost its lease"):
             lease.check()
     finally:
         lease.release()
-    assert json.loads((run / runfolder.LEASE).read_text()) == taken[0]    # left alone
+    assert json.loads((run / outputs.LEASE).read_text()) == taken[0]    # left alone
 
 
 def _start_paused(tmp_path, cfg: Path, out: Path, step: str, *extra):
     gate = tmp_path / f"gate-{step}"
-    env = {**os.environ, runfolder.TEST_PAUSE_ENV: f"{step}:{gate}", "PYTHONPATH": str(REPO)}
+    env = {**os.environ, outputs.TEST_PAUSE_ENV: f"{step}:{gate}", "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen([sys.executable, "-m", "pipeline", "score", "--config", str(cfg), "--output", str(out),
                              "--sync", "--no-progress", "--json", *extra], cwd=REPO, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -478,7 +478,7 @@ def test_two_runs_on_one_folder_the_second_exits_6(tmp_path, inputs, capsys):
     other = _cfg(tmp_path, str(inputs / "*.jsonl"), name="stem.yaml", scoring={"use_stemmer": True})
     first, gate = _start_paused(tmp_path, cfg, out, "prepared")
     try:
-        holder = json.loads((out / runfolder.LEASE).read_text())
+        holder = json.loads((out / outputs.LEASE).read_text())
         assert holder["pid"] == first.pid
         for c, extra in ((cfg, ()), (other, ()), (other, ("--overwrite",))):
             code, err = score(capsys, c, out, *extra)
@@ -491,7 +491,7 @@ def test_two_runs_on_one_folder_the_second_exits_6(tmp_path, inputs, capsys):
             first.kill()
             first.communicate()
     assert first.returncode == 0, stderr
-    assert not (out / runfolder.LEASE).exists()
+    assert not (out / outputs.LEASE).exists()
     fresh = tmp_path / "fresh"
     assert score(capsys, cfg, fresh)[0] == 0
     assert run_outputs(out) == run_outputs(fresh)
@@ -519,23 +519,23 @@ def test_inputs_changed_during_the_run_give_no_success(tmp_path, inputs, capsys)
 
 
 def test_lease_heartbeat_refreshes_and_a_lost_lease_is_noticed(tmp_path, monkeypatch):
-    monkeypatch.setattr(runfolder, "LEASE_HEARTBEAT_S", 0.02)
-    lease = runfolder.Lease(str(tmp_path / "run")).acquire()
+    monkeypatch.setattr(outputs.lease, "LEASE_HEARTBEAT_S", 0.02)
+    lease = outputs.Lease(str(tmp_path / "run")).acquire()
     try:
-        first = json.loads((tmp_path / "run" / runfolder.LEASE).read_text())["heartbeat"]
+        first = json.loads((tmp_path / "run" / outputs.LEASE).read_text())["heartbeat"]
         deadline = time.monotonic() + 30
-        while json.loads((tmp_path / "run" / runfolder.LEASE).read_text())["heartbeat"] == first:
+        while json.loads((tmp_path / "run" / outputs.LEASE).read_text())["heartbeat"] == first:
             assert time.monotonic() < deadline, "the heartbeat never refreshed the lease"
             time.sleep(0.01)
-        with pytest.raises(runfolder.RunFolderBusyError, match="in use by run"):
-            runfolder.Lease(str(tmp_path / "run")).acquire()
+        with pytest.raises(outputs.RunFolderBusyError, match="in use by run"):
+            outputs.Lease(str(tmp_path / "run")).acquire()
         lease.stop_heartbeat()
         _lease(tmp_path / "run")            # broken as stale by another run and taken
-        with pytest.raises(runfolder.RunFolderBusyError, match="lost its lease"):
+        with pytest.raises(outputs.RunFolderBusyError, match="lost its lease"):
             lease.check()
     finally:
         lease.release()
-    assert (tmp_path / "run" / runfolder.LEASE).exists()    # not ours any more: left alone
+    assert (tmp_path / "run" / outputs.LEASE).exists()    # not ours any more: left alone
 
 
 # --------------------------------------------------------------------------- object stores
@@ -545,15 +545,15 @@ def test_lease_is_an_exclusive_create_on_s3(moto_endpoint, s3_bucket):
     so = {"key": S3_KEY_ID, "secret": S3_SECRET, "client_kwargs": {"endpoint_url": moto_endpoint},
           "skip_instance_cache": True, "use_listings_cache": False}
     url = f"s3://{s3_bucket}/run"
-    a, b = runfolder.Lease(url, so), runfolder.Lease(url, so)
+    a, b = outputs.Lease(url, so), outputs.Lease(url, so)
     a._create()
     with pytest.raises(FileExistsError):   # the race itself: If-None-Match: * refused by the store
         b._create()
     a_fs = __import__("s3fs").S3FileSystem(**so)
-    a_fs.rm(f"{s3_bucket}/run/{runfolder.LEASE}")
+    a_fs.rm(f"{s3_bucket}/run/{outputs.LEASE}")
     a.acquire()
     try:
-        with pytest.raises(runfolder.RunFolderBusyError, match=f"in use by run {a.run_id}"):
+        with pytest.raises(outputs.RunFolderBusyError, match=f"in use by run {a.run_id}"):
             b.acquire()
     finally:
         a.release()
@@ -568,12 +568,12 @@ def test_lease_changes_on_s3_are_conditional(moto_endpoint, s3_bucket):
     so = {"key": S3_KEY_ID, "secret": S3_SECRET, "client_kwargs": {"endpoint_url": moto_endpoint},
           "skip_instance_cache": True, "use_listings_cache": False}
     fs = __import__("s3fs").S3FileSystem(**so)
-    key = f"{s3_bucket}/cond/{runfolder.LEASE}"
+    key = f"{s3_bucket}/cond/{outputs.LEASE}"
     stale = {"run_id": "0123456789ab", "host": "h", "pid": 1, "heartbeat": time.time() - 1000}
     fs.pipe_file(key, json.dumps(stale).encode())
-    first, second = runfolder.Lease(f"s3://{s3_bucket}/cond", so), runfolder.Lease(f"s3://{s3_bucket}/cond", so)
+    first, second = outputs.Lease(f"s3://{s3_bucket}/cond", so), outputs.Lease(f"s3://{s3_bucket}/cond", so)
     seen, version = first._read_versioned()
-    assert runfolder.lease_is_stale(seen)
+    assert outputs.lease_is_stale(seen)
     second.acquire()                       # broke it and took the folder first
     try:
         second.stop_heartbeat()
@@ -603,19 +603,19 @@ def test_lease_on_gcs(gcs_endpoint, monkeypatch):
     bucket = f"rouge-{os.urandom(6).hex()}"
     fs.mkdir(bucket)
     url = f"gs://{bucket}/run"
-    a = runfolder.Lease(url, so).acquire()
+    a = outputs.Lease(url, so).acquire()
     try:
-        with pytest.raises(runfolder.RunFolderBusyError, match=f"in use by run {a.run_id}"):
-            runfolder.Lease(url, so).acquire()
+        with pytest.raises(outputs.RunFolderBusyError, match=f"in use by run {a.run_id}"):
+            outputs.Lease(url, so).acquire()
         a.stop_heartbeat()
-        before = json.loads(fs.cat_file(f"{bucket}/run/{runfolder.LEASE}"))["heartbeat"]
+        before = json.loads(fs.cat_file(f"{bucket}/run/{outputs.LEASE}"))["heartbeat"]
         assert a._refresh() is None        # the heartbeat's generation-matched rewrite
-        assert json.loads(fs.cat_file(f"{bucket}/run/{runfolder.LEASE}"))["heartbeat"] > before
+        assert json.loads(fs.cat_file(f"{bucket}/run/{outputs.LEASE}"))["heartbeat"] > before
         a.check()
     finally:
         a.release()
-    assert not fs.exists(f"{bucket}/run/{runfolder.LEASE}")
-    runfolder.Lease(url, so).acquire().release()
+    assert not fs.exists(f"{bucket}/run/{outputs.LEASE}")
+    outputs.Lease(url, so).acquire().release()
 
 
 # --------------------------------------------------------------------------- _SUCCESS is last
@@ -667,7 +667,7 @@ def test_a_final_write_that_fails_leaves_no_success(tmp_path, inputs, monkeypatc
 
     sections = {}
     if what == "statistics":
-        monkeypatch.setattr(driver, "write_stats", broken)
+        monkeypatch.setattr(outputs, "write_stats", broken)
     elif what == "rouge155 corpus":
         sections = {"scoring": {"profile": "rouge155", "rouge_types": ["rouge1"]}}
         monkeypatch.setattr(family, "write_corpus_json", broken)
@@ -684,7 +684,7 @@ def test_a_final_write_that_fails_leaves_no_success(tmp_path, inputs, monkeypatc
     with pytest.raises(PermissionError):
         driver.run(cfg, None, progress=False, log=lambda _m: None)
     assert not (tmp_path / "run" / "_SUCCESS").exists()
-    assert not (tmp_path / "run" / runfolder.LEASE).exists()       # released on failure too
+    assert not (tmp_path / "run" / outputs.LEASE).exists()       # released on failure too
 
 
 

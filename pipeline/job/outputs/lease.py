@@ -1,20 +1,8 @@
-"""What a run folder guarantees (fsspec only; never Dask).
-
-* **What is ours.** :func:`is_run_file` names every file the run format writes; ``--overwrite``
-  deletes only those, and refuses a folder that holds anything else (:func:`foreign_files`),
-  a folder without a run record (``_run.json``) and a regular file.
-* **Inputs and the output never overlap** (:func:`check_output_vs_inputs`, at config time):
-  no input inside the run folder (``--overwrite`` would delete it), no run folder inside an
-  input folder, no input glob that matches the run's own files.
-* **Input fingerprints** (:func:`list_inputs`): every input file's size and version
-  (ETag / generation / modification time, whatever the file system's listing gives; a content
-  hash only where it gives neither) from the listing, recorded in the plan, compared on
-  resume and again before ``_SUCCESS``.
-* **One run per folder** (:class:`Lease`): ``_LEASE.json`` created exclusively (local:
-  ``link``, which fails if the name exists; S3 / GCS: a conditional PUT, ``If-None-Match: *``
-  / ``ifGenerationMatch=0``), refreshed by a heartbeat, removed at the end, broken only when
-  stale (heartbeat older than :data:`LEASE_TIMEOUT_S`, or its process is gone on this host; no
-  readable heartbeat: the file's modification time), every change conditional on the version read.
+"""One run per folder: ``_LEASE.json`` created exclusively (local: ``link``, which fails if the
+name exists; S3 / GCS: a conditional PUT, ``If-None-Match: *`` / ``ifGenerationMatch=0``),
+refreshed by a heartbeat, removed at the end, broken only when stale (heartbeat older than
+:data:`LEASE_TIMEOUT_S`, or its process is gone on this host; no readable heartbeat: the file's
+modification time), every change conditional on the version read.
 """
 from __future__ import annotations
 
@@ -22,251 +10,23 @@ import hashlib
 import json
 import os
 import posixpath
-import re
 import socket
 import threading
 import time
 import uuid
 
-from pipeline.io.paths import get_fs, has_glob, is_local, list_folder
-from pipeline.io.writers import write_bytes_atomic
+from pipeline.io.paths import get_fs, is_local
+from pipeline.io.writers import temp_path
+from pipeline.job.outputs.inputs import TIME_KEYS as _TIME_KEYS
+from pipeline.job.outputs.names import LEASE, url
 
-# Written into _run.json; a folder with another (or none: before issue 17) is not resumed.
-RUN_FORMAT = 2
-LEASE = "_LEASE.json"
 # A lease whose heartbeat is older than this is stale (the run holding it is gone).
 LEASE_TIMEOUT_S = 120.0
 LEASE_HEARTBEAT_S = 10.0
 
-_RUN_FILE = re.compile(r"""^(?:
-      _run\.json | _plan\.json | _summary\.json | _SUCCESS | _LEASE\.json | rouge155_corpus\.json
-    | _done/unit-\d{5,}\.json
-    | scores/system[-=][^/]*/part-\d{5,}\.parquet
-    | quarantine/part-\d{5,}\.parquet
-    | stats/(?:stats|bootstrap_exact)\.(?:parquet|json)
-)$""", re.X)
-# a killed atomic write's temp file (writers._write_bytes_atomic), in a folder of ours
-_TMP_FILE = re.compile(r"^(?:(?:_done|quarantine|stats|scores/system[-=][^/]*)/)?\.tmp-[^/]+$")
-# what the run writes, for the input-glob check (a system folder, a part, every fixed name)
-SAMPLE_FILES = ("_run.json", "_plan.json", "_summary.json", "_SUCCESS", LEASE, "rouge155_corpus.json",
-                "_done/unit-00000.json", "scores/system-/part-00000.parquet", "scores/system-x/part-00000.parquet",
-                "quarantine/part-00000.parquet", "stats/stats.parquet", "stats/stats.json",
-                "stats/bootstrap_exact.parquet", "stats/bootstrap_exact.json")
-
 
 class RunFolderBusyError(RuntimeError):
     """Another live run holds the run folder (its lease)."""
-
-
-def is_run_file(rel: str) -> bool:
-    """Whether ``rel`` (relative to the run folder) is a file the run format writes."""
-    return bool(_RUN_FILE.match(rel) or _TMP_FILE.match(rel))
-
-
-def folder_files(fs, path: str) -> list[str]:
-    """Every file below ``path``, relative to it (hidden ones too)."""
-    root = path.rstrip("/")
-    try:
-        fs.invalidate_cache(root)
-    except Exception:  # noqa: BLE001 - not every file system caches
-        pass
-    out = []
-    for p in fs.find(root, withdirs=False):
-        p = p.rstrip("/")
-        if p.startswith(root + "/"):
-            out.append(p[len(root) + 1:])
-    return sorted(out)
-
-
-def foreign_files(rels) -> list[str]:
-    return [r for r in rels if not is_run_file(r)]
-
-
-def remove_run_files(fs, path: str, rels, keep=(LEASE,)) -> int:
-    """Delete the run-format files ``rels`` below ``path`` (not ``keep``); the caller has checked
-    that every file there is ours.  Returns how many were deleted."""
-    root = path.rstrip("/")
-    doomed = [f"{root}/{r}" for r in rels if is_run_file(r) and r not in keep]
-    if doomed:
-        fs.rm(doomed)
-    if is_local(fs):  # empty folders of ours (object stores have none)
-        for sub in sorted({posixpath.dirname(r) for r in rels if "/" in r}, key=len, reverse=True):
-            for d in (sub, posixpath.dirname(sub)):
-                try:
-                    os.rmdir(f"{root}/{d}") if d else None
-                except OSError:
-                    pass
-    fs.invalidate_cache()
-    return len(doomed)
-
-
-# --------------------------------------------------------------------------- inputs vs output
-_CANONICAL = {"s3a": "s3", "gcs": "gs", "local": "file", "az": "abfs", "abfss": "abfs"}
-
-
-def normalise(url: str) -> tuple[str, str]:
-    """``(protocol, path)`` of ``url`` without a trailing slash: local paths absolute with
-    symlinks resolved; ``s3a``/``gcs``/``local``/``az`` under their usual names."""
-    from fsspec.core import split_protocol
-
-    protocol, rest = split_protocol(url)
-    protocol = _CANONICAL.get((protocol or "file").lower(), (protocol or "file").lower())
-    if protocol == "file":
-        path = os.path.realpath(os.path.expanduser(rest))
-        return protocol, path.replace(os.sep, "/").rstrip("/") or "/"
-    path = rest.split("?", 1)[0]
-    return protocol, posixpath.normpath("/" + path.strip("/")).lstrip("/")
-
-
-def glob_prefix(path: str) -> str:
-    """The folder of a glob before its first segment with a glob character."""
-    head = []
-    for seg in path.split("/"):
-        if has_glob(seg):
-            break
-        head.append(seg)
-    return "/".join(head)
-
-
-def _under(child: str, parent: str) -> bool:
-    return child == parent or child.startswith(parent.rstrip("/") + "/")
-
-
-def check_output_vs_inputs(output: str, inputs) -> None:
-    """Refuse an output that is an input, contains an input, lies inside an input folder, or
-    whose files an input glob would match (``ValueError`` naming both)."""
-    from fsspec.utils import glob_translate
-
-    o_proto, o_path = normalise(output)
-    for inp in inputs:
-        i_proto, i_path = normalise(inp)
-        if i_proto != o_proto:
-            continue
-        prefix = glob_prefix(i_path) if has_glob(i_path) else i_path
-        if _under(prefix, o_path):
-            raise ValueError(f"output.url {output!r} contains the input {inp!r}: a run folder must not "
-                             "hold its inputs (--overwrite would delete them); choose another output")
-        if not _under(o_path, prefix):
-            continue
-        if not has_glob(i_path):
-            raise ValueError(f"output.url {output!r} is inside the input folder {inp!r}: a later run would "
-                             "read this run's files as input; choose an output outside it")
-        rx = re.compile(glob_translate(i_path))
-        hit = next((s for s in SAMPLE_FILES if rx.match(f"{o_path}/{s}")), None)
-        if hit is not None:
-            raise ValueError(f"output.url {output!r}: the input glob {inp!r} would match this run's own "
-                             f"files (e.g. {hit}); choose an output the glob cannot match")
-
-
-# --------------------------------------------------------------------------- input fingerprints
-_VERSION_KEYS = ("ETag", "etag", "generation")
-_TIME_KEYS = ("mtime", "LastModified", "last_modified", "updated")
-
-
-def fingerprint(info: dict, fs=None, path: str | None = None) -> dict:
-    """What identifies one version of a file, from its listing entry: the size and the
-    object's version (ETag / generation) or modification time (and inode on a local disk);
-    a SHA-256 of the content only where the listing gives neither."""
-    fp = {"size": info.get("size")}
-    for k in _VERSION_KEYS:
-        if info.get(k) is not None:
-            fp["version"] = str(info[k])
-            break
-    for k in _TIME_KEYS:
-        if info.get(k) is not None:
-            fp["time"] = str(info[k])
-            break
-    if info.get("ino") is not None:
-        fp["ino"] = int(info["ino"])
-    if "version" not in fp and "time" not in fp and fs is not None and path is not None:
-        with fs.open(path, "rb") as f:
-            fp["sha256"] = hashlib.sha256(f.read()).hexdigest()
-    return fp
-
-
-def _folder_listing(url: str, so: dict) -> dict:
-    """The fingerprints of the files a ``folders``-layout folder holds (the files its reader reads)."""
-    fs, _ = get_fs(url, so)
-    return {u: fingerprint(info, fs, info["name"]) for _, u, info in list_folder(url, so, "input")}
-
-
-def input_urls(spec) -> list[str]:
-    """The URLs / globs / folders an input spec reads."""
-    return list(spec.paths) + list(spec.candidates) + list(spec.references)
-
-
-def list_inputs(spec) -> dict[str, dict]:
-    """``{file URL: fingerprint}`` of every input file of ``spec`` (raises, naming the pattern,
-    for a missing input: called before anything is created in the output)."""
-    from pipeline.io.paths import expand
-
-    so = spec.storage_options
-    out: dict[str, dict] = {}
-    for url in input_urls(spec):  # a listing cached by an earlier run in this process is stale
-        try:
-            get_fs(url, so)[0].invalidate_cache()
-        except Exception:  # noqa: BLE001 - not every file system caches
-            pass
-    if spec.layout == "folders":
-        for url in input_urls(spec):
-            out.update(_folder_listing(url, so))
-        return dict(sorted(out.items()))
-    for field, urls in (("paths", spec.paths), ("candidates", spec.candidates), ("references", spec.references)):
-        if not urls:
-            continue
-        info: dict = {}
-        files = expand(urls, so, f"input.{field}", info=info)
-        for u in files:
-            fs, path = get_fs(u, so)
-            out[u] = fingerprint(info.get(u) or fs.info(path), fs, path)
-    return dict(sorted(out.items()))
-
-
-def changed_inputs(before: dict, now: dict) -> list[str]:
-    """The files added, removed or changed between two :func:`list_inputs`, each marked."""
-    out = []
-    for u in sorted(set(before) | set(now)):
-        if u not in now:
-            out.append(f"{u} (removed)")
-        elif u not in before:
-            out.append(f"{u} (new)")
-        elif before[u] != now[u]:
-            out.append(f"{u} (changed)")
-    return out
-
-
-def describe(files: list[str], limit: int = 5) -> str:
-    more = f" and {len(files) - limit} more" if len(files) > limit else ""
-    return ", ".join(files[:limit]) + more
-
-
-def plan_id(config_hash: str, settings: dict, inputs: dict) -> str:
-    """The plan's identity: the settings and every input file's fingerprint (markers carry it,
-    so a resume accepts only the markers of its own plan)."""
-    blob = json.dumps([config_hash, settings, inputs], sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
-
-
-# --------------------------------------------------------------------------- the lease
-# TEST HOOK (tests/test_run_folder_trust.py only): "<step>:<file>" pauses the run at ``step``
-# (see pause_point) until ``file`` exists, after creating ``<file>.reached``.
-TEST_PAUSE_ENV = "ROUGE_PIPELINE_TEST_PAUSE"
-
-
-def pause_point(step: str) -> None:
-    spec = os.environ.get(TEST_PAUSE_ENV)
-    if not spec:
-        return
-    name, _, path = spec.partition(":")
-    if name != step:
-        return
-    with open(path + ".reached", "w"):
-        pass
-    deadline = time.monotonic() + 120
-    while not os.path.exists(path):
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"test pause at {step}: {path} never appeared")
-        time.sleep(0.01)
 
 
 def _pid_alive(pid) -> bool:
@@ -374,7 +134,7 @@ class Lease:
     def __init__(self, run_url: str, storage_options: dict | None = None, log=None):
         self.run_url = run_url.rstrip("/")
         self.so = dict(storage_options or {})
-        self.url = f"{self.run_url}/{LEASE}"
+        self.url = url(self.run_url, LEASE)
         self.log = log or (lambda _m: None)
         self.run_id = uuid.uuid4().hex[:12]
         self.started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -434,9 +194,8 @@ class Lease:
         data = self._data()
         kind = _store(fs)
         if kind == "local":
-            parent = posixpath.dirname(path)
-            os.makedirs(parent, exist_ok=True)
-            tmp = f"{parent}/.tmp-{LEASE}-{uuid.uuid4().hex}"
+            os.makedirs(posixpath.dirname(path), exist_ok=True)
+            tmp = temp_path(path)
             with open(tmp, "wb") as f:
                 f.write(data)
                 f.flush()
@@ -461,7 +220,7 @@ class Lease:
         fs, path = get_fs(self.url, self.so)
         kind = _store(fs)
         if kind == "local":
-            aside = f"{posixpath.dirname(path)}/.tmp-{LEASE}-broken-{uuid.uuid4().hex}"
+            aside = temp_path(f"{path}-broken")
             try:
                 os.rename(path, aside)  # of two breakers, one moves it; the other finds no file
             except FileNotFoundError:
@@ -617,3 +376,4 @@ class Lease:
                 self._break(version)  # conditional: never removes a lease another run took meanwhile
         except Exception:  # noqa: BLE001 - a stale lease is broken by the next run
             pass
+

@@ -1,0 +1,177 @@
+"""Where the job's tasks run, behind one small interface: in this process (:class:`SyncExecutor`,
+``--sync``) or on a Dask cluster (:class:`DaskExecutor`).  The driver submits the same graph to
+either; only here is Dask called.
+
+An executor's ``submit(fn, *args, key=..., retries=..., **hints)`` returns a future (``key``,
+``status``, ``result()``, ``exception()``); futures among ``args`` are passed as their results;
+``hints`` (``workers``, ``allow_other_workers``, ``priority``) are placement preferences the sync
+executor ignores.  A task that still fails after its retries gives a future whose ``status`` is
+``"error"`` and whose ``exception()`` is the task's own last exception.
+"""
+from __future__ import annotations
+
+import time
+
+
+class Lazy:
+    """The sync executor's future: run in this process when its result (or status) is first
+    asked for, after the futures it depends on; so tasks run in the order the driver consumes
+    them, and nothing after the first failure runs."""
+
+    __slots__ = ("key", "_call", "_value", "_error", "_ran")
+
+    def __init__(self, key: str, call):
+        self.key, self._call, self._value, self._error, self._ran = key, call, None, None, False
+
+    def _run(self) -> None:
+        if not self._ran:
+            call, self._call, self._ran = self._call, None, True
+            self._error = RuntimeError(f"{self.key} was interrupted")  # until call() returns
+            self._value, self._error = call()
+
+    @property
+    def status(self) -> str:
+        self._run()
+        return "error" if self._error is not None else "finished"
+
+    def exception(self):
+        self._run()
+        return self._error
+
+    def result(self):
+        self._run()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+    def cancel(self) -> None:
+        if not self._ran:
+            from concurrent.futures import CancelledError
+
+            self._call, self._error, self._ran = None, CancelledError(self.key), True
+
+
+class SyncExecutor:
+    """Everything in this process, one task after another (:class:`Lazy`).  Transient errors are
+    retried here with backoff (Dask retries the cluster's tasks); ``permanent``: the exception
+    types retrying cannot fix."""
+
+    distributed = False
+    mode = "sync"
+
+    def __init__(self, permanent: tuple, log=None, base_delay: float = 0.2):
+        self.permanent, self.log, self.base_delay = permanent, log, base_delay
+
+    @property
+    def n_workers(self) -> int:
+        return 1
+
+    def submit(self, fn, *args, key: str, retries: int = 0, what: str | None = None, kwargs: dict | None = None,
+               **_hints) -> Lazy:
+        def call():
+            for a in args:
+                if isinstance(a, Lazy) and a.status == "error":
+                    return None, a.exception()
+            values = tuple(a.result() if isinstance(a, Lazy) else a for a in args)
+            attempt = 0
+            while True:
+                try:
+                    return fn(*values, **(kwargs or {})), None
+                except self.permanent as e:
+                    return None, e
+                except Exception as e:  # noqa: BLE001 - transient storage/network errors
+                    if attempt >= retries:
+                        return None, e
+                    if self.log is not None:
+                        self.log(f"{what or key}: {type(e).__name__}: {e}; retrying ({attempt + 1}/{retries})")
+                    time.sleep(self.base_delay * (2 ** attempt))
+                    attempt += 1
+
+        return Lazy(key, call)
+
+    def as_completed(self, futures):
+        return iter(list(futures))
+
+    def run_everywhere(self, fn, *args) -> dict:
+        return {"local": fn(*args)}
+
+    def cancel(self, futures) -> None:
+        for f in futures:
+            f.cancel()
+
+    def wait_stopped(self, *markers: str) -> None:
+        pass
+
+    def warm(self, settings, per_host: bool) -> None:
+        pass  # this process compiles (or loads) what it needs as it scores
+
+
+# How long a failed run waits for its tasks that were already running (see DaskExecutor.wait_stopped).
+DRAIN_TIMEOUT_S = 120.0
+
+
+def executing_keys(dask_worker) -> list[str]:
+    return [str(ts.key) for ts in (*dask_worker.state.executing, *dask_worker.state.long_running)]
+
+
+class DaskExecutor:
+    """The tasks on a ``distributed`` cluster (``client``)."""
+
+    distributed = True
+    mode = "dask"
+
+    def __init__(self, client):
+        self.client = client
+
+    @property
+    def n_workers(self) -> int:
+        return len(self.client.scheduler_info()["workers"])
+
+    def submit(self, fn, *args, key: str, retries: int = 0, what: str | None = None, kwargs: dict | None = None,
+               **hints):
+        return self.client.submit(fn, *args, **(kwargs or {}), key=key, retries=retries, pure=False, **hints)
+
+    def as_completed(self, futures):
+        from distributed import as_completed
+
+        return as_completed(futures)
+
+    def run_everywhere(self, fn, *args) -> dict:
+        return self.client.run(fn, *args)
+
+    def cancel(self, futures) -> None:
+        self.client.cancel(list(futures))
+
+    def wait_stopped(self, *markers: str, timeout: float = DRAIN_TIMEOUT_S) -> None:
+        """Wait until no task whose key holds one of ``markers`` runs on any worker any more.
+        Cancelling does not stop a running task (Dask cannot): without this wait, a failed run's
+        tasks could still write into the run folder after the run has returned, and a local
+        cluster closed right after would kill them mid-write.  Best effort: a cluster that
+        cannot answer ends the wait."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                running = self.client.run(executing_keys, on_error="ignore")
+            except Exception:  # noqa: BLE001 - a lost cluster: nothing left to wait for here
+                return
+            if not any(m in k for keys in running.values() if isinstance(keys, list) for k in keys for m in markers):
+                return
+            time.sleep(0.05)
+
+    def warm(self, settings, per_host: bool) -> None:
+        """Every worker loads the kernels (and a profile's tables) of ``settings``; ``per_host``
+        (an existing cluster): one worker per host first, so a host's workers load its cache
+        instead of all compiling at once."""
+        from pipeline.warmup import warmup
+
+        if per_host:
+            by_host: dict[str, str] = {}
+            for addr, info in sorted(self.client.scheduler_info()["workers"].items()):
+                by_host.setdefault(info.get("host") or addr.rsplit(":", 1)[0], addr)
+            firsts = sorted(by_host.values())
+            self.client.run(warmup, settings, workers=firsts)
+            rest = [w for w in self.client.scheduler_info()["workers"] if w not in firsts]
+            if rest:
+                self.client.run(warmup, settings, workers=rest)
+        else:
+            self.client.run(warmup, settings)

@@ -1,0 +1,439 @@
+"""The run folder's files: what a run writes there, reads back, checks and removes
+(fsspec only; never Dask).  Names: :mod:`pipeline.job.outputs.names`.
+
+* **What is ours.** :func:`names.is_run_file` names every file the run format writes;
+  ``--overwrite`` deletes only those, and refuses a folder that holds anything else
+  (:func:`foreign_files`), a folder without a run record (``_run.json``) and a regular file.
+* **Every file a task writes has a deterministic name** and is written atomically, so a
+  retried or repeated task overwrites its own files and never duplicates rows; its marker,
+  written last, lets a rerun skip it (:func:`load_done` reduces the same statistics from its parts).
+* **``_SUCCESS`` last**, after :func:`verify_parts`; readers trust only folders where
+  :func:`is_complete` is true.
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import posixpath
+import time
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline.io import writers
+from pipeline.io.paths import check_scheme, get_fs, is_local
+from pipeline.job.outputs import names
+from pipeline.job.outputs.inputs import changed_inputs
+from pipeline.job.outputs.names import (
+    DONE, EXACT_JSON, EXACT_PARQUET, LAYOUT, LEASE, MARKER_FORMAT, META_CONFIG_HASH, META_SIGNATURE,
+    PLAN, QUARANTINE, RUN_FORMAT, RUN_INFO, SCORES, STATS_JSON, STATS_PARQUET, SUCCESS, SUMMARY,
+    describe, is_run_file, marker_url, url,
+)
+
+
+class RunFolderError(RuntimeError):
+    """The run folder holds a run made with other settings or an older format, is not a run
+    folder, or holds files that are not this run's (or the inputs changed during the run)."""
+
+
+class OldLayoutError(ValueError):
+    """A run folder written with an older layout (refused, never half read)."""
+
+
+# --------------------------------------------------------------------------- listing, removing
+def folder_files(fs, path: str) -> list[str]:
+    """Every file below ``path``, relative to it (hidden ones too)."""
+    root = path.rstrip("/")
+    try:
+        fs.invalidate_cache(root)
+    except Exception:  # noqa: BLE001 - not every file system caches
+        pass
+    out = []
+    for p in fs.find(root, withdirs=False):
+        p = p.rstrip("/")
+        if p.startswith(root + "/"):
+            out.append(p[len(root) + 1:])
+    return sorted(out)
+
+
+def foreign_files(rels) -> list[str]:
+    return [r for r in rels if not is_run_file(r)]
+
+
+def remove_run_files(fs, path: str, rels, keep=(LEASE,)) -> int:
+    """Delete the run-format files ``rels`` below ``path`` (not ``keep``); the caller has checked
+    that every file there is ours.  Returns how many were deleted."""
+    root = path.rstrip("/")
+    doomed = [f"{root}/{r}" for r in rels if is_run_file(r) and r not in keep]
+    if doomed:
+        fs.rm(doomed)
+    if is_local(fs):  # empty folders of ours (object stores have none)
+        for sub in sorted({posixpath.dirname(r) for r in rels if "/" in r}, key=len, reverse=True):
+            for d in (sub, posixpath.dirname(sub)):
+                try:
+                    os.rmdir(f"{root}/{d}") if d else None
+                except OSError:
+                    pass
+    fs.invalidate_cache()
+    return len(doomed)
+
+
+# TEST HOOK (tests only): "<step>:<file>" pauses the run at ``step`` (see pause_point) until
+# ``file`` exists, after creating ``<file>.reached``; step "task>=K" pauses every task with index >= K.
+TEST_PAUSE_ENV = "ROUGE_PIPELINE_TEST_PAUSE"
+
+
+def pause_point(step: str, index: int | None = None) -> None:
+    spec = os.environ.get(TEST_PAUSE_ENV)
+    if not spec:
+        return
+    name, _, path = spec.partition(":")
+    if index is not None and name.startswith(f"{step}>="):
+        if index < int(name[len(step) + 2:]):
+            return
+    elif name != step:
+        return
+    with open(path + ".reached", "w"):
+        pass
+    deadline = time.monotonic() + 120
+    while not os.path.exists(path):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"test pause at {step}: {path} never appeared")
+        time.sleep(0.01)
+
+
+def done_indices(files) -> set[int]:
+    """The task indices whose markers are among ``files`` (a :func:`folder_files` listing)."""
+    out = set()
+    for rel in files:
+        d, _, base = rel.partition("/")
+        if d == DONE and base.startswith("unit-") and base.endswith(".json"):
+            try:
+                out.add(int(base[5:-5]))
+            except ValueError:
+                pass
+    return out
+
+
+def remove_temp_files(run_url: str, storage_options: dict | None, files) -> int:
+    """Delete the temp files our atomic writes left (a killed writer cannot remove its own),
+    from ``files`` (a :func:`folder_files` listing): only :func:`pipeline.io.writers.temp_path`
+    names, in folders of ours.  Object stores get none (they are written directly)."""
+    fs, path = get_fs(run_url, storage_options)
+    if writers.is_object_store(fs):
+        return 0
+    stale = [r for r in files if names.is_temp_file(r)]
+    for r in stale:
+        try:
+            fs.rm_file(f"{path.rstrip('/')}/{r}")
+        except FileNotFoundError:
+            pass
+    return len(stale)
+
+
+# --------------------------------------------------------------------------- layout and format
+def check_layout(run_url: str, run_info: dict | None) -> None:
+    """Raise :class:`OldLayoutError` if ``run_info`` (``_run.json``) is of an older layout."""
+    if run_info is not None and run_info.get("layout", 1) != LAYOUT:
+        raise OldLayoutError(
+            f"{run_url} was written by an older rouge-pipeline (layout {run_info.get('layout', 1)}: "
+            f"scores/system=S/ folders; this version writes layout {LAYOUT}: scores/system-S/); "
+            "score it again (--overwrite) or read it with the version that wrote it")
+
+
+def read_run_info(run_url: str, so: dict | None = None):
+    return writers.read_json(url(run_url, RUN_INFO), so)
+
+
+def mark_success(run_url: str, storage_options: dict | None = None) -> str:
+    """Write ``_SUCCESS`` (empty) in ``run_url``; call it after every other file is written."""
+    return writers.write_bytes_atomic(b"", url(run_url, SUCCESS), storage_options)
+
+
+def is_complete(run_url: str, storage_options: dict | None = None) -> bool:
+    check_scheme(run_url, "output")
+    fs, path = get_fs(url(run_url, SUCCESS), storage_options)
+    return bool(fs.exists(path))
+
+
+def utc_now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+# --------------------------------------------------------------------------- the run folder's start
+def precheck_run_folder(run_url: str, so: dict, overwrite: bool) -> None:
+    """Refuse what is not a run folder of this format, before anything is written there: a
+    regular file, a folder holding anything but a run (no ``_run.json``; ``--overwrite`` never
+    applies), a run of an older format (unless ``overwrite``), a run folder holding files the
+    run format does not write (with ``overwrite``: it deletes only a folder that is all ours)."""
+    fs, path = get_fs(run_url, so)
+    if fs.isfile(path):
+        raise RunFolderError(f"{run_url} is a file, not a run folder; choose another output")
+    if not fs.isdir(path):
+        return
+    files = folder_files(fs, path)
+    if all(names.is_leftover(f) for f in files):
+        return  # empty, or only a lease or temp files left behind
+    try:
+        run_info = read_run_info(run_url, so)
+    except ValueError:
+        raise RunFolderError(f"{run_url}: its _run.json is not valid JSON; choose another output") from None
+    if not isinstance(run_info, dict):
+        raise RunFolderError(f"{run_url} is not empty and is not a rouge-pipeline run folder (no _run.json): "
+                             "nothing in it is replaced; choose another output")
+    if not overwrite:
+        try:
+            check_layout(run_url, run_info)
+        except OldLayoutError as e:
+            raise RunFolderError(str(e)) from None
+    fmt = run_info.get("run_format", 1)
+    if fmt != RUN_FORMAT and not overwrite:
+        raise RunFolderError(f"{run_url} was written by another rouge-pipeline version (run folder format {fmt}, "
+                             f"this version writes {RUN_FORMAT}) and is not resumed; choose another "
+                             "output or pass --overwrite to replace it")
+    foreign = foreign_files(files)
+    if foreign and overwrite:
+        raise RunFolderError(f"{run_url} holds files rouge-pipeline did not write ({describe(foreign)}); "
+                             "--overwrite replaces only a run folder that holds nothing else: move them away "
+                             "or choose another output")
+
+
+def prepare_run_folder(cfg, run_url: str, so: dict, signature: str, config_hash: str, plan: dict,
+                       overwrite: bool, log, inputs: dict | None = None, plan_id: str = "") -> set[int]:
+    """Under the lease: refuse a folder made with other settings (unless ``overwrite``, which
+    deletes the run's own files only); on resume, score again from scratch when the inputs
+    changed since the plan (``inputs``: :func:`inputs.list_inputs`); write ``_run.json``.
+    Returns the tasks an earlier run finished (their markers; one listing of the folder)."""
+    precheck_run_folder(run_url, so, overwrite)
+    fs, path = get_fs(run_url, so)
+    files = folder_files(fs, path) if fs.isdir(path) else []
+    run_info = read_run_info(run_url, so)
+    if run_info is not None:
+        if overwrite:
+            log(f"--overwrite: removing the run files of {run_url}")
+            remove_run_files(fs, path, files)
+            run_info = None
+        elif run_info.get("config_hash") != config_hash:
+            raise RunFolderError(
+                f"{run_url} holds a run made with other settings (config hash {run_info.get('config_hash')}, "
+                f"this run {config_hash}; signature there: {run_info.get('signature')}); "
+                "choose another output or pass --overwrite")
+        elif run_info.get("plan") != plan:
+            raise RunFolderError(
+                f"{run_url} was planned with {run_info.get('plan')}, this run uses {plan}; "
+                "choose another output or pass --overwrite")
+        else:
+            try:
+                stored = read_plan(run_url, so)
+            except ValueError:
+                stored = None
+            if isinstance(stored, dict) and stored.get("plan_id") == plan_id:
+                # Same settings and inputs: resume.  _SUCCESS is rewritten at the end.
+                if SUCCESS in files:
+                    fs.rm(f"{path.rstrip('/')}/{SUCCESS}")
+                return done_indices(files)
+            if isinstance(stored, dict):
+                changed = changed_inputs(stored.get("inputs") or {}, inputs or {})
+                log(f"the inputs changed since {run_url} was planned ({describe(changed)}): "
+                    "scoring them again")
+            # no plan of these inputs: nothing there can be kept (its markers name another plan)
+            remove_run_files(fs, path, files, keep=(RUN_INFO, LEASE))
+            return set()
+    # cwd: what relative input paths are relative to, for readers of the run (compare's movers)
+    writers.write_json_atomic({"config": cfg.to_dict(redact=True), "signature": signature,
+                               "config_hash": config_hash, "plan": plan, "layout": LAYOUT,
+                               "run_format": RUN_FORMAT,
+                               "version": cfg.hashed_settings()["version"], "cwd": os.getcwd(),
+                               "started_at": utc_now()},
+                              url(run_url, RUN_INFO), so)
+    return set()
+
+
+
+def read_plan(run_url: str, so: dict | None = None) -> dict | None:
+    """``_plan.json``, or None when there is none or it is not valid JSON."""
+    try:
+        stored = writers.read_json(url(run_url, PLAN), so)
+    except ValueError:
+        return None
+    return stored if isinstance(stored, dict) else None
+
+
+def write_plan(run_url: str, plan_doc: dict, so: dict | None = None) -> None:
+    writers.write_json_atomic(plan_doc, url(run_url, PLAN), so)
+
+
+def write_summary(run_url: str, summary: dict, so: dict | None = None) -> None:
+    writers.write_json_atomic(summary, url(run_url, SUMMARY), so)
+
+
+# --------------------------------------------------------------------------- a task's files
+def write_task_files(prepared: dict, task, ctx) -> dict:
+    """Write a task's encoded output (:func:`encode_outputs`) under its deterministic names,
+    then its completion marker; returns the task's result."""
+    so = ctx.storage_options
+    run = ctx.run_url.rstrip("/")
+    files = []
+    for system, data in prepared["parts"]:
+        u = names.score_part_url(run, system, task.index)
+        writers.write_bytes_atomic(data, u, so)
+        files.append(u[len(run) + 1:])
+    if prepared["quarantine"] is not None:
+        u = names.quarantine_part_url(run, task.index)
+        writers.write_bytes_atomic(prepared["quarantine"], u, so)
+        files.append(u[len(run) + 1:])
+    result = {"unit": task.index, "tasks": 1, "files": files,
+              **{k: prepared[k] for k in ("rows", "quarantined", "quarantine_reasons", "systems",
+                                          "cand_tokens", "ref_tokens")}}
+    # No statistics in the marker: they are a function of the part files (load_done), and
+    # packing them (~0.6 MB of JSON per 12,500 examples) cost about a third of what a task
+    # adds to scoring.
+    writers.write_json_atomic({**result, "marker": MARKER_FORMAT, "plan": ctx.plan_id,
+                               "config_hash": ctx.metadata.get(META_CONFIG_HASH, "")},
+                              marker_url(run, task.index), so)
+    result["stats"] = prepared["stats"]
+    result["skipped"] = 0
+    return result
+
+
+
+def load_marker(run_url: str, index: int, storage_options: dict) -> dict | None:
+    """A task's marker, or None when there is none or it is not valid JSON (truncated)."""
+    try:
+        return writers.read_json(marker_url(run_url, index), storage_options)
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+
+def load_done(task, ctx) -> dict | None:
+    """The result of a finished task, or ``None`` if its marker or a file it wrote is missing
+    or unreadable.  Its statistics are computed again from its part files: they hold the id,
+    system and every score the statistics are made of, as float64, so the result equals the
+    one the task returned (integer sums, exact extrema and counts; a test checks it)."""
+    from pipeline.job.scores import STATS, scores_schema, unit_stats  # the scorer: not for the CLI's checks
+
+    run = ctx.run_url.rstrip("/")
+    result = load_marker(run, task.index, ctx.storage_options)
+    chash = ctx.metadata.get(META_CONFIG_HASH, "")
+    if (not isinstance(result, dict) or result.get("marker") != MARKER_FORMAT
+            or result.get("plan") != ctx.plan_id or result.get("config_hash") != chash):
+        return None  # another format, plan or config: score the task again
+    fs, _ = get_fs(run, ctx.storage_options)
+    types = ctx.scoring.rouge_types
+    columns = ["id", "system", *(f"{t}_{s}" for t in types for s in STATS)]
+    schema = pa.schema([scores_schema(types).field(c) for c in columns])
+    parts = []
+    try:
+        for rel in result.get("files", []):
+            _, path = get_fs(f"{run}/{rel}", ctx.storage_options)
+            if rel.startswith("scores/"):  # read (a missing one raises FileNotFoundError)
+                with fs.open(path, "rb") as f:
+                    part = pq.read_table(f, columns=columns)
+                if (part.schema.metadata or {}).get(META_CONFIG_HASH.encode(), b"").decode() != chash:
+                    return None  # a part of another config
+                parts.append(part)
+            elif not fs.exists(path):
+                return None
+        scores = pa.concat_tables(parts) if parts else schema.empty_table()
+    except (OSError, KeyError, pa.ArrowException):  # a damaged part file: score the task again
+        return None
+    if scores.schema != schema or scores.num_rows != result.get("rows"):
+        return None
+    for k in ("marker", "plan", "config_hash"):
+        result.pop(k)
+    result["stats"] = unit_stats(scores, ctx)
+    return result
+
+
+
+# --------------------------------------------------------------------------- the run's end
+EXACT_SCHEMA = pa.schema([
+    pa.field("system", pa.string(), nullable=False), pa.field("type", pa.string(), nullable=False),
+    pa.field("stat", pa.string(), nullable=False), pa.field("count", pa.int64(), nullable=False),
+    pa.field("low", pa.float64(), nullable=False), pa.field("mid", pa.float64(), nullable=False),
+    pa.field("high", pa.float64(), nullable=False), pa.field("n_boot", pa.int64(), nullable=False),
+    pa.field("seed", pa.int64(), nullable=False), pa.field("method", pa.string(), nullable=False),
+])
+
+
+def exact_rows_to_arrow(rows: list[dict]) -> pa.Table:
+    return pa.table({f.name: pa.array([r[f.name] for r in rows], f.type) for f in EXACT_SCHEMA},
+                    schema=EXACT_SCHEMA)
+
+
+def read_scores(run_url: str, system: str, columns=None, storage_options: dict | None = None) -> pa.Table:
+    """One system's per-example scores, in input order (part files in task order)."""
+    folder = names.partition_path(run_url, SCORES, system)
+    fs, path = get_fs(folder, storage_options)
+    if not fs.exists(path):
+        return None
+    files = sorted(p for p in fs.ls(path, detail=False) if p.rsplit("/", 1)[-1].startswith("part-"))
+    tables = []
+    for p in files:
+        with fs.open(p, "rb") as f:
+            tables.append(pq.read_table(f, columns=columns))
+    return pa.concat_tables(tables) if tables else None
+
+
+
+def verify_parts(run_url: str, so: dict, n_tasks: int, chash: str, rows: int, quarantined: int) -> list[str]:
+    """Refuse (before ``_SUCCESS``) a run folder whose ``scores/`` or ``quarantine/`` holds a file
+    part that is not one of this run's ``n_tasks`` tasks' with its config hash, or whose
+    parts hold other row counts than the run counted."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    fs, path = get_fs(run_url, so)
+    root = path.rstrip("/")
+    files = folder_files(fs, root)
+    # the part files there (other names are no reader's parts: left alone)
+    rels = [r for r in files if r.startswith((f"{SCORES}/", f"{QUARANTINE}/"))
+            and names.PART_FILE.match(posixpath.basename(r))]
+
+    def footer(rel):
+        with fs.open(f"{root}/{rel}", "rb") as f:
+            md = pq.read_metadata(f)
+        return md.num_rows, (md.metadata or {}).get(META_CONFIG_HASH.encode(), b"").decode()
+
+    bad, counts = [], {"scores": 0, "quarantine": 0}
+    parts = []
+    for rel in rels:
+        m = names.PART.match(rel)
+        if m is None or int(m.group(1)) >= n_tasks:
+            bad.append(rel)
+        else:
+            parts.append(rel)
+    with ThreadPoolExecutor(max_workers=min(16, max(1, len(parts)))) as pool:
+        for rel, (n, h) in zip(parts, pool.map(footer, parts)):
+            if h != chash:
+                bad.append(f"{rel} (config hash {h or 'none'})")
+            counts[rel.split("/", 1)[0]] += n
+    if bad:
+        raise RunFolderError(f"{run_url} holds part files that are not this run's ({describe(bad)}); "
+                             "no _SUCCESS written: remove them or rerun with --overwrite")
+    if counts["scores"] != rows or counts["quarantine"] != quarantined:
+        raise RunFolderError(f"{run_url}: its part files hold {counts['scores']} scored and {counts['quarantine']} "
+                             f"quarantined rows, this run counted {rows} and {quarantined}; no _SUCCESS written")
+    return files
+
+
+def write_stats(run_url: str, rows: list[dict], sig: str, chash: str, confidence: float, so: dict) -> None:
+    from pipeline.stats import rows_to_arrow  # the statistics' kernels: not for the CLI's checks
+
+    meta = {META_SIGNATURE: sig, META_CONFIG_HASH: chash, "rouge_pipeline.confidence": str(confidence)}
+    writers.write_parquet_atomic(rows_to_arrow(rows), url(run_url, STATS_PARQUET), so, meta)
+    json.dumps(rows, allow_nan=False)   # refuse NaN before writing
+    writers.write_json_atomic({"signature": sig, "config_hash": chash, "confidence": confidence, "rows": rows},
+                              url(run_url, STATS_JSON), so)
+
+
+def write_exact(run_url: str, rows: list[dict], sig: str, chash: str, so: dict) -> None:
+    meta = {META_SIGNATURE: sig, META_CONFIG_HASH: chash}
+    writers.write_parquet_atomic(exact_rows_to_arrow(rows), url(run_url, EXACT_PARQUET), so, meta)
+    writers.write_json_atomic({"signature": sig, "config_hash": chash, "rows": rows},
+                              url(run_url, EXACT_JSON), so)
+
+
+# execution.mode auto: inputs below this many (estimated, uncompressed) bytes are scored in this
+# process, larger ones on the local cluster.  A local cluster costs seconds to start and warm;

@@ -1,0 +1,183 @@
+"""Scores and statistics of a table of examples: the per-example score table (pinned schema),
+the scorer of a run's settings, the statistics of a task's scores, example keys and their hashes,
+quarantine reasons."""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pipeline import diagnostics as diag
+from pipeline import profiles
+from pipeline.io.spec import QUARANTINE_SCHEMA
+from pipeline.scorer import RougeScorer
+from pipeline.scoring import split
+from pipeline.scoring.batch import MAX_BACKTRACK_WORDS, STATUS_OK
+from pipeline.settings import ScoringSettings  # noqa: F401 - job.ScoringSettings, the tasks' settings
+from pipeline.stats import StatsAccumulator, poisson
+
+STATS = ("precision", "recall", "fmeasure")
+
+
+def scores_schema(rouge_types, diagnostics: bool = True) -> pa.Schema:
+    fields = [
+        pa.field("id", pa.string(), nullable=False),
+        pa.field("system", pa.string(), nullable=False),
+        pa.field("n_refs", pa.int32(), nullable=False),
+        pa.field("cand_tokens", pa.int64(), nullable=False),
+        pa.field("ref_tokens", pa.int64(), nullable=False),
+    ]
+    for t in rouge_types:
+        fields += [pa.field(f"{t}_{s}", pa.float64(), nullable=False) for s in STATS]
+    fields.append(pa.field("status", pa.string(), nullable=False))
+    if diagnostics:
+        fields += diag.DIAG_FIELDS
+    return pa.schema(fields)
+
+
+@lru_cache(maxsize=8)
+def scorer_for(settings: ScoringSettings) -> RougeScorer:
+    return profiles.get(settings.profile).build_scorer(settings)
+
+
+TOO_LONG_STATUS = "too_long"
+_STATUS_LABELS = pa.array(["ok", "empty_candidate", "empty_reference", TOO_LONG_STATUS], pa.string())
+
+
+def score_table(table: pa.Table, settings: ScoringSettings, quarantine: bool = False, fmt: str = "jsonl",
+                split_positions=None):
+    """Canonical example table in, per-example scores (pinned schema) out.
+
+    An example the scorer cannot score (``BatchScores.status == STATUS_TOO_LONG``: a
+    rougeLsum sentence pair too long to backtrack) gets status ``too_long`` and NaN scores;
+    with ``quarantine=True`` such examples are left out of the scores instead and returned
+    as quarantine rows (``(scores, quarantine)``; ``table`` must then carry the canonical
+    ``file`` and ``row`` columns, ``fmt`` says whether ``row`` is a line or a Parquet row).
+    ``split_positions``: for a one-row table, rougeLsum's union positions computed in
+    blocks (:func:`split_block`), merged here instead of scoring rougeLsum again.
+    """
+    schema = scores_schema(settings.rouge_types, settings.diagnostics)
+    empty_q = QUARANTINE_SCHEMA.empty_table()
+    if table.num_rows == 0:
+        return (schema.empty_table(), empty_q) if quarantine else schema.empty_table()
+    scorer = scorer_for(settings)
+    if split_positions is None:
+        score_arrow = getattr(scorer, "score_arrow", None)
+        if score_arrow is not None:
+            res = score_arrow(table.column("references"), table.column("candidate"))
+        else:
+            res = scorer.score_arrays(table.column("references").to_pylist(), table.column("candidate").to_pylist())
+    else:
+        res = split.merge_blocks(scorer, table.column("candidate")[0].as_py(),
+                                 table.column("references")[0].as_py(), split_positions)
+    too_long = res.status != STATUS_OK
+    # codes into _STATUS_LABELS, taken in Arrow (a str per row through Python was ~2 us/pair)
+    status_code = np.where(too_long, 3, np.where(res.cand_len == 0, 1, np.where(res.ref_len == 0, 2, 0)))
+    cols = {
+        "id": table.column("id"),
+        "system": table.column("system"),
+        "n_refs": pa.array(res.n_refs, pa.int32()),
+        "cand_tokens": pa.array(res.cand_len, pa.int64()),
+        "ref_tokens": pa.array(res.ref_len, pa.int64()),
+    }
+    for t, name in enumerate(settings.rouge_types):
+        for k, stat in enumerate(STATS):
+            cols[f"{name}_{stat}"] = pa.array(res.scores[:, t, k], pa.float64())
+    cols["status"] = _STATUS_LABELS.take(pa.array(status_code, pa.int8()))
+    if settings.diagnostics:
+        cols.update(diag.for_table(table, res, settings, scorer_for))
+    scores = pa.table(cols, schema=schema)
+    if not quarantine:
+        return scores
+    if not too_long.any():
+        return scores, empty_q
+    bad = np.flatnonzero(too_long)
+    ids, systems = table.column("id").to_pylist(), table.column("system").to_pylist()
+    files, rows = table.column("file").to_pylist(), table.column("row").to_pylist()
+    q = {n: [] for n in QUARANTINE_SCHEMA.names}
+    for i in bad.tolist():
+        where = f"{files[i]} row {rows[i]}" if fmt == "parquet" else f"{files[i]} line {rows[i] + 1}"
+        if res.status[i] == 2:  # the family scorer: ROUGE-W of a reference without tokens
+            reason = (f"{where}: ROUGE-W is undefined for a reference without tokens (ROUGE-1.5.5 stops "
+                      "there); drop that reference or leave out rougeW")
+        else:
+            reason = (f"{where}: rougeLsum sentence pair too long to backtrack (candidate {int(res.cand_len[i])} "
+                      f"tokens, references {int(res.ref_len[i])} tokens, more than {MAX_BACKTRACK_WORDS} words of "
+                      "memory); split the text into sentences (newlines) or leave out rougeLsum")
+        for k, v in zip(QUARANTINE_SCHEMA.names, (ids[i], systems[i], files[i], rows[i], reason)):
+            q[k].append(v)
+    keep = pa.array(~too_long)
+    return scores.filter(keep), pa.table(q, schema=QUARANTINE_SCHEMA)
+
+
+def score_matrix(scores: pa.Table, rouge_types) -> np.ndarray:
+    n = scores.num_rows
+    mat = np.empty((n, len(rouge_types), 3), dtype=np.float64)
+    for t, name in enumerate(rouge_types):
+        for k, stat in enumerate(STATS):
+            mat[:, t, k] = scores.column(f"{name}_{stat}").to_numpy()
+    return mat
+
+
+def unit_stats(scores: pa.Table, ctx, hashes: np.ndarray | None = None) -> StatsAccumulator:
+    """The statistics of a task's scores; ``hashes``: :func:`key_hashes` of exactly its rows,
+    when the plan pass has them."""
+    types = list(ctx.scoring.rouge_types)
+    systems = scores.column("system").combine_chunks()
+    # keys as one Arrow column: hashed from its buffer (no str per example)
+    keys = example_keys(systems, scores.column("id"))
+    return StatsAccumulator.from_scores(keys, systems, score_matrix(scores, types), types,
+                                        seed=ctx.seed, n_boot=ctx.n_boot, key_hashes=hashes)
+
+
+def example_keys(systems, ids) -> pa.Array:
+    """``f"{system}\x1f{id}"`` per example, as one Arrow column: the statistics' example key
+    (:meth:`StatsAccumulator.from_scores`; system names never hold ``"\x1f"``)."""
+    def one(col):
+        return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+
+    return pc.binary_join_element_wise(one(systems), one(ids).cast(pa.string()), "\x1f")
+
+
+def key_hashes(keys: pa.Table) -> np.ndarray | None:
+    """A uint64 per ``(system, id)`` of a :func:`readers.unit_keys` table: the statistics' hash
+    of its example key (:func:`example_keys`, BLAKE2b-64), so the plan pass hashes each key once
+    for both.  Equal keys give equal hashes, so where no two hashes are equal no two keys are
+    (:func:`drop_duplicates`)."""
+    from pipeline.columns import utf8_buffers
+
+    if keys.num_rows == 0:
+        return np.zeros(0, dtype=np.uint64)
+    if keys.column("system").null_count or keys.column("id").null_count:
+        return None  # not in a canonical table; drop_duplicates then runs the exact search
+    return poisson.key_hashes_utf8(*utf8_buffers(example_keys(keys.column("system"), keys.column("id"))))
+
+_LOCATION = re.compile(r" (?:line|row) \d+: ")
+_QUOTED_AFTER = re.compile(r" (id|system) (?:'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")")
+
+
+def reason_cause(reason: str) -> str:
+    """The cause of a quarantine reason ``"<file URL> line N: <cause>"``, without the location
+    (the last one, for references-side reasons), ids, systems and byte offsets."""
+    last = None
+    for m in _LOCATION.finditer(reason):
+        last = m
+    cause = reason[last.end():] if last else reason
+    cause = _QUOTED_AFTER.sub(r" \1", cause)
+    cause = re.sub(r" \(first at .*\)$", "", cause)
+    cause = re.sub(r"\bat byte \d+", "at byte N", cause)
+    return cause.strip() or "unknown"
+
+
+def _reason_counts(quarantine: pa.Table) -> dict:
+    if not quarantine.num_rows:
+        return {}
+    out: dict[str, int] = {}
+    for r in quarantine.column("reason").to_pylist():
+        key = reason_cause(r)
+        out[key] = out.get(key, 0) + 1
+    return dict(sorted(out.items()))
+
