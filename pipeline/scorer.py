@@ -20,7 +20,7 @@ from pipeline.scoring import cold
 from pipeline.scoring.types import parse_rouge_types
 from pipeline.settings import ScoringSettings
 from pipeline.text.sentences import get_splitter, resolve_splitter_name
-from pipeline.text.tokenizers import as_tokenizer
+from pipeline.text.tokenizers import as_tokenizer, routes
 
 if TYPE_CHECKING:
     from pipeline.scoring.batch import BatchScores
@@ -118,6 +118,7 @@ class RougeScorer:
             self.split_summaries = split_summaries
             self.sentence_splitter = resolve_splitter_name(split_summaries, sentence_splitter)
             self._tokenizer = None if tokenizer is None else as_tokenizer(tokenizer)
+            self._routes = None if tokenizer is None else routes(self._tokenizer)
             self._default_stream = False
             return
         self.types = parse_rouge_types(rouge_types, allow_empty=True)
@@ -131,6 +132,7 @@ class RougeScorer:
         self._one_stream = not self._needs_sentences or self.sentence_splitter == "newline"
         # As in rouge-score, a custom tokenizer makes use_stemmer a no-op.
         self._tokenizer = None if tokenizer is None else as_tokenizer(tokenizer)
+        self._routes = None if tokenizer is None else routes(self._tokenizer)
         self._token_index: dict = {}
         self._raw_index: dict = {}  # raw token -> id of its form (batch tokenizers)
         # the default tokenizer over one token stream: the Arrow buffers are scanned in place,
@@ -142,7 +144,7 @@ class RougeScorer:
         """The tokenizer's name in the signature (``default``, or the custom tokenizer's)."""
         if self._tokenizer is None:
             return "default"
-        return getattr(self._tokenizer, "name", type(self._tokenizer).__name__)
+        return self._routes.name
 
     # -- encoding ---------------------------------------------------------------
     def encode(self, texts: Sequence[str]) -> EncodedDocs:
@@ -151,21 +153,18 @@ class RougeScorer:
             return self._delegate.encode(texts)
         if self._tokenizer is not None:
             encoder = _compiled()[1]
-            compiled = getattr(self._tokenizer, "encode_batch", None)
-            if compiled is not None and self._one_stream:
-                encoded = compiled(list(texts))
+            r = self._routes
+            if r.encode_batch is not None and self._one_stream:
+                encoded = r.encode_batch(list(texts))
                 if encoded is not None:
                     return encoded
-            batch = getattr(self._tokenizer, "tokenize_batch", None)
-            if batch is not None and self._one_stream:
-                marked = batch(list(texts))
+            if r.tokenize_batch is not None and self._one_stream:
+                marked = r.tokenize_batch(list(texts))
                 if marked is not None:
-                    return encoder.encode_marked(marked, self._raw_index, self._token_index,
-                                                 getattr(self._tokenizer, "stem_token", None))
+                    return encoder.encode_marked(marked, self._raw_index, self._token_index, r.stem_token)
             split = self._splitter if self._needs_sentences else None
-            compose = (self.sentence_splitter == "newline"
-                       and getattr(self._tokenizer, "tokens_never_span_newlines", False))
-            return encoder.encode_with_tokenizer(texts, self._tokenizer.tokenize, split, self._token_index, compose)
+            compose = self.sentence_splitter == "newline" and r.tokens_never_span_newlines
+            return encoder.encode_with_tokenizer(texts, r.tokenize, split, self._token_index, compose)
         enc = default_encoder(self.use_stemmer)
         whole = enc.encode(texts)
         if self._one_stream:

@@ -9,16 +9,72 @@ rouge-score (where passing one makes ``use_stemmer`` a no-op).
 from __future__ import annotations
 
 import re
-from typing import Callable, Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Protocol, runtime_checkable
 
 from pipeline.text.porter import porter_stem
+
+if TYPE_CHECKING:
+    from pipeline.text.csr import EncodedDocs
 
 _NON_ALPHANUM = re.compile(r"[^a-z0-9]+")
 _VALID_TOKEN = re.compile(r"^[a-z0-9]+$")
 
 
+@runtime_checkable
 class Tokenizer(Protocol):
+    """What rouge-score takes as a tokenizer (and ``RougeScorer(tokenizer=...)``): ``tokenize``.
+
+    A tokenizer may also offer any of the members of the protocols below; the scorer takes the
+    fastest route it offers (:func:`routes`), and each route gives the tokens of ``tokenize``."""
+
     def tokenize(self, text: str) -> list[str]: ...
+
+
+@runtime_checkable
+class Named(Protocol):
+    name: str  # the signature's ``tok`` (default: the class name)
+
+
+@runtime_checkable
+class LineLocal(Protocol):
+    tokens_never_span_newlines: bool  # True: a text's tokens are its lines' tokens
+
+
+@runtime_checkable
+class EncodesBatches(Protocol):
+    def encode_batch(self, texts: list[str]) -> "EncodedDocs | None":
+        """A batch's token ids (sentences: its lines), or None to decline."""
+
+
+@runtime_checkable
+class MarksBatches(Protocol):
+    def tokenize_batch(self, texts: list[str]) -> list[str] | None:
+        """Unstemmed tokens, ``"\\n"`` after each line and ``"\\x00"`` after each text
+        (:func:`pipeline.text.encoder.encode_marked`), or None to decline."""
+
+    def stem_token(self, token: str) -> str:
+        """The form ``tokenize`` gives a token of ``tokenize_batch``."""
+
+
+@dataclass(frozen=True)
+class Routes:
+    """The routes a tokenizer offers, found once (None: not offered)."""
+
+    tokenize: Callable[[str], list[str]]
+    name: str
+    tokens_never_span_newlines: bool = False
+    encode_batch: Callable | None = None
+    tokenize_batch: Callable | None = None
+    stem_token: Callable | None = None
+
+
+def routes(tok: Tokenizer) -> Routes:
+    marks = isinstance(tok, MarksBatches)
+    return Routes(tok.tokenize, tok.name if isinstance(tok, Named) else type(tok).__name__,
+                  isinstance(tok, LineLocal) and bool(tok.tokens_never_span_newlines),
+                  tok.encode_batch if isinstance(tok, EncodesBatches) else None,
+                  tok.tokenize_batch if marks else None, tok.stem_token if marks else None)
 
 
 class DefaultTokenizer:
@@ -62,7 +118,7 @@ class CallableTokenizer:
 
 
 def as_tokenizer(tok) -> Tokenizer:
-    if hasattr(tok, "tokenize"):
+    if isinstance(tok, Tokenizer):
         return tok
     if callable(tok):
         return CallableTokenizer(tok)
