@@ -138,11 +138,7 @@ def _compare(args) -> int:
                                              ("method", args.band_method))
                  if v is not None}
         new = cmp.load_run(args.runs[-1])
-        history = []
-        if args.history:
-            history = cmp.find_runs(args.history, exclude=new.url)
-        if args.previous:
-            history = cmp.previous_runs(new.url) + history
+        history = cmp.history_runs(new, args.history, previous=args.previous)
         if len(args.runs) == 2:
             base = cmp.load_run(args.runs[0])
         elif history:
@@ -219,16 +215,12 @@ def _significance(args) -> int:
 
 
 def _report(args) -> int:
-    from pipeline.compare import CompareError, load_run
+    from pipeline.compare import CompareError, history_runs, load_run
     from pipeline.report import run_report
 
     try:
         run = load_run(args.run)
-        history = None
-        if args.history:
-            from pipeline.compare import find_runs
-
-            history = [h for h in find_runs(args.history, exclude=run.url) if h.recorded_time <= run.recorded_time]
+        history = history_runs(run, args.history) if args.history else None
         html = run_report(run, history=history)
         with open(args.output, "w", encoding="utf-8") as f:
             f.write(html)

@@ -95,6 +95,11 @@ class RunData:
         """When the run finished (``_summary.json``), else when it began (``_run.json``); ISO UTC."""
         return str((self.summary or {}).get("finished_at") or self.info.get("started_at") or "")
 
+    @property
+    def order(self) -> tuple[str, str]:
+        """Where the run stands in a history: when it began (``_run.json``), then its URL."""
+        return (str(self.info.get("started_at") or self.recorded_time), self.url)
+
     def means(self) -> dict[tuple[str, str], float]:
         """``{(system, type): mean F}`` over the run's finite scores."""
         out = {}
@@ -219,6 +224,24 @@ def previous_runs(new_url: str, storage_options: dict | None = None) -> list[Run
     urls = [f"{parent}/{c.rstrip('/').rsplit('/', 1)[-1]}" for c in children
             if c.rstrip("/").rsplit("/", 1)[-1] < name and _is_run(fs, c)]
     return [load_run(u, storage_options) for u in urls]
+
+
+def history_runs(new: RunData, specs: list[str] | None = None, previous: bool = False,
+                 storage_options: dict | None = None) -> list[RunData]:
+    """The history of ``new``: the runs of ``specs`` (:func:`find_runs`) and, with ``previous``,
+    its earlier sibling folders (:func:`previous_runs`), each once, keeping only runs that began
+    before ``new`` (:attr:`RunData.order`; the new run and later runs are never part of its
+    band), sorted by their recorded time (then URL)."""
+    runs = (previous_runs(new.url, storage_options) if previous else []) + \
+        (find_runs(specs, storage_options) if specs else [])
+    seen, out = [], []
+    for r in runs:
+        if same_run(r.url, new.url) or any(same_run(r.url, u) for u in seen) or r.order >= new.order:
+            continue
+        seen.append(r.url)
+        out.append(r)
+    out.sort(key=lambda r: (r.recorded_time, r.url))
+    return out
 
 
 # --------------------------------------------------------------------------- statistics
