@@ -9,6 +9,9 @@ on the same day resumes that day's folder.  Then, unless ``compare: false``, it 
 control chart once there are enough of them, the paired bootstrap against the latest one before
 that), the HTML report is written to ``<new>/compare.html`` (any fsspec URL), and the job exits 1
 when the outputs moved and 3 when the runs are not comparable, with the reason on stderr.
+``timeout_minutes``: a scoring still running after that long is stopped as Ctrl-C would stop it
+(lease released, finished work kept for the next run) and the job exits 124 with one line.
+``keep_previous`` may only be ``true``: nightly never deletes a run folder.
 """
 from __future__ import annotations
 
@@ -97,7 +100,16 @@ def schema_errors(doc, sch: dict, where: str = "") -> list[str]:
     return errs
 
 
+# seconds in one of timeout_minutes' minutes (a test shortens it)
+_MINUTE = 60.0
+# the status of a nightly whose scoring ran past timeout_minutes (as GNU timeout's)
+EXIT_TIMEOUT = 124
+
+
 def validate_job(job) -> None:
+    if isinstance(job, dict) and job.get("keep_previous") is False:
+        raise ValueError("keep_previous: false is not supported: nightly never deletes earlier run folders "
+                         "(remove old dated folders yourself); drop the key or set it to true")
     errs = schema_errors(job, schema())
     if errs:
         raise ValueError("; ".join(errs))
@@ -131,6 +143,34 @@ def compare_argv(job: dict, new: str) -> list[str] | None:
     return argv + ["--html", f"{new}/compare.html"]
 
 
+def _with_timeout(main, argv: list[str], minutes) -> tuple[int, bool]:
+    """``main(argv)``, interrupted after ``minutes`` as Ctrl-C would (the run stops, releases its
+    lease and keeps what it finished); (status, whether the timeout stopped it)."""
+    if not minutes:
+        return main(argv), False
+    import _thread
+    import threading
+
+    fired = threading.Event()
+
+    def stop() -> None:
+        fired.set()
+        _thread.interrupt_main()
+
+    timer = threading.Timer(minutes * _MINUTE, stop)
+    timer.daemon = True
+    timer.start()
+    try:
+        status = main(argv)
+    except KeyboardInterrupt:
+        if not fired.is_set():
+            raise
+        status = 130
+    finally:
+        timer.cancel()
+    return status, fired.is_set()
+
+
 def run(args, main) -> int:
     import yaml
 
@@ -152,7 +192,12 @@ def run(args, main) -> int:
         if gate:
             print("rouge-pipeline " + " ".join(shlex.quote(a) for a in gate))
         return EXIT_OK
-    status = main(argv)
+    status, timed_out = _with_timeout(main, argv, job.get("timeout_minutes"))
+    if timed_out:
+        print(f"rouge-pipeline: nightly: {new}: the scoring did not finish within timeout_minutes="
+              f"{job['timeout_minutes']} and was stopped (exit {EXIT_TIMEOUT}; the next run resumes the folder)",
+              file=sys.stderr)
+        return EXIT_TIMEOUT
     if status != EXIT_OK or gate is None:
         return status
     status = main(gate)

@@ -275,6 +275,43 @@ def test_nightly_command_writes_dated_folders_and_keeps_the_previous(tmp_path, c
     assert "outptu_root" in capsys.readouterr().err
 
 
+def test_nightly_timeout_stops_the_scoring_with_one_line_and_exit_124(tmp_path, capsys, monkeypatch):
+    from pipeline import nightly
+    from pipeline.cli import main
+    from pipeline.io import runfolder
+
+    job = {"name": "sample-nightly", "config": str(REPO / "configs/sample.yaml"), "schedule": "30 2 * * *",
+           "output_root": str(tmp_path / "nightly"), "timeout_minutes": 1}
+    path = tmp_path / "nightly.yaml"
+    path.write_text(yaml.safe_dump(job))
+    monkeypatch.setattr(nightly, "_MINUTE", 0.2)          # one "minute" of the job: 0.2 s
+    gate = tmp_path / "never"                             # the run waits at `prepared` until stopped
+    monkeypatch.setenv(runfolder.TEST_PAUSE_ENV, f"prepared:{gate}")
+    assert main(["nightly", str(path), "--date", "2026-08-14", "--sync"]) == nightly.EXIT_TIMEOUT
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("rouge-pipeline: nightly: ") and "timeout_minutes=1" in err[-1], err
+    run = tmp_path / "nightly" / "2026-08-14"
+    assert not (run / "_SUCCESS").exists() and not (run / runfolder.LEASE).exists()
+    monkeypatch.delenv(runfolder.TEST_PAUSE_ENV)
+    assert main(["nightly", str(path), "--date", "2026-08-14", "--sync"]) == 0     # resumed, well in time
+    assert (run / "_SUCCESS").exists()
+
+
+def test_nightly_refuses_keep_previous_false(tmp_path, capsys):
+    from pipeline.cli import main
+
+    job = {"name": "sample-nightly", "config": str(REPO / "configs/sample.yaml"), "schedule": "30 2 * * *",
+           "output_root": str(tmp_path / "nightly"), "keep_previous": False}
+    path = tmp_path / "nightly.yaml"
+    path.write_text(yaml.safe_dump(job))
+    assert main(["nightly", str(path), "--sync"]) == 2
+    err = capsys.readouterr().err
+    assert "keep_previous: false is not supported: nightly never deletes earlier run folders" in err
+    assert not (tmp_path / "nightly").exists()
+    with pytest.raises(__import__("jsonschema").ValidationError):
+        check_nightly(job)
+
+
 def test_nightly_compares_with_the_previous_run_and_fails_loudly_when_it_moved(tmp_path, capsys):
     """Issue #7: the nightly job gates on `compare` against the latest earlier finished run."""
     import json
