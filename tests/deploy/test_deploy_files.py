@@ -293,6 +293,7 @@ def test_nightly_timeout_stops_the_scoring_with_one_line_and_exit_124(tmp_path, 
     run = tmp_path / "nightly" / "2026-08-14"
     assert not (run / "_SUCCESS").exists() and not (run / runfolder.LEASE).exists()
     monkeypatch.delenv(runfolder.TEST_PAUSE_ENV)
+    monkeypatch.setattr(nightly, "_MINUTE", 60.0)
     assert main(["nightly", str(path), "--date", "2026-08-14", "--sync"]) == 0     # resumed, well in time
     assert (run / "_SUCCESS").exists()
 
