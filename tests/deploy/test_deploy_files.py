@@ -278,7 +278,7 @@ def test_nightly_command_writes_dated_folders_and_keeps_the_previous(tmp_path, c
 def test_nightly_timeout_stops_the_scoring_with_one_line_and_exit_124(tmp_path, capsys, monkeypatch):
     from pipeline import nightly
     from pipeline.cli import main
-    from pipeline.io import runfolder
+    from pipeline.job import outputs as runfolder
 
     job = {"name": "sample-nightly", "config": str(REPO / "configs/sample.yaml"), "schedule": "30 2 * * *",
            "output_root": str(tmp_path / "nightly"), "timeout_minutes": 1}
