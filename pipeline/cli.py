@@ -22,11 +22,11 @@ import os
 import sys
 import traceback
 
-EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_STRICT, EXIT_RUN_FOLDER = 0, 1, 2, 3, 4
-EXIT_NO_ROWS = 5
-EXIT_INTERRUPTED = 130
+from pipeline import nightly
+from pipeline.exits import (EXIT_BUSY, EXIT_CONFIG, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NO_ROWS,  # noqa: F401
+                            EXIT_NOT_COMPARABLE, EXIT_OK, EXIT_PIPE_CLOSED, EXIT_RUN_FOLDER, EXIT_STRICT)
+
 DEBUG_ENV = "ROUGE_PIPELINE_DEBUG"
-EXIT_BUSY = 6
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -65,8 +65,6 @@ def _parser() -> argparse.ArgumentParser:
     sh.add_argument("run", help="run folder URL")
     sh.add_argument("--json", action="store_true", help="print the statistics rows as JSON")
     _add_compare_parsers(sub)
-    from pipeline import nightly
-
     nightly.add_parser(sub)
     return p
 
@@ -121,7 +119,6 @@ def _add_compare_parsers(sub) -> None:
                    "a trend chart of each system's mean F with the band")
 
 
-EXIT_NOT_COMPARABLE = 3   # compare: the runs cannot be compared (coverage, settings)
 
 
 def _compare(args) -> int:
@@ -446,7 +443,6 @@ def main(argv=None) -> int:
         return _stdout_closed()
 
 
-EXIT_PIPE_CLOSED = 141  # 128 + SIGPIPE: the reader (e.g. `head`) closed our output early
 
 
 def _stdout_closed() -> int:
@@ -469,8 +465,6 @@ def _dispatch(args) -> int:
     if args.command == "score":
         return _score(args)
     if args.command == "nightly":
-        from pipeline import nightly
-
         return nightly.run(args, main)
     if args.command in ("compare", "report"):
         return _compare(args) if args.command == "compare" else _report(args)

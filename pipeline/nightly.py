@@ -23,6 +23,8 @@ import shlex
 import sys
 from pathlib import Path
 
+from pipeline.exits import EXIT_CONFIG, EXIT_FAILED, EXIT_NOT_COMPARABLE, EXIT_OK, EXIT_TIMEOUT
+
 SCHEMA_PATH = Path(__file__).with_name("nightly.schema.json")
 COMPARE_FLAGS = {"band": "--band", "min_effect": "--min-effect", "min_coverage": "--min-coverage", "k": "--k",
                  "window": "--window", "min_history": "--min-history", "method": "--band-method",
@@ -102,8 +104,6 @@ def schema_errors(doc, sch: dict, where: str = "") -> list[str]:
 
 # seconds in one of timeout_minutes' minutes (a test shortens it)
 _MINUTE = 60.0
-# the status of a nightly whose scoring ran past timeout_minutes (as GNU timeout's)
-EXIT_TIMEOUT = 124
 
 
 def validate_job(job) -> None:
@@ -172,9 +172,7 @@ def _with_timeout(main, argv: list[str], minutes) -> tuple[int, bool]:
 
 
 def run(args, main) -> int:
-    import yaml
-
-    from pipeline.cli import EXIT_CONFIG, EXIT_FAILED, EXIT_OK
+    import yaml  # only when a job runs: building the parser (--help) stays light
 
     try:
         with open(args.job, encoding="utf-8") as f:
@@ -204,7 +202,7 @@ def run(args, main) -> int:
     if status == EXIT_FAILED:
         print(f"::error::rouge-pipeline nightly: the outputs of {new} moved out of the band; read the movers "
               f"above and {gate[-1]}", file=sys.stderr)
-    elif status == 3:
+    elif status == EXIT_NOT_COMPARABLE:
         print(f"::error::rouge-pipeline nightly: {new} is not comparable with the earlier runs (reason above; "
               f"{gate[-1]})", file=sys.stderr)
     elif status not in (EXIT_OK,):
