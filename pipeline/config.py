@@ -1,7 +1,7 @@
 """The run configuration: safe YAML, unknown keys refused, dotted ``key=value`` overrides.
 
 Every key, its default and what it changes: docs/configuration.md (checked against these
-classes by tests/test_configuration_doc.py: add a row there with a new key).
+classes by tests/repo/test_configuration_doc.py: add a row there with a new key).
 
 ```yaml
 input:            # pipeline.io.spec.InputSpec    (layout, paths | candidates+references, format, columns, ...)

@@ -73,13 +73,13 @@ def plan_unit(spec, unit: WorkUnit, read_token: str = "", keep_mb: int = 0,
     return {"costs": costs, "keys": keys, "key_hashes": hashes, "kept": kept}
 
 
-# TEST HOOK (tests/test_faults.py, benchmarks/soak.py only): seconds to sleep at the start of
+# TEST HOOK (tests/integration/test_faults.py, benchmarks/soak.py only): seconds to sleep at the start of
 # every task, read from the environment of the worker process, so a test can kill a worker or
 # the driver while tasks are in flight.  Unset (the default) in every real run.
 TEST_TASK_SLEEP_ENV = "ROUGE_PIPELINE_TEST_TASK_SLEEP"
 
 
-# TEST HOOK (tests/test_faults.py only): the same for every plan-pass task.
+# TEST HOOK (tests/integration/test_faults.py only): the same for every plan-pass task.
 TEST_PLAN_SLEEP_ENV = "ROUGE_PIPELINE_TEST_PLAN_SLEEP"
 
 
