@@ -159,19 +159,16 @@ class DaskExecutor:
             time.sleep(0.05)
 
     def warm(self, settings, per_host: bool) -> None:
-        """Every worker loads the kernels (and a profile's tables) of ``settings``; ``per_host``
-        (an existing cluster): one worker per host first, so a host's workers load its cache
-        instead of all compiling at once."""
+        """Every worker, now and any that joins later, gets the thread variables, the version
+        check and the kernels (and a profile's tables) of ``settings``: a ``WorkerPlugin``
+        (:mod:`pipeline.execution.plugin`).  ``per_host`` (an existing cluster): one worker per
+        host warms first, so a host's workers load its cache instead of all compiling at once."""
+        from pipeline.execution import plugin
         from pipeline.warmup import warmup
 
         if per_host:
             by_host: dict[str, str] = {}
             for addr, info in sorted(self.client.scheduler_info()["workers"].items()):
                 by_host.setdefault(info.get("host") or addr.rsplit(":", 1)[0], addr)
-            firsts = sorted(by_host.values())
-            self.client.run(warmup, settings, workers=firsts)
-            rest = [w for w in self.client.scheduler_info()["workers"] if w not in firsts]
-            if rest:
-                self.client.run(warmup, settings, workers=rest)
-        else:
-            self.client.run(warmup, settings)
+            self.client.run(warmup, settings, workers=sorted(by_host.values()))
+        plugin.register(self.client, settings)
