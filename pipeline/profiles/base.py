@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 from pipeline.checks import ConfigError
+from pipeline.scoring.engine import RougeScorer
+from pipeline.scoring.family_types import is_extended
 
 if TYPE_CHECKING:
     from pipeline.settings import ScoringSettings
@@ -53,8 +55,7 @@ class Profile:
 def rouge_score_scorer(s: "ScoringSettings", tokenizer=None):
     """rouge-score's scorer on ``tokenizer`` (None: its own), or the family scorer where a type,
     the multi-reference rule or alpha is not rouge-score's."""
-    from pipeline.rouge155.family import FamilyScorer, is_extended  # loads the kernels: only when scoring
-    from pipeline.scorer import RougeScorer
+    from pipeline.rouge155.family import FamilyScorer  # loads the kernels: only when scoring (cold start)
 
     if is_extended(s.rouge_types) or s.multi_ref != "max_f" or s.alpha != 0.5:
         return FamilyScorer(list(s.rouge_types), use_stemmer=s.use_stemmer, tokenizer=tokenizer,

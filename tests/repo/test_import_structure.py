@@ -70,9 +70,51 @@ def test_the_opened_circles_stay_open():
     assert not any(reaches(g, "pipeline.rouge155.family", m) for m in g if m.startswith("pipeline.job"))
 
 
+def _cycles(graph) -> list[set[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = set()
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.add(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(comp)
+
+    for v in list(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+SCORING = ("pipeline.profiles", "pipeline.settings", "pipeline.scorer", "pipeline.scoring", "pipeline.rouge155",
+           "pipeline.text", "pipeline.job", "pipeline.signature", "pipeline.config")
+
+
+def test_no_circle_through_the_scoring_modules():
+    """Settings, profiles, the scorer, its engine and kernels, the text layer and the job."""
+    for comp in _cycles(import_graph()):
+        assert not any(m.startswith(SCORING) for m in comp), sorted(comp)
+
+
 def test_the_checker_sees_a_function_local_import():
     g = import_graph()
     assert "pipeline.text.unicode_scan" in g["pipeline.text.unicode"]  # imported in encode_batch only
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [{"a", "b", "c"}]
 
 
 def test_validating_scoring_settings_loads_no_numpy():

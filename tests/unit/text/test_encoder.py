@@ -219,7 +219,7 @@ def _related_encodings(case):
     import pyarrow as pa
 
     from pipeline import diagnostics, job
-    from pipeline import scorer as scorer_mod
+    from pipeline.scoring import engine as scorer_mod  # the encoders per process
     from pipeline.rouge155.fast import Rouge155Scorer
     from pipeline.rouge155.options import Rouge155Options
 
@@ -250,7 +250,7 @@ def test_a_vocabulary_rebuilt_between_related_encodings_changes_no_number(case, 
     With the first of two related encodings taking it past the limit, the second starts a new
     generation of ids; the numbers must be those of a run without any rebuild."""
     from pipeline import job
-    from pipeline import scorer as scorer_mod
+    from pipeline.scoring import engine as scorer_mod  # the encoders per process
     from pipeline.text.vocabulary import Vocabulary
 
     monkeypatch.setattr(scorer_mod, "_ENCODERS", {})
