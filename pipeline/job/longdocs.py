@@ -8,7 +8,7 @@ from pipeline.job.outputs import load_done
 from pipeline.job.plan import Task
 from pipeline.job.scores import ScoringSettings, scorer_for
 from pipeline.job.task import UnitContext, read_task, score_task
-from pipeline.scorer import RougeScorer
+from pipeline.scoring.engine import RougeScorer  # the scorer the rouge-score and unicode profiles build
 from pipeline.scoring import split
 
 MAX_SPLIT_BLOCKS = 64
