@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pipeline.scorer import DEFAULT_PROFILE, RougeScorer, Score
+from pipeline.settings import ScoringSettings
+from pipeline.signature import Signature
 from pipeline.stats.rouge_score_bootstrap import AggregateScore, bootstrap_aggregate
 from pipeline.text.sentences import resolve_splitter_name
 
@@ -60,9 +62,6 @@ class RougeResult:
     def signature(self) -> str:
         """The sacrebleu-style signature of every setting that changes a number."""
         from types import SimpleNamespace
-
-        from pipeline.settings import ScoringSettings
-        from pipeline.signature import Signature
 
         sc = ScoringSettings(**self.settings)
         st = SimpleNamespace(bootstrap="rouge-score", n_boot=self.n_boot, seed=self.seed, confidence=self.confidence)

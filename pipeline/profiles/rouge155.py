@@ -15,7 +15,7 @@ SIGNATURE_NAME = "rouge155-1.5.5"
 
 
 def _options(s):
-    from pipeline.rouge155.family import options_for_types  # loads the kernels: only for this profile
+    from pipeline.rouge155.family import options_for_types  # loads the kernels: only for this profile (cold start)
 
     return options_for_types(list(s.rouge_types), s.use_stemmer, s.remove_stopwords, s.length_limit_words,
                              s.length_limit_bytes, s.alpha, s.multi_ref)
@@ -44,7 +44,7 @@ class Rouge155Profile(Profile):
     def build_scorer(self, s, tokenizer=None):
         if tokenizer is not None:
             raise ValueError(f"tokenizer: a custom tokenizer cannot be combined with profile {self.name!r}")
-        from pipeline.rouge155.family import PipelineRouge155Scorer
+        from pipeline.rouge155.family import PipelineRouge155Scorer  # as _options
 
         return PipelineRouge155Scorer.create(
             list(s.rouge_types), stem=s.use_stemmer, remove_stopwords=s.remove_stopwords,
@@ -52,14 +52,14 @@ class Rouge155Profile(Profile):
             alpha=s.alpha, multi_ref=s.multi_ref)
 
     def signature_parts(self, s) -> dict[str, str]:
-        from pipeline.rouge155.family import perl_options
+        from pipeline.rouge155.family import perl_options  # as _options
 
         opts, _ = _options(s)
         return {"tok": "rouge155", "stem": "rouge155-porter+wordnet2.0exc" if s.use_stemmer else "no",
                 "profile": SIGNATURE_NAME, "opts": perl_options(opts)}
 
     def write_outputs(self, run_url, systems, s, stats, read_scores, storage_options) -> None:
-        from pipeline.rouge155.family import write_corpus_json
+        from pipeline.rouge155.family import write_corpus_json  # as _options
 
         write_corpus_json(run_url, systems, s, stats.n_boot, stats.confidence, read_scores, storage_options)
 

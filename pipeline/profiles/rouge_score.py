@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pipeline.checks import ConfigError
 from pipeline.profiles.base import TEXT_OPTION_DEFAULTS, Profile, rouge_score_scorer
+from pipeline.text.tokenizers import WhitespaceTokenizer
 
 STEMMINGS = ("none", "snowball")
 CJK_MODES = ("chars", "segmenter")
@@ -37,8 +38,6 @@ class RougeScoreProfile(Profile):
 
     def build_scorer(self, s, tokenizer=None):
         if tokenizer is None and s.tokenizer == "whitespace":
-            from pipeline.text.tokenizers import WhitespaceTokenizer
-
             tokenizer = WhitespaceTokenizer()
         elif s.tokenizer != "default":
             raise ValueError(f"unknown tokenizer {s.tokenizer!r} (default, whitespace)")

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pipeline.checks import ConfigError
 from pipeline.profiles.base import Profile, rouge_score_scorer
 from pipeline.profiles.rouge_score import check_text_options
+from pipeline.text.snowball import snowball_algorithm, snowball_name
 
 
 class UnicodeProfile(Profile):
@@ -18,8 +19,6 @@ class UnicodeProfile(Profile):
         super().check(s)
         check_text_options(s)
         if s.stemming == "snowball":
-            from pipeline.text.snowball import snowball_algorithm
-
             try:
                 snowball_algorithm(s.language)
             except ValueError as e:
@@ -37,7 +36,6 @@ class UnicodeProfile(Profile):
         return rouge_score_scorer(s, UnicodeTokenizer(language=s.language, stem=s.stemming == "snowball", cjk=s.cjk))
 
     def signature_parts(self, s) -> dict[str, str]:
-        from pipeline.text.snowball import snowball_name
         from pipeline.text.unicode import tokenizer_name  # as build_scorer (cold start)
 
         return {"tok": tokenizer_name(s.language.lower(), s.cjk),
