@@ -168,6 +168,8 @@ class Lease:
             except Exception:  # noqa: BLE001
                 pass
             try:
+                # the version before the content: the content read is then that version or newer,
+                # so a lease judged stale is never removed under a newer (live) version's ETag
                 info = fs.info(path)
                 with fs.open(path, "rb") as f:
                     raw = f.read()
