@@ -3,6 +3,7 @@
     python benchmarks/bench_pipeline.py                         # 200,000 short pairs; 1 and 2 workers, 3 rounds
     python benchmarks/bench_pipeline.py --pairs 2000000 --workers 2   # client memory at 2M pairs
     python benchmarks/bench_pipeline.py --corpus 'corpus/shard-*.jsonl'  # a corpus kept from an earlier run (--keep)
+    python benchmarks/bench_pipeline.py --old-tree ../old --pairs 200000 2000000   # old code vs this one
 
 For each worker count it runs the whole job on the same sharded JSONL corpus
 (``make_corpus("short")``, written once) in a fresh run folder and prints end-to-end pairs/s
@@ -17,6 +18,11 @@ round, alternating, because this machine's speed drifts by tens of percent betwe
 each job run is compared with the mean of the single-process runs just before and after it,
 and the ratios are medians of those per-run ratios. Targets: end-to-end >= 70% of
 single-process x workers; 2 workers >= 1.7x one; client memory flat from 200k to 2M pairs.
+
+``--old-tree DIR`` (a checkout of an earlier commit, e.g. ``git worktree add ../old <sha>``)
+compares that code with this one instead: every job run is a child process with one tree's
+``pipeline`` first on its path (the child is the client: its peak RSS is the client's), and each
+round runs every worker count on both trees, old first in odd rounds and new first in even ones.
 """
 from __future__ import annotations
 
@@ -35,7 +41,8 @@ for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent))
+# the code measured: this checkout's, or the tree --old-tree's children are given
+sys.path.insert(0, os.environ.get("ROUGE_PIPELINE_BENCH_TREE") or str(HERE.parent))
 
 from soak import RssSampler, write_corpus  # noqa: E402
 
@@ -118,6 +125,42 @@ def _measure_in_child(what: str, glob: str, out: Path, diagnostics: bool) -> flo
     return float(p.stdout.strip().splitlines()[-1])
 
 
+def _job_in_child(tree: Path, glob: str, out: Path, n_workers: int, diagnostics: bool) -> dict:
+    """:func:`run_job` in a fresh interpreter running ``tree``'s code."""
+    import json
+
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--measure", "job", "--corpus", glob, "--out", str(out),
+           "--workers", str(n_workers)] + ([] if diagnostics else ["--no-diagnostics"])
+    env = {**os.environ, "ROUGE_PIPELINE_BENCH_TREE": str(tree), "PYTHONPATH": str(tree)}
+    p = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env, cwd=str(tree))
+    if p.returncode != 0:
+        raise RuntimeError(f"the job on {tree} failed:\n{p.stderr[-3000:]}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def compare_trees(old: Path, glob: str, work: Path, counts: list[int], rounds: int, diagnostics: bool) -> None:
+    """Old vs new, alternating (see the module docstring); prints both columns and their ratio."""
+    new = HERE.parent
+    runs = {(t, w): [] for t in ("old", "new") for w in counts}
+    for rep in range(rounds):
+        print(f"round {rep + 1} of {rounds}:", flush=True)
+        order = ("old", "new") if rep % 2 == 0 else ("new", "old")
+        for w in counts:
+            for t in order:
+                r = _job_in_child(old if t == "old" else new, glob, work / f"run-{t}-{w}-{rep}", w, diagnostics)
+                runs[t, w].append(r)
+                print(f"  {t} {w} worker(s): {r['rate']:,.0f} pairs/s ({r['seconds']:.1f}s); peak RSS client "
+                      f"{r['client_rss_mib']:.0f} MiB, largest worker {r['worker_rss_mib']:.0f} MiB", flush=True)
+    med = statistics.median
+    print("\n| workers | old pairs/s | new pairs/s | new/old (median of rounds) | old client MiB | new client MiB |")
+    print("|---|---|---|---|---|---|")
+    for w in counts:
+        o, n = runs["old", w], runs["new", w]
+        ratio = med(b["rate"] / a["rate"] for a, b in zip(o, n))
+        print(f"| {w} | {med(r['rate'] for r in o):,.0f} | {med(r['rate'] for r in n):,.0f} | x{ratio:.2f} | "
+              f"{max(r['client_rss_mib'] for r in o):.0f} | {max(r['client_rss_mib'] for r in n):.0f} |")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pairs", type=int, default=200_000)
@@ -132,10 +175,17 @@ def main(argv=None) -> int:
                     "(writing 2M pairs takes ~10 min); --pairs is then ignored")
     ap.add_argument("--skip-single", action="store_true",
                     help="do not measure the single-process reference (no efficiency ratio)")
-    ap.add_argument("--measure", choices=("single", "sync"), help=argparse.SUPPRESS)
+    ap.add_argument("--old-tree", type=Path, default=None,
+                    help="a checkout of older code: run it and this code in alternating rounds (see above)")
+    ap.add_argument("--measure", choices=("single", "sync", "job"), help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     diagnostics = not args.no_diagnostics
+    if args.measure == "job":  # the child of _job_in_child
+        import json
+
+        print(json.dumps(run_job(args.corpus, Path(args.out), int(args.workers), diagnostics)))
+        return 0
     if args.measure:  # the child of _measure_in_child
         rate = (single_process_rate(args.corpus, diagnostics) if args.measure == "single"
                 else sync_job_rate(args.corpus, Path(args.out), diagnostics))
@@ -152,6 +202,9 @@ def main(argv=None) -> int:
             print(f"corpus: {args.pairs:,} short pairs in {args.shards} shards ({time.perf_counter() - t0:.0f}s to write)",
                   flush=True)
         counts = [int(x) for x in args.workers.split(",")]
+        if args.old_tree is not None:
+            compare_trees(args.old_tree.resolve(), glob, work, counts, args.repeats, diagnostics)
+            return 0
         # Each job run is bracketed by two single-process measurements and compared with their
         # mean: this machine's speed moves by tens of percent within a minute, and a reference
         # taken once per round was up to ~20 s away from the run it scaled.
