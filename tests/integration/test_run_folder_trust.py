@@ -265,7 +265,7 @@ def test_parts_holding_other_row_counts_block_success(tmp_path, inputs, capsys):
 
 
 # --------------------------------------------------------------------------- item 3: inputs changed
-@pytest.mark.parametrize("change", ["new shard", "removed shard", "edited shard"])
+@pytest.mark.parametrize("change", ["new shard", "removed shard", "edited shard", "edited in place"])
 def test_a_rerun_after_the_inputs_changed_gives_the_new_numbers(tmp_path, inputs, capsys, change):
     out = tmp_path / "run"
     cfg = _cfg(tmp_path, str(inputs / "*.jsonl"))
@@ -275,14 +275,18 @@ def test_a_rerun_after_the_inputs_changed_gives_the_new_numbers(tmp_path, inputs
         _write_jsonl(inputs / "c.jsonl", _recs("c", 5, "stone water light green road"))
     elif change == "removed shard":
         (inputs / "b.jsonl").unlink()
-    else:   # regenerated: same size, same modification time, other content (the inode differs)
+    else:   # same size, same modification time, other content: a new inode, or the same one
         a = inputs / "a.jsonl"
         st = a.stat()
         recs = _recs("a", 12)
         for r in recs:   # other candidates, same sizes
             r["candidate"] = r["candidate"].replace("alpha", "omega")
-        _write_jsonl(inputs / "a.new", recs)
-        os.replace(inputs / "a.new", a)
+        if change == "edited shard":
+            _write_jsonl(inputs / "a.new", recs)
+            os.replace(inputs / "a.new", a)
+        else:   # rewritten through the same inode, its mtime put back (as `cp -p`, `rsync -t` do)
+            _write_jsonl(a, recs)
+            assert a.stat().st_ino == st.st_ino
         os.utime(a, ns=(st.st_atime_ns, st.st_mtime_ns))
         assert a.stat().st_size == st.st_size
     code, err = score(capsys, cfg, out)
@@ -292,7 +296,7 @@ def test_a_rerun_after_the_inputs_changed_gives_the_new_numbers(tmp_path, inputs
     assert score(capsys, cfg, fresh)[0] == 0
     assert run_outputs(out) == run_outputs(fresh)           # the new numbers, nothing stale
     assert _summary(out)["rows"] == _summary(fresh)["rows"]
-    assert (_summary(out)["rows"] != rows_before) == (change != "edited shard")
+    assert (_summary(out)["rows"] != rows_before) == (change not in ("edited shard", "edited in place"))
     assert (out / "stats" / "stats.json").read_bytes() != stats_before
     assert (out / "_SUCCESS").exists() and _summary(out)["tasks_resumed"] == 0
 

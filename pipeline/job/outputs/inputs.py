@@ -84,7 +84,7 @@ HASH_BLOCK = 1 << 20
 
 def fingerprint(info: dict, fs=None, path: str | None = None) -> dict:
     """What identifies one version of a file, from its listing entry: the size and the
-    object's version (ETag / generation) or modification time (and inode on a local disk);
+    object's version (ETag / generation) or modification time (and inode and ctime on a local disk);
     a SHA-256 of the content only where the listing gives neither."""
     fp = {"size": info.get("size")}
     for k in _VERSION_KEYS:
@@ -97,6 +97,8 @@ def fingerprint(info: dict, fs=None, path: str | None = None) -> dict:
             break
     if info.get("ino") is not None:
         fp["ino"] = int(info["ino"])
+        if info.get("created") is not None:   # the inode's ctime: a write moves it, `utime` cannot put it back
+            fp["ctime"] = str(info["created"])
     if "version" not in fp and "time" not in fp and fs is not None and path is not None:
         h = hashlib.sha256()
         with fs.open(path, "rb") as f:
