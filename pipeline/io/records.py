@@ -18,7 +18,7 @@ from numba import njit
 
 from pipeline.io.canonical import BadRecord, BadText, Out, get_id, get_refs, get_str, get_system, location
 from pipeline.io.paths import compression_of, expand, infer_format
-from pipeline.io.spec import CANONICAL_SCHEMA, KEY_SEPARATOR, InputSpec, UnreadableFileError, WorkUnit
+from pipeline.io.spec import CANONICAL_SCHEMA, KEY_SEPARATOR, ROW_KEY_BITS, InputSpec, UnreadableFileError, WorkUnit
 from pipeline.io.streams import iter_lines, open_input, reading, row_ranges, scan_lines, size_of
 
 # Small files are packed into units of about this many (listed) bytes: a unit costs a task and a
@@ -197,7 +197,7 @@ def plan_records(spec: InputSpec, target_rows):
             raise ValueError(f"{url}: layout 'records' reads jsonl or parquet, not {fmt}")
         compression_of(url)
         size = (info.get(url) or {}).get("size")
-        if pack and (fmt != pack_fmt or size is None or sum(n for _, n in pack) + size > PACK_BYTES):
+        if pack and (fmt != pack_fmt or size is None or sum(n for _, n in pack) + size >= PACK_BYTES):
             close_pack()
         if target_rows is None and size is not None and size < PACK_BYTES:
             pack.append((url, size))
@@ -380,8 +380,10 @@ def _pack_fast(spec: InputSpec, unit: WorkUnit, out: Out) -> bool:
 def read_records(spec: InputSpec, unit: WorkUnit, out: Out) -> None:
     if unit.files and _pack_fast(spec, unit, out):
         return
-    for url in unit.files:  # a pack: its files in order, each as a unit of one whole file
-        _read_file(spec, dataclasses.replace(unit, file=url, files=(), n_rows=None, n_bytes=None), out)
+    for k, url in enumerate(unit.files):  # a pack: its files in order, each as a unit of one whole file
+        own = tuple(d for d in unit.drop_rows if int(d[0]) >> ROW_KEY_BITS == k)  # others' keep the fast path
+        _read_file(spec, dataclasses.replace(unit, file=url, files=(), n_rows=None, n_bytes=None, drop_rows=own),
+                   out)
     if not unit.files:
         _read_file(spec, unit, out)
 

@@ -152,3 +152,31 @@ def test_a_clean_pack_is_read_as_one_buffer_with_the_rows_of_its_files(tmp_path,
     assert whole.column("system").to_pylist() == ["", "", "S", "", ""]
     assert whole.column("source").to_pylist() == ["s x", None, None, None, None]
     assert whole.column("references").to_pylist() == [["x"], ["y z"], ["z"], ["w", "v"], ["v"]]
+
+
+def test_units_follow_the_listing_when_empty_files_precede_a_file_of_the_pack_size(tmp_path, monkeypatch):
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.jsonl").write_text("")
+    (tmp_path / "c.jsonl").write_text(json.dumps(_rec(1)) + "\n")
+    monkeypatch.setattr(records, "PACK_BYTES", (tmp_path / "c.jsonl").stat().st_size)
+    units = plan_units(InputSpec.from_config({"paths": str(tmp_path / "*.jsonl")}))
+    listed = [f.rsplit("/", 1)[1] for u in units for f in (u.files or (u.file,))]
+    assert listed == ["a.jsonl", "b.jsonl", "c.jsonl"]
+
+
+def test_a_plan_time_duplicate_slows_only_the_file_that_holds_it(tmp_path, monkeypatch):
+    (tmp_path / "a.jsonl").write_text(json.dumps(_rec(1)) + "\n")
+    (tmp_path / "b.jsonl").write_text(json.dumps(_rec(2)) + "\n")
+    (tmp_path / "c.jsonl").write_text(json.dumps(_rec(3)) + "\n")
+    spec = InputSpec.from_config({"paths": str(tmp_path / "*.jsonl")})
+    (unit,) = plan_units(spec)
+    first_b = 1 << 40   # row 0 of the pack's second file: a duplicate of an earlier unit's row
+    unit = dataclasses.replace(unit, drop_rows=((first_b, "elsewhere line 1"),))
+    taken = []
+    real = records._records_fast
+    monkeypatch.setattr(records, "_records_fast", lambda *a: taken.append(real(*a)) or taken[-1])
+    table, q = read_unit(spec, unit)
+    assert taken == [True, False, True]   # a.jsonl and c.jsonl keep the fast path
+    assert table.column("id").to_pylist() == ["d1", "d3"]
+    (reason,) = q.column("reason").to_pylist()
+    assert "b.jsonl line 1: duplicate id 'd2'" in reason and reason.endswith("(first at elsewhere line 1)")
