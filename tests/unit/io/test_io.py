@@ -18,10 +18,11 @@ import pytest
 
 from pipeline.io import readers
 from pipeline.io.readers import plan_units, read_unit
-from pipeline.io.spec import CANONICAL_SCHEMA, QUARANTINE_SCHEMA, InputSpec, WorkUnit
+from pipeline.io.spec import InputSpec, WorkUnit
 from pipeline.io.writers import escape_system, unescape_system, write_json_atomic, write_parquet_atomic
 from pipeline.job.outputs import is_complete, mark_success, part_name, partition_path
 
+from support.records import read_all, recs
 from support.shared import DATA, needs_data
 
 
@@ -36,27 +37,6 @@ def write_jsonl(path: Path, records, opener=open):
     return path
 
 
-def recs(n, start=0, system=None, refs=lambda i: [f"ref {i} a", f"ref {i} b"]):
-    out = []
-    for i in range(start, start + n):
-        r = {"id": f"d{i}", "candidate": f"cand {i}", "references": refs(i)}
-        if system is not None:
-            r["system"] = system
-        out.append(r)
-    return out
-
-
-def read_all(spec, target_rows=None):
-    spec = InputSpec.from_config(spec)
-    units = plan_units(spec, target_rows)
-    tables, quarantines = [], []
-    for u in units:
-        t, q = read_unit(spec, u)
-        assert t.schema == CANONICAL_SCHEMA
-        assert q.schema == QUARANTINE_SCHEMA
-        tables.append(t)
-        quarantines.append(q)
-    return units, pa.concat_tables(tables), pa.concat_tables(quarantines)
 
 
 def reasons(q):
