@@ -316,6 +316,17 @@ def outside_chart(value: float, b: dict, min_effect: float) -> bool:
     return bool(value > b["high"] or value < b["low"]) and dev >= min_effect
 
 
+def settings_check(base_sig: str, new_sig: str, allowed: bool, blockers: list[str]) -> list[str]:
+    """Two runs made with other settings: a blocker (appended), or, when ``allowed``, a note (returned)."""
+    if base_sig == new_sig:
+        return []
+    diff = "different settings (signatures differ: " + "; ".join(signature_diff(base_sig, new_sig)) + ")"
+    if allowed:
+        return [diff + ", allowed by --allow-different-settings"]
+    blockers.append(diff + "; pass --allow-different-settings if that is deliberate")
+    return []
+
+
 def signature_diff(a: str, b: str) -> list[str]:
     """The ``key:value`` fields of two signatures that differ."""
     fa = dict(f.split(":", 1) if ":" in f else (f, "") for f in a.split("|") if f)
@@ -352,14 +363,7 @@ def compare(base: RunData, new: RunData, band: float | None = None, min_effect: 
     q = (1 - confidence) / 2
 
     # not comparable: settings first
-    notes = []
-    if base.signature != new.signature:
-        diff = ("different settings (signatures differ: "
-                + "; ".join(signature_diff(base.signature, new.signature)) + ")")
-        if allow_different_settings:
-            notes.append(diff + ", allowed by --allow-different-settings")
-        else:
-            blockers.append(diff + "; pass --allow-different-settings if that is deliberate")
+    notes = settings_check(base.signature, new.signature, allow_different_settings, blockers)
     # history of other settings is left out of the band (a deliberate change starts a new history)
     other = [h for h in history if h.signature != new.signature]
     if other:

@@ -36,7 +36,7 @@ import re
 
 import numpy as np
 
-from pipeline.compare import STATS, CompareError, RunData, signature_diff, system_label
+from pipeline.compare import STATS, CompareError, RunData, settings_check, system_label
 
 _CHUNK = 2_000_000   # elements of a weight / sign matrix built at once
 
@@ -140,14 +140,8 @@ def significance(base_run: RunData, new_run: RunData, systems: list[str], stats=
     fb = _frame(base_run, baseline, cols, doc_key)
     frames = {s: _frame(new_run, s, cols, doc_key) for s in others}
     q = (1 - confidence) / 2
-    rows, blockers, notes = [], [], []
-    if base_run.signature != new_run.signature:
-        diff = ("different settings (signatures differ: "
-                + "; ".join(signature_diff(base_run.signature, new_run.signature)) + ")")
-        if allow_different_settings:
-            notes.append(diff + ", allowed by --allow-different-settings")
-        else:
-            blockers.append(diff + "; pass --allow-different-settings if that is deliberate")
+    rows, blockers = [], []
+    notes = settings_check(base_run.signature, new_run.signature, allow_different_settings, blockers)
     for s in others:
         fs = frames[s]
         docs = sorted(set(fb.index) & set(fs.index))
