@@ -19,7 +19,7 @@ from numba import njit
 from pipeline.io.canonical import BadRecord, BadText, Out, get_id, get_refs, get_str, get_system, location
 from pipeline.io.paths import compression_of, expand, infer_format
 from pipeline.io.spec import CANONICAL_SCHEMA, KEY_SEPARATOR, ROW_KEY_BITS, InputSpec, UnreadableFileError, WorkUnit
-from pipeline.io.streams import iter_lines, open_input, reading, row_ranges, scan_lines, size_of
+from pipeline.io.streams import iter_lines, lines_of, open_input, reading, row_ranges, scan_lines, size_of
 
 # Small files are packed into units of about this many (listed) bytes: a unit costs a task and a
 # result on the scheduler and the client whatever its size, so thousands of tiny shards would
@@ -119,8 +119,10 @@ def _json_array_start(first_line: bytes) -> bool:
 
 def iter_records(url: str, fmt: str, so: dict, columns: list[str], required: list[tuple[str, str]],
                   row_start: int = 0, row_stop: int | None = None, byte_start: int | None = None,
-                  byte_stop: int | None = None) -> Iterator[tuple[int, dict | None, str | None]]:
-    """``(row, record, None)`` or ``(row, None, reason)`` for each record of a file slice.
+                  byte_stop: int | None = None, data: bytes | None = None
+                  ) -> Iterator[tuple[int, dict | None, str | None]]:
+    """``(row, record, None)`` or ``(row, None, reason)`` for each record of a file slice
+    (of a whole JSONL file: from ``data``, its bytes already read and decompressed, if given).
 
     A JSONL file that is one JSON array of records (``[{...}, ...]``, on one line or
     pretty-printed) is refused as a whole (:class:`UnreadableFileError` "a JSON array, not
@@ -128,7 +130,8 @@ def iter_records(url: str, fmt: str, so: dict, columns: list[str], required: lis
     or a quarantined fragment per line.  Convert it (``jq -c '.[]'``)."""
     if fmt == "jsonl":
         first = row_start == 0 and not byte_start
-        for row, raw in iter_lines(url, so, row_start, row_stop, byte_start, byte_stop):
+        lines = iter_lines(url, so, row_start, row_stop, byte_start, byte_stop) if data is None else lines_of(data)
+        for row, raw in lines:
             if first and raw.strip():
                 first = False
                 if _json_array_start(raw):
@@ -238,8 +241,9 @@ def _jsonl_shape(buf):
     return nl, nl_brace, cr, sur
 
 
-def _records_fast(spec: InputSpec, unit: WorkUnit, out: Out) -> bool:
-    """A clean JSONL unit parsed by Arrow's C++ reader and checked column by column.
+def _records_fast(spec: InputSpec, unit: WorkUnit, out: Out, data: bytes | None = None) -> bool:
+    """A clean JSONL unit parsed by Arrow's C++ reader and checked column by column (``data``:
+    the bytes of a whole-file unit, already read).
 
     Returns False (nothing added) whenever anything is unusual (a blank or CRLF line, a BOM,
     invalid UTF-8, a surrogate escape, a parse error, an unexpected type, a null, an empty id
@@ -250,14 +254,15 @@ def _records_fast(spec: InputSpec, unit: WorkUnit, out: Out) -> bool:
         return False
     url, so = unit.file, spec.storage_options
     comp = compression_of(url)
-    with reading(url), open_input(url, so, comp) as f:
-        if unit.byte_start is not None and comp is None:
-            f.seek(unit.byte_start)
-            data = f.read(unit.byte_stop - unit.byte_start) if unit.byte_stop is not None else f.read()
-        elif unit.byte_start is None:
-            data = f.read()
-        else:
-            return False
+    if data is None:
+        with reading(url), open_input(url, so, comp) as f:
+            if unit.byte_start is not None and comp is None:
+                f.seek(unit.byte_start)
+                data = f.read(unit.byte_stop - unit.byte_start) if unit.byte_stop is not None else f.read()
+            elif unit.byte_start is None:
+                data = f.read()
+            else:
+                return False
     n_lines = _clean_lines(data)
     if n_lines is None:
         return False
@@ -350,16 +355,17 @@ def _fast_columns(spec: InputSpec, data: bytes, n_lines: int):
     return [ids, systems, cands, refs.cast(pa.list_(pa.string())), sources]
 
 
-def _pack_fast(spec: InputSpec, unit: WorkUnit, out: Out) -> bool:
+def _pack_fast(spec: InputSpec, unit: WorkUnit, out: Out, read: dict[str, bytes]) -> bool:
     """A pack of clean JSONL files parsed as one buffer by the fast path (one Arrow read and one
     set of column checks for the pack, not per file), with each row's file and row.  False
-    (nothing added) where any file is unusual or an id repeats: the files are then read one by one."""
+    (nothing added) where any file is unusual or an id repeats: the files are then read one by
+    one, from the bytes this left in ``read`` (url -> bytes) for those it read."""
     if unit.format != "jsonl" or unit.drop_rows:
         return False
     so, datas, counts = spec.storage_options, [], []
     for url in unit.files:
         with reading(url), open_input(url, so, compression_of(url)) as f:
-            data = f.read()
+            data = read[url] = f.read()
         n = _clean_lines(data) if data else 0
         if n is None:
             return False
@@ -378,24 +384,25 @@ def _pack_fast(spec: InputSpec, unit: WorkUnit, out: Out) -> bool:
 
 
 def read_records(spec: InputSpec, unit: WorkUnit, out: Out) -> None:
-    if unit.files and _pack_fast(spec, unit, out):
+    read: dict[str, bytes] = {}
+    if unit.files and _pack_fast(spec, unit, out, read):
         return
     for k, url in enumerate(unit.files):  # a pack: its files in order, each as a unit of one whole file
         own = tuple(d for d in unit.drop_rows if int(d[0]) >> ROW_KEY_BITS == k)  # others' keep the fast path
         _read_file(spec, dataclasses.replace(unit, file=url, files=(), n_rows=None, n_bytes=None, drop_rows=own),
-                   out)
+                   out, read.pop(url, None))
     if not unit.files:
         _read_file(spec, unit, out)
 
 
-def _read_file(spec: InputSpec, unit: WorkUnit, out: Out) -> None:
-    if _records_fast(spec, unit, out):
+def _read_file(spec: InputSpec, unit: WorkUnit, out: Out, data: bytes | None = None) -> None:
+    if _records_fast(spec, unit, out, data):
         return
     c = {k: spec.col(k) for k in ("id", "candidate", "references", "system", "source")}
     required = [(k, c[k]) for k in ("id", "candidate", "references")]
     url, fmt = unit.file, unit.format
     for row, rec, err in iter_records(url, fmt, spec.storage_options, list(c.values()), required,
-                                       unit.row_start, unit.row_stop, unit.byte_start, unit.byte_stop):
+                                       unit.row_start, unit.row_stop, unit.byte_start, unit.byte_stop, data):
         where = location(url, row, fmt)
         if err is not None:
             out.quarantine(None, None, url, row, f"{where}: {err}")

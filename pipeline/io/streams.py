@@ -145,14 +145,7 @@ def iter_lines(url: str, so: dict, row_start: int = 0, row_stop: int | None = No
         if byte_start is not None and comp is None:
             f.seek(byte_start)
             data = f.read(byte_stop - byte_start) if byte_stop is not None else f.read()
-            lines = data.split(b"\n")
-            if lines and lines[-1] == b"":
-                lines.pop()
-            for i, line in enumerate(lines):
-                row = row_start + i
-                if row_stop is not None and row >= row_stop:
-                    break
-                yield row, line[:-1] if line.endswith(b"\r") else line
+            yield from lines_of(data, row_start, row_stop)
             return
         for row, line in enumerate(f if comp is None else _chunked_lines(f)):
             if row < row_start:
@@ -164,6 +157,18 @@ def iter_lines(url: str, so: dict, row_start: int = 0, row_stop: int | None = No
             if line.endswith(b"\r"):
                 line = line[:-1]
             yield row, line
+
+
+def lines_of(data: bytes, row_start: int = 0, row_stop: int | None = None) -> Iterator[tuple[int, bytes]]:
+    """:func:`iter_lines` of bytes already read (``data`` starts at row ``row_start``)."""
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    for i, line in enumerate(lines):
+        row = row_start + i
+        if row_stop is not None and row >= row_stop:
+            break
+        yield row, line[:-1] if line.endswith(b"\r") else line
 
 
 def _chunked_lines(f, size: int = 1 << 20):

@@ -180,3 +180,41 @@ def test_a_plan_time_duplicate_slows_only_the_file_that_holds_it(tmp_path, monke
     assert table.column("id").to_pylist() == ["d1", "d3"]
     (reason,) = q.column("reason").to_pylist()
     assert "b.jsonl line 1: duplicate id 'd2'" in reason and reason.endswith("(first at elsewhere line 1)")
+
+
+@pytest.mark.parametrize("unusual", ["repeated id", "blank line", "bad record"])
+def test_a_pack_that_falls_back_opens_each_file_once(tmp_path, monkeypatch, unusual):
+    """The fast path of a pack reads every file's bytes; where the pack is not clean, the files are
+    read one by one from those bytes (not fetched again: a GET each on S3)."""
+    import gzip
+
+    import fsspec
+
+    b = [json.dumps(_rec(2)), json.dumps(_rec(1) if unusual == "repeated id" else _rec(3))]
+    if unusual == "blank line":
+        b.insert(1, "")
+    if unusual == "bad record":
+        b.append(json.dumps({"id": "x", "candidate": None, "references": "r"}))
+    (tmp_path / "a.jsonl").write_text(json.dumps(_rec(1)) + "\n")
+    (tmp_path / "b.jsonl.gz").write_bytes(gzip.compress(("\n".join(b) + "\n").encode()))
+    (tmp_path / "c.jsonl").write_text(json.dumps(_rec(4)) + "\n")
+    spec = InputSpec.from_config({"paths": str(tmp_path / "*.jsonl*")})
+    (unit,) = plan_units(spec)
+    assert len(unit.files) == 3
+    opened = []
+    real_open = fsspec.open
+    monkeypatch.setattr(fsspec, "open", lambda url, *a, **k: opened.append(url.rsplit("/", 1)[1]) or real_open(url, *a, **k))
+    table, q = read_unit(spec, unit)
+    assert sorted(opened) == ["a.jsonl", "b.jsonl.gz", "c.jsonl"]
+    want = {"repeated id": ["d1", "d2", "d4"], "blank line": ["d1", "d2", "d3", "d4"],
+            "bad record": ["d1", "d2", "d3", "d4"]}[unusual]
+    assert table.column("id").to_pylist() == want
+    reasons = q.column("reason").to_pylist()
+    if unusual == "repeated id":
+        assert reasons == [f"file://{tmp_path}/b.jsonl.gz line 2: duplicate id 'd1' for system 'A' "
+                           f"(first at file://{tmp_path}/a.jsonl line 1)"]
+    elif unusual == "bad record":
+        assert reasons == [f"file://{tmp_path}/b.jsonl.gz line 3: null candidate"]
+    else:
+        assert reasons == []
+        assert table.column("row").to_pylist() == [0, 0, 2, 0]   # the blank line counts
