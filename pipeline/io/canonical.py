@@ -120,8 +120,11 @@ class Out:
         self.cols: dict[str, list] = {n: [] for n in CANONICAL_SCHEMA.names}
         self.q: dict[str, list] = {n: [] for n in QUARANTINE_SCHEMA.names}
         # (system, id) -> where its first row is: the text, or (file, row, format) for rows of a
-        # whole table (worded only for a duplicate)
+        # whole table (worded only for a duplicate); :meth:`first_seen` reads it
         self.seen: dict[tuple[str, str], str | tuple] = {}
+        # whole tables of a pack whose keys are not in ``seen`` yet: most packs are read as one
+        # table and nothing looks a key up after it
+        self.unindexed: list[tuple[pa.Table, str]] = []
         self.drop: dict[int, str] = {int(r): str(w) for r, w in drop_rows}
         self.pack = {f: k for k, f in enumerate(files)}
         self.parts: list[pa.Table] = []
@@ -139,11 +142,12 @@ class Out:
             return
         key = (system, id_)
         row_key = self.pack[file] << ROW_KEY_BITS | row if self.pack else row
+        seen = self.first_seen()
         if self.drop and row_key in self.drop:
             # A duplicate of an earlier unit's row (plan time): later rows of this unit with
             # the same key are duplicates of that first occurrence too.
-            self.seen[key] = self.drop[row_key]
-        first = self.seen.get(key)
+            seen[key] = self.drop[row_key]
+        first = seen.get(key)
         if first is not None:
             if not isinstance(first, str):
                 first = location(*first)
@@ -151,7 +155,7 @@ class Out:
                             f"{where}: duplicate id {id_!r}" + (f" for system {system!r}" if system else "")
                             + f" (first at {first})")
             return
-        self.seen[key] = where
+        seen[key] = where
         for k, v in zip(CANONICAL_SCHEMA.names, (id_, system, candidate, refs, source, row, file)):
             self.cols[k].append(v)
 
@@ -161,11 +165,18 @@ class Out:
         """Canonical rows read whole (their keys are new to this unit: the caller checked)."""
         self._flush()
         if self.pack:  # a later file of the pack may repeat these keys
+            self.unindexed.append((table, fmt))
+        self.parts.append(table)
+        self.fast = table
+
+    def first_seen(self) -> dict[tuple[str, str], str | tuple]:
+        """``seen`` with the keys of every table added so far (indexed on the first look-up)."""
+        for table, fmt in self.unindexed:
             for key, file, row in zip(zip(table.column("system").to_pylist(), table.column("id").to_pylist()),
                                       table.column("file").to_pylist(), table.column("row").to_pylist()):
                 self.seen[key] = (file, row, fmt)
-        self.parts.append(table)
-        self.fast = table
+        self.unindexed.clear()
+        return self.seen
 
     def _flush(self) -> None:
         if self.cols["id"]:

@@ -273,8 +273,10 @@ def _records_fast(spec: InputSpec, unit: WorkUnit, out: Out, data: bytes | None 
         return False
     rows = pa.array(np.arange(unit.row_start, unit.row_start + n_lines, dtype=np.int64))
     canonical = pa.table([*columns, rows, pa.repeat(pa.scalar(url, pa.string()), n_lines)], schema=CANONICAL_SCHEMA)
-    if out.pack and any(k in out.seen for k in zip(columns[1].to_pylist(), columns[0].to_pylist())):
-        return False  # a key of an earlier file of the pack: the line-by-line reader words it
+    if out.pack:
+        seen = out.first_seen()
+        if any(k in seen for k in zip(columns[1].to_pylist(), columns[0].to_pylist())):
+            return False  # a key of an earlier file of the pack: the line-by-line reader words it
     out.add_table(canonical, "jsonl")
     return True
 

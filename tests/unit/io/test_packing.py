@@ -218,3 +218,41 @@ def test_a_pack_that_falls_back_opens_each_file_once(tmp_path, monkeypatch, unus
     else:
         assert reasons == []
         assert table.column("row").to_pylist() == [0, 0, 2, 0]   # the blank line counts
+
+
+_BLANK, _BAD = "", json.dumps({"id": "x", "candidate": None, "references": "r"})
+
+
+@pytest.mark.parametrize("case", ["clean", "repeat in a clean file", "repeat of a slow row", "repeat in a slow file"])
+def test_a_pack_keeps_the_first_of_a_repeated_id_and_indexes_keys_only_when_looked_up(tmp_path, case):
+    """The first occurrence of an id in a pack is kept and later ones are quarantined, whichever
+    path (one table for the pack, a table per file, line by line) read either; the keys of a
+    table are indexed only when a later row looks one up, so never those of the last file."""
+    d = {i: json.dumps(_rec(i)) for i in range(1, 10)}
+    a, b = {"clean": ([d[1]], [d[2]]),
+            "repeat in a clean file": ([d[1]], [d[2], d[1]]),          # b: the fast path for one file defers
+            "repeat of a slow row": ([d[1], _BLANK, d[9]], [d[2], d[9]]),  # a: line by line
+            "repeat in a slow file": ([d[1]], [d[2], _BAD, d[1]])}[case]   # b: line by line, a: a table
+    for name, lines in (("a", a), ("b", b), ("c", [d[3]])):
+        (tmp_path / f"{name}.jsonl").write_text("\n".join(lines) + "\n")
+    spec = InputSpec.from_config({"paths": str(tmp_path / "*.jsonl")})
+    (unit,) = plan_units(spec)
+    out = records.Out(unit.drop_rows, unit.files)
+    records.read_records(spec, unit, out)
+    table, q = out.tables()
+    f = f"file://{tmp_path}"
+    want_ids, want_q = {
+        "clean": (["d1", "d2", "d3"], []),
+        "repeat in a clean file": (["d1", "d2", "d3"],
+                                   [f"{f}/b.jsonl line 2: duplicate id 'd1' for system 'A' (first at {f}/a.jsonl line 1)"]),
+        "repeat of a slow row": (["d1", "d9", "d2", "d3"],
+                                 [f"{f}/b.jsonl line 2: duplicate id 'd9' for system 'A' (first at {f}/a.jsonl line 3)"]),
+        "repeat in a slow file": (["d1", "d2", "d3"],
+                                  [f"{f}/b.jsonl line 2: null candidate",
+                                   f"{f}/b.jsonl line 3: duplicate id 'd1' for system 'A' (first at {f}/a.jsonl line 1)"]),
+    }[case]
+    assert table.column("id").to_pylist() == want_ids
+    assert q.column("reason").to_pylist() == want_q
+    assert ("A", "d3") not in out.seen                       # c.jsonl, last: nothing looks its keys up
+    if case == "clean":
+        assert out.seen == {}                                # one table for the pack: no index at all
