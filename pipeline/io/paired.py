@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import bisect
 
-from pipeline.io.canonical import BadRecord, Out, get_id, get_refs, get_str, get_system, location
+from pipeline.io.canonical import BadRecord, Out, get_id, get_refs, get_str, location
 from pipeline.io.paths import expand, infer_format
-from pipeline.io.records import iter_records, shard_units
+from pipeline.io.records import each_record, iter_records, shard_units
 from pipeline.io.spec import InputSpec, WorkUnit
 from pipeline.io.streams import row_ranges
 
@@ -106,7 +106,7 @@ def plan_paired(spec: InputSpec, target_rows):
 
 def read_paired(spec: InputSpec, unit: WorkUnit, out: Out) -> None:
     so = spec.storage_options
-    c = {k: spec.col(k) for k in ("id", "candidate", "references", "system", "source", "reference_id")}
+    c = {k: spec.col(k) for k in ("references", "source", "reference_id")}
     # references side: only the planned rows
     refs: dict[str, list[str]] = {}
     ref_err: dict[str, str] = {}
@@ -135,23 +135,8 @@ def read_paired(spec: InputSpec, unit: WorkUnit, out: Out) -> None:
             refs.setdefault(rid, []).extend(r)
             if ref_source.get(rid) is None:
                 ref_source[rid] = src
-    url, fmt = unit.file, unit.format
-    cols = [c[k] for k in ("id", "candidate", "system", "source")]
-    for row, rec, err in iter_records(url, fmt, so, cols, [("id", c["id"]), ("candidate", c["candidate"])],
-                                       unit.row_start, unit.row_stop, unit.byte_start, unit.byte_stop):
-        where = location(url, row, fmt)
-        if err is not None:
-            out.quarantine(None, None, url, row, f"{where}: {err}")
-            continue
-        id_ = system = None
-        try:
-            id_ = get_id(rec, c["id"])
-            system = get_system(rec, c["system"])
-            cand = get_str(rec, c["candidate"], "candidate", True)
-            source = get_str(rec, c["source"], "source", False)
-        except BadRecord as b:
-            out.quarantine(id_, system, url, row, f"{where}: {b.reason}")
-            continue
+    url = unit.file
+    for row, where, id_, system, cand, _, source in each_record(spec, unit, out, False):
         if id_ in ref_err and id_ not in refs:
             out.quarantine(id_, system, url, row, f"{where}: {ref_err[id_]}")
             continue

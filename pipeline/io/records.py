@@ -400,10 +400,18 @@ def read_records(spec: InputSpec, unit: WorkUnit, out: Out) -> None:
 def _read_file(spec: InputSpec, unit: WorkUnit, out: Out, data: bytes | None = None) -> None:
     if _records_fast(spec, unit, out, data):
         return
-    c = {k: spec.col(k) for k in ("id", "candidate", "references", "system", "source")}
-    required = [(k, c[k]) for k in ("id", "candidate", "references")]
+    for row, where, id_, system, cand, refs, source in each_record(spec, unit, out, True, data):
+        out.add(id_, system, cand, refs, source, row, unit.file, where)
+
+
+def each_record(spec: InputSpec, unit: WorkUnit, out: Out, with_refs: bool, data: bytes | None = None):
+    """``(row, where, id, system, candidate, references, source)`` of each good record of the
+    unit's file slice (references None without ``with_refs``: layout ``paired`` joins them); each
+    bad one is quarantined in ``out`` with its reason."""
+    keys = ("id", "candidate", "references") if with_refs else ("id", "candidate")
+    c = {k: spec.col(k) for k in (*keys, "system", "source")}
     url, fmt = unit.file, unit.format
-    for row, rec, err in iter_records(url, fmt, spec.storage_options, list(c.values()), required,
+    for row, rec, err in iter_records(url, fmt, spec.storage_options, list(c.values()), [(k, c[k]) for k in keys],
                                        unit.row_start, unit.row_stop, unit.byte_start, unit.byte_stop, data):
         where = location(url, row, fmt)
         if err is not None:
@@ -414,9 +422,9 @@ def _read_file(spec: InputSpec, unit: WorkUnit, out: Out, data: bytes | None = N
             id_ = get_id(rec, c["id"])
             system = get_system(rec, c["system"])
             cand = get_str(rec, c["candidate"], "candidate", True)
-            refs = get_refs(rec, c["references"])
+            refs = get_refs(rec, c["references"]) if with_refs else None
             source = get_str(rec, c["source"], "source", False)
         except BadRecord as b:
             out.quarantine(id_, system, url, row, f"{where}: {b.reason}")
             continue
-        out.add(id_, system, cand, refs, source, row, url, where)
+        yield row, where, id_, system, cand, refs, source
