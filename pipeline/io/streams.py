@@ -6,6 +6,7 @@ stay ``OSError`` so that callers can retry them.
 from __future__ import annotations
 
 import gzip
+import importlib
 import lzma
 import re
 import zlib
@@ -131,7 +132,7 @@ def open_input(url: str, so: dict, compression: str | None = None):
 
 def _has_zstandard() -> bool:
     try:
-        import zstandard  # noqa: F401
+        importlib.import_module("zstandard")   # whether it imports (ZstdReader imports it itself)
     except ImportError:
         return False  # fsspec's own zstd (Python 3.14's compression.zstd) raises EOFError itself
     return True
