@@ -51,6 +51,22 @@ class Lazy:
             self._call, self._error, self._ran = None, CancelledError(self.key), True
 
 
+class Completed:
+    """The sync executor's ``as_completed``: in order, with ``add`` (as Dask's)."""
+
+    def __init__(self, futures):
+        import collections
+
+        self.queue = collections.deque(futures)
+
+    def add(self, future) -> None:
+        self.queue.append(future)
+
+    def __iter__(self):
+        while self.queue:
+            yield self.queue.popleft()
+
+
 class SyncExecutor:
     """Everything in this process, one task after another (:class:`Lazy`).  Transient errors are
     retried here with backoff (Dask retries the cluster's tasks); ``permanent``: the exception
@@ -90,28 +106,21 @@ class SyncExecutor:
         return Lazy(key, call)
 
     def as_completed(self, futures):
-        return iter(list(futures))
+        return Completed(futures)
 
-    def run_everywhere(self, fn, *args) -> dict:
-        return {"local": fn(*args)}
+    def stop_flag(self, name: str):
+        return None  # in process, the first failure ends the run: nothing else runs meanwhile
 
-    def cancel(self, futures) -> None:
+    def stop(self, futures, drain: bool = True) -> None:
         for f in futures:
             f.cancel()
-
-    def wait_stopped(self, *markers: str) -> None:
-        pass
 
     def warm(self, settings, per_host: bool) -> None:
         pass  # this process compiles (or loads) what it needs as it scores
 
 
-# How long a failed run waits for its tasks that were already running (see DaskExecutor.wait_stopped).
+# How long a failed run waits for its tasks that were already running (DaskExecutor.stop).
 DRAIN_TIMEOUT_S = 120.0
-
-
-def executing_keys(dask_worker) -> list[str]:
-    return [str(ts.key) for ts in (*dask_worker.state.executing, *dask_worker.state.long_running)]
 
 
 class DaskExecutor:
@@ -122,6 +131,7 @@ class DaskExecutor:
 
     def __init__(self, client):
         self.client = client
+        self.flag = None
 
     @property
     def n_workers(self) -> int:
@@ -136,27 +146,34 @@ class DaskExecutor:
 
         return as_completed(futures)
 
-    def run_everywhere(self, fn, *args) -> dict:
-        return self.client.run(fn, *args)
+    def stop_flag(self, name: str):
+        """The run's stop flag: a ``distributed.Event`` its tasks check before each write."""
+        from distributed import Event
 
-    def cancel(self, futures) -> None:
-        self.client.cancel(list(futures))
+        self.flag = Event(name, client=self.client)
+        return self.flag
 
-    def wait_stopped(self, *markers: str, timeout: float = DRAIN_TIMEOUT_S) -> None:
-        """Wait until no task whose key holds one of ``markers`` runs on any worker any more.
-        Cancelling does not stop a running task (Dask cannot): without this wait, a failed run's
-        tasks could still write into the run folder after the run has returned, and a local
-        cluster closed right after would kill them mid-write.  Best effort: a cluster that
+    def stop(self, futures, drain: bool = True, timeout: float = DRAIN_TIMEOUT_S) -> None:
+        """Stop ``futures``: set the stop flag, then (``drain``) wait for them to end -- those
+        running stop at their next write, those not started at their start -- and release them.
+        Cancelling alone does not stop a running task (Dask cannot): without the wait, a failed
+        run's tasks could still write into the run folder after the run has returned, and a
+        local cluster closed right after would kill them mid-write.  Best effort: a cluster that
         cannot answer ends the wait."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                running = self.client.run(executing_keys, on_error="ignore")
-            except Exception:  # noqa: BLE001 - a lost cluster: nothing left to wait for here
-                return
-            if not any(m in k for keys in running.values() if isinstance(keys, list) for k in keys for m in markers):
-                return
-            time.sleep(0.05)
+        from distributed import wait
+
+        futures = list(futures)
+        try:
+            if self.flag is not None:
+                self.flag.set()
+            if drain and futures:
+                wait(futures, timeout=timeout)
+        except Exception:  # noqa: BLE001 - a lost cluster or the timeout: nothing more to wait for here
+            pass
+        try:
+            self.client.cancel(futures)
+        except Exception:  # noqa: BLE001
+            pass
 
     def warm(self, settings, per_host: bool) -> None:
         """Every worker, now and any that joins later, gets the thread variables, the version

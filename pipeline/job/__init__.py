@@ -1,8 +1,9 @@
 """The job: what runs on the workers, with no knowledge of where it runs (no Dask here).
 
 * :mod:`.scores`: a table of examples -> per-example scores (pinned schema) and statistics.
-* :mod:`.plan`: units cut into tasks by estimated cost; cross-unit duplicates.
-* :mod:`.task`: one task (read, score, write; resume-aware) and the plan pass over a unit.
+* :mod:`.plan`: a unit cut into slices by estimated cost.
+* :mod:`.task`: a unit read once, cut, scored and written slice by slice (resume-aware).
+* :mod:`.dedup`: duplicate ids across units, from the key hashes wave 1 returns.
 * :mod:`.longdocs`: an oversized example's rougeLsum in blocks of reference sentences.
 * :mod:`.results`: task results merged and finalised; the exact bootstrap.
 * :mod:`.outputs`: the run folder, the only code that knows its names and files.
@@ -13,20 +14,18 @@ its module on first use, so that importing :mod:`.outputs` (the CLI, config chec
 import importlib
 
 _EXPORTS = {
-    **dict.fromkeys(("UNIT_TABLES", "UnitTables", "kept_units", "release_unit_tables"), "cache"),
+    **dict.fromkeys(("HashCollisionError", "confirm_drops", "later_duplicates"), "dedup"),
     **dict.fromkeys(("MAX_SPLIT_BLOCKS", "finish_split", "prepare_split", "split_block", "split_blocks_for"),
                     "longdocs"),
     **dict.fromkeys(("EXACT_SCHEMA", "META_CONFIG_HASH", "exact_rows_to_arrow", "load_done", "load_marker",
                      "marker_url", "read_scores"), "outputs"),
-    **dict.fromkeys(("BYTES_PER_TOKEN", "DEFAULT_TARGET_COST", "SOURCE_TOKEN_COST", "Task", "drop_duplicates",
-                     "estimate_costs", "one_task", "plan_hash", "plan_tasks", "split_by_cost", "task_from_dict",
-                     "task_to_dict", "unit_from_dict", "unit_to_dict"), "plan"),
+    **dict.fromkeys(("BYTES_PER_TOKEN", "DEFAULT_TARGET_COST", "SOURCE_TOKEN_COST", "Slice", "estimate_costs",
+                     "split_by_cost", "unit_from_dict", "unit_to_dict"), "plan"),
     **dict.fromkeys(("exact_bootstrap", "finalize_results", "merge_results"), "results"),
     **dict.fromkeys(("STATS", "TOO_LONG_STATUS", "ScoringSettings", "example_keys", "key_hashes", "reason_cause",
                      "score_matrix", "score_table", "scorer_for", "scores_schema", "unit_stats"), "scores"),
-    **dict.fromkeys(("FAILED_TASK_ATTR", "TEST_PLAN_SLEEP_ENV", "TEST_TASK_SLEEP_ENV", "UnitContext",
-                     "encode_outputs", "finish_in_place", "in_place_tasks", "plan_unit", "read_task", "run_task",
-                     "score_task"), "task"),
+    **dict.fromkeys(("TEST_TASK_SLEEP_ENV", "UnitContext", "UnitWork", "brief", "encode_outputs", "hashes_of",
+                     "reload_unit", "score_slice", "score_unit", "unit_input"), "task"),
 }
 __all__ = sorted(_EXPORTS)
 

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from pipeline.job.outputs import load_done
-from pipeline.job.plan import Task
+from pipeline.io.spec import WorkUnit
+from pipeline.job.outputs import check_stop
+from pipeline.job.plan import Slice
 from pipeline.job.scores import ScoringSettings, scorer_for
-from pipeline.job.task import UnitContext, read_task, score_task
+from pipeline.job.task import UnitContext, score_slice, unit_input
 from pipeline.scoring.engine import RougeScorer  # the scorer the rouge-score and unicode profiles build
 from pipeline.scoring import split
 
 MAX_SPLIT_BLOCKS = 64
 
 
-def split_blocks_for(task: Task, settings: ScoringSettings, target_cost: float) -> int:
-    """How many blocks of reference sentences an oversized task's rougeLsum is cut into (1: no split)."""
+def split_blocks_for(task: Slice, settings: ScoringSettings, target_cost: float) -> int:
+    """How many blocks of reference sentences an oversized slice's rougeLsum is cut into (1: no split)."""
     # only rouge-score's own scorer (default or unicode tokens, max-F) has the block kernels
     if (not task.oversized or "rougeLsum" not in settings.rouge_types
             or type(scorer_for(settings)) is not RougeScorer):
@@ -23,13 +24,15 @@ def split_blocks_for(task: Task, settings: ScoringSettings, target_cost: float) 
     return int(min(MAX_SPLIT_BLOCKS, max(1, -(-task.cost // max(int(target_cost), 1)))))
 
 
-def prepare_split(spec, task: Task, ctx: UnitContext) -> dict | None:
-    """The texts of an oversized task's one example and its references' sentence counts."""
-    table, _ = read_task(spec, task, ctx.read_token, release=False)  # finish_split reads it again
-    if table.num_rows != 1:
+def prepare_split(spec, unit: WorkUnit, k: int, ctx: UnitContext, target_cost: float) -> dict | None:
+    """The texts of an oversized slice's one example and its references' sentence counts."""
+    table, _, _, bounds = unit_input(spec, unit, ctx, target_cost)
+    lo, hi = bounds[k]
+    if hi - lo != 1:  # its example was dropped (a duplicate): finish_split writes the empty slice
         return None
-    refs = table.column("references")[0].as_py()
-    cand = table.column("candidate")[0].as_py()
+    row = table.slice(lo, 1)
+    refs = row.column("references")[0].as_py()
+    cand = row.column("candidate")[0].as_py()
     return {"candidate": cand, "references": refs,
             "n_sentences": split.sentence_counts(scorer_for(ctx.scoring), refs)}
 
@@ -46,16 +49,16 @@ def split_block(prep: dict | None, k: int, n_blocks: int, settings: ScoringSetti
     return out
 
 
-def finish_split(spec, task: Task, ctx: UnitContext, prep: dict | None, *blocks, earlier: bool | None = None) -> dict:
-    """Score and write an oversized task from its blocks (resume-aware, like :func:`run_task`)."""
-    done = load_done(task, ctx)
-    if done is not None:
-        done["skipped"] = int(earlier is None or earlier)
-        return done
-    if prep is None:
-        return score_task(spec, task, ctx)
-    positions = [[None if b[r] is None else np.asarray(b[r], dtype=np.int64) for b in blocks]
-                 for r in range(len(prep["references"]))]
-    return score_task(spec, task, ctx, split_positions=positions)
-
-
+def finish_split(spec, unit: WorkUnit, k: int, ctx: UnitContext, target_cost: float, prep: dict | None,
+                 *blocks) -> dict:
+    """Score and write oversized slice ``k`` of ``unit`` from its blocks."""
+    check_stop(ctx)
+    table, quarantine, slices, bounds = unit_input(spec, unit, ctx, target_cost)
+    lo, hi = bounds[k]
+    positions = None
+    if prep is not None:
+        positions = [[None if b[r] is None else np.asarray(b[r], dtype=np.int64) for b in blocks]
+                     for r in range(len(prep["references"]))]
+    result = score_slice(table.slice(lo, hi - lo), quarantine, unit, k, len(slices), ctx, split_positions=positions)
+    result["slices"] = len(slices)
+    return result

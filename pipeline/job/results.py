@@ -9,8 +9,8 @@ from pipeline.job.scores import STATS
 from pipeline.stats import StatsAccumulator, bootstrap_aggregate
 
 def merge_results(*results: dict | None) -> dict | None:
-    """Fan-in step of the statistics tree: merge task results into one (same shape); a None
-    (a :func:`finish_in_place` with nothing to do) adds nothing, and only Nones give None."""
+    """Fan-in step of the statistics tree: merge slice or unit results into one (same shape); a
+    None adds nothing, and only Nones give None."""
     if len(results) == 1 and isinstance(results[0], (list, tuple)):
         results = tuple(results[0])
     results = tuple(r for r in results if r is not None)

@@ -1,14 +1,16 @@
 """What one task does, with no knowledge of where it runs (no Dask here).
 
-:func:`plan_unit` reads a unit once (the plan pass): estimated costs and ids, and for a unit that
-is one task its scores, encoded.  ``score_task`` reads its unit (or takes what the plan pass kept),
-keeps its slice of rows, scores them in one batch and writes its files under deterministic names
-(:func:`pipeline.job.outputs.write_task_files`), returning counts and the slice's mergeable
-statistics (a ``StatsAccumulator``).  A rerun skips finished tasks (:func:`run_task`).
+:func:`score_unit` reads a unit, cuts it by cost into slices (:func:`pipeline.job.plan.split_by_cost`),
+scores each slice and writes it at once under its (unit, slice) names
+(:func:`pipeline.job.outputs.write_task_files`), then returns the unit's counts, its mergeable
+statistics (a ``StatsAccumulator``), its key hashes (for the duplicates across units:
+:mod:`pipeline.job.dedup`) and the slices it left for wave 2 (oversized examples, and, on a
+cluster, slices past its first few).  The same function scores those slices in wave 2, and a unit
+again with its cross-unit duplicates dropped.  A rerun loads finished slices from their markers.
 """
 from __future__ import annotations
 
-import collections
+import dataclasses
 import os
 import time
 from dataclasses import dataclass, field
@@ -19,15 +21,16 @@ import pyarrow.compute as pc
 
 from pipeline.io import readers, writers
 from pipeline.io.spec import WorkUnit
-from pipeline.job.cache import UNIT_TABLES
-from pipeline.job.outputs import load_done, pause_point, write_task_files
-from pipeline.job.plan import Task, estimate_costs, one_task
+from pipeline.job import dedup
+from pipeline.job.outputs import check_stop, load_done, pause_point, write_task_files
+from pipeline.job.plan import estimate_costs, split_by_cost
 from pipeline.job.results import merge_results
 from pipeline.job.scores import ScoringSettings, _reason_counts, key_hashes, score_table, unit_stats
 
+
 @dataclass(frozen=True)
 class UnitContext:
-    """Everything a worker needs besides the task itself (small, picklable, no secrets in repr)."""
+    """Everything a worker needs besides the unit itself (small, picklable, no secrets in repr)."""
 
     run_url: str
     scoring: ScoringSettings
@@ -35,42 +38,30 @@ class UnitContext:
     n_boot: int
     metadata: dict = field(default_factory=dict, hash=False, compare=False)
     storage_options: dict = field(default_factory=dict, hash=False, compare=False, repr=False)
-    # this run's token for the units its plan pass kept in the workers (UnitTables); "": none
-    read_token: str = field(default="", hash=False, compare=False)
     # the plan's identity (outputs.plan_id): a marker of another plan is not resumed
     plan_id: str = field(default="", hash=False, compare=False)
+    # the run's stop flag (anything with is_set(); a distributed.Event on a cluster), checked
+    # before each write (outputs.check_stop); None: never stopped from outside
+    stop: object = field(default=None, hash=False, compare=False, repr=False)
 
 
-def plan_unit(spec, unit: WorkUnit, read_token: str = "", keep_mb: int = 0,
-              ctx: UnitContext | None = None, target_cost: float | None = None) -> dict:
-    """The plan pass over one unit (on a worker): per-example estimated costs and the
-    ``(system, id, row)`` keys, so the driver can find duplicates across units.  With a
-    ``read_token`` the tables are kept for this run's tasks, up to ``keep_mb`` MiB per
-    worker process (:class:`UnitTables`); ``kept`` says whether they were.
+@dataclass(frozen=True)
+class UnitWork:
+    """What :func:`score_unit` does with its unit.
 
-    With ``ctx``, a unit of which :func:`split_by_cost` makes one task (``target_cost``),
-    not an oversized example, is also scored here, its statistics reduced and its files
-    encoded, and kept so: the task then only writes them.  Scoring the table while it is fresh
-    from the reader leaves no idle barrier between reading and scoring, lets the scheduler
-    balance the expensive part (plan tasks go to whichever worker is free), and touches the
-    text once while it is in cache.  The numbers are the
-    task's own (the same function of the same rows); a unit whose rows change after the
-    plan (cross-unit duplicates) is read and scored again by its task."""
-    _test_sleep(TEST_PLAN_SLEEP_ENV)
-    tables = readers.read_unit(spec, unit)
-    costs = estimate_costs(tables[0], source=ctx is None or ctx.scoring.diagnostics)
-    keys = readers.unit_keys(tables[0], unit)
-    hashes = key_hashes(keys)
-    prepared = None
-    if ctx is not None and read_token and keep_mb > 0 and one_task(costs, target_cost):
-        scores, quarantine = _score_rows(tables[0], tables[1], ctx, unit.format)
-        same_rows = hashes is not None and scores.num_rows == tables[0].num_rows  # none too long
-        prepared = encode_outputs(scores, quarantine, ctx, hashes if same_rows else None)
-    # the encoded output if it fits in the budget, else the tables if they do
-    kept = prepared is not None and UNIT_TABLES.put(read_token, unit, None, keep_mb << 20, prepared)
-    if not kept:
-        kept = UNIT_TABLES.put(read_token, unit, tables, keep_mb << 20)
-    return {"costs": costs, "keys": keys, "key_hashes": hashes, "kept": kept}
+    ``slices`` None is wave 1: every slice but those it leaves (oversized examples cut in blocks,
+    and slices past the first ``first``; None: none past), resuming the ``done`` ones from their
+    markers.  Otherwise exactly those slices (wave 2; no resume: the driver sends only what is
+    left).  ``duplicates``: the unit's hashes held by earlier units and those units
+    (:func:`dedup.later_duplicates`, ``firsts``), confirmed and dropped before scoring; every
+    slice is then scored (and written) again."""
+
+    target_cost: float
+    first: int | None = None
+    done: frozenset = frozenset()
+    slices: tuple | None = None
+    duplicates: tuple | None = None
+    firsts: dict = field(default_factory=dict)
 
 
 # TEST HOOK (tests/integration/test_faults.py, benchmarks/soak.py only): seconds to sleep at the start of
@@ -79,40 +70,29 @@ def plan_unit(spec, unit: WorkUnit, read_token: str = "", keep_mb: int = 0,
 TEST_TASK_SLEEP_ENV = "ROUGE_PIPELINE_TEST_TASK_SLEEP"
 
 
-# TEST HOOK (tests/integration/test_faults.py only): the same for every plan-pass task.
-TEST_PLAN_SLEEP_ENV = "ROUGE_PIPELINE_TEST_PLAN_SLEEP"
-
-
 def _test_sleep(var: str = TEST_TASK_SLEEP_ENV) -> None:
     s = os.environ.get(var)
     if s:
         time.sleep(float(s))
 
 
-def _task_input(spec, task: Task, read_token: str, release: bool | None = None):
-    """``(table, quarantine, prepared)`` of a task: the plan pass's encoded output where it made
-    one for this whole-unit task (:func:`encode_outputs`; tables None), else its rows (and, for
-    its unit's first slice, the unit's quarantine rows) from what the plan pass kept (released
-    by the unit's last slice unless ``release`` says otherwise) or read."""
-    kept = UNIT_TABLES.take(read_token, task.unit, task.hi is None if release is None else release)
-    tables, prepared = kept if kept is not None else (None, None)
-    if prepared is not None and task.lo == 0 and task.hi is None:
-        return None, None, prepared
-    table, quarantine = tables if tables is not None else readers.read_unit(spec, task.unit)
-    hi = table.num_rows if task.hi is None else task.hi
-    table = table.slice(task.lo, max(0, hi - task.lo))
-    if task.lo != 0:
-        quarantine = quarantine.schema.empty_table()
-    return table, quarantine, None
-
-
-def read_task(spec, task: Task, read_token: str = "", release: bool | None = None) -> tuple[pa.Table, pa.Table]:
-    """The task's rows and quarantine rows (:func:`_task_input`), read again where the plan pass
-    kept only its encoded output."""
-    table, quarantine, prepared = _task_input(spec, task, read_token, release)
-    if prepared is not None:
-        table, quarantine, _ = _task_input(spec, task, "")
-    return table, quarantine
+def unit_input(spec, unit: WorkUnit, ctx: UnitContext, target_cost: float, full: pa.Table | None = None):
+    """``(table, quarantine, slices, bounds)`` of a unit: its canonical rows (without its
+    ``drop_rows``), its quarantine rows, its cost split (:class:`pipeline.job.plan.Slice`, cut
+    on the rows read without drops, so a unit's slices are the same whether or not later
+    duplicates are dropped) and each slice's row range in ``table``.  ``full``: the rows read
+    without drops, if the caller has them."""
+    if full is None or not unit.drop_rows:
+        full, quarantine = readers.read_unit(spec, dataclasses.replace(unit, drop_rows=()) if unit.drop_rows else unit)
+    costs = estimate_costs(full, source=ctx.scoring.diagnostics)
+    slices = split_by_cost([unit], [costs], target_cost)
+    bounds = [(s.lo, full.num_rows if s.hi is None else s.hi) for s in slices]
+    if not unit.drop_rows:
+        return full, quarantine, slices, bounds
+    table, quarantine = readers.read_unit(spec, unit)
+    pos = dedup.positions_in(table, unit, full)
+    bounds = [(int(np.searchsorted(pos, lo)), int(np.searchsorted(pos, hi))) for lo, hi in bounds]
+    return table, quarantine, slices, bounds
 
 
 def _score_rows(table: pa.Table, quarantine: pa.Table, ctx: UnitContext, fmt: str, split_positions=None):
@@ -126,9 +106,8 @@ def _score_rows(table: pa.Table, quarantine: pa.Table, ctx: UnitContext, fmt: st
 
 def encode_outputs(scores: pa.Table, quarantine: pa.Table, ctx: UnitContext,
                    hashes: np.ndarray | None = None) -> dict:
-    """Everything a task writes, as bytes, and its counts and statistics: a function of its rows
-    only (not of its index, which names the files), so the plan pass can make it (``hashes``:
-    :func:`unit_stats`)."""
+    """Everything a slice writes, as bytes, and its counts and statistics (``hashes``:
+    :func:`key_hashes` of exactly its scored rows, when known)."""
     parts = []
     systems = sorted(pc.unique(scores.column("system")).to_pylist()) if scores.num_rows else []
     for system in systems:
@@ -136,7 +115,6 @@ def encode_outputs(scores: pa.Table, quarantine: pa.Table, ctx: UnitContext,
         part = scores if len(systems) == 1 else scores.filter(pc.equal(scores.column("system"), system))
         parts.append((system, writers.parquet_bytes(part, ctx.metadata)))
     q_bytes = writers.parquet_bytes(quarantine, ctx.metadata) if quarantine.num_rows else None
-    stats = unit_stats(scores, ctx, hashes)
     return {
         "parts": parts,
         "quarantine": q_bytes,
@@ -146,79 +124,122 @@ def encode_outputs(scores: pa.Table, quarantine: pa.Table, ctx: UnitContext,
         "systems": systems,
         "cand_tokens": int(pc.sum(scores.column("cand_tokens")).as_py() or 0),
         "ref_tokens": int(pc.sum(scores.column("ref_tokens")).as_py() or 0),
-        "stats": stats,
-        # what keeping it costs (UnitTables' budget): the files and the statistics' arrays
-        "nbytes": sum(len(b) for _, b in parts) + len(q_bytes or b"") + stats.nbytes(),
+        "stats": unit_stats(scores, ctx, hashes),
     }
 
 
-def score_task(spec, task: Task, ctx: UnitContext, split_positions=None) -> dict:
-    """Read, score, write one task; returns counts (also stored in its marker) and statistics.
+def score_slice(table: pa.Table, quarantine: pa.Table, unit: WorkUnit, k: int, n: int, ctx: UnitContext,
+                hashes: np.ndarray | None = None, split_positions=None) -> dict:
+    """Score and write slice ``k`` of ``n`` (``table``: its rows; ``quarantine``: the unit's,
+    written with slice 0)."""
+    q = quarantine if k == 0 else quarantine.schema.empty_table()
+    scores, q = _score_rows(table, q, ctx, unit.format, split_positions)
+    same_rows = hashes is not None and scores.num_rows == table.num_rows  # none too long
+    return write_task_files(encode_outputs(scores, q, ctx, hashes if same_rows else None), unit.index, k, n, ctx)
 
-    The returned ``"stats"`` is the :class:`StatsAccumulator` itself (Dask pickles its arrays
-    as they are, and the merges only add them)."""
+
+def _resumed(unit: WorkUnit, ctx: UnitContext, done: frozenset) -> dict | None:
+    """The unit's result from its markers, if an earlier run finished every slice of it."""
+    first = load_done(unit.index, 0, ctx) if 0 in done else None
+    if first is None or not set(range(first["slices"])) <= done:
+        return None
+    results = [first]
+    for k in range(1, first["slices"]):
+        r = load_done(unit.index, k, ctx)
+        if r is None or r["slices"] != first["slices"]:
+            return None
+        results.append(r)
+    for r in results:
+        r["skipped"] = 1
+    return _unit_result(unit, first["slices"], results, np.concatenate([r.pop("hashes") for r in results]), [])
+
+
+def _unit_result(unit: WorkUnit, n: int, results: list, hashes, left: list, drops=None) -> dict:
+    out = merge_results(*results) or merge_results(_empty_result(unit.index))
+    out["tasks"] = len(results)
+    out.update(unit=unit.index, slices=n, left=left, hashes=hashes)
+    if drops is not None:
+        out["drop_rows"] = drops
+    return out
+
+
+def _empty_result(index: int) -> dict:
+    from pipeline.stats import StatsAccumulator
+
+    return {"unit": index, "tasks": 0, "skipped": 0, "rows": 0, "quarantined": 0, "quarantine_reasons": {},
+            "systems": [], "cand_tokens": 0, "ref_tokens": 0, "files": [], "stats": StatsAccumulator.empty()}
+
+
+def score_unit(spec, unit: WorkUnit, ctx: UnitContext, work: UnitWork) -> dict:
+    """Read ``unit`` once, cut it by cost, score and write its slices as :class:`UnitWork` says.
+
+    Returns the merged result of the slices written (or resumed) here with ``"slices"`` (the
+    unit's slice count), ``"left"`` (``[(slice, blocks)]`` for wave 2; blocks > 1: an oversized example
+    cut in blocks of reference sentences), ``"hashes"``
+    (the key hashes of the unit's rows; wave 1 only) and, after duplicates were dropped,
+    ``"drop_rows"`` (what the unit's wave-2 slices must read with)."""
     _test_sleep()
-    pause_point("task", task.index)
-    # (an oversized example, the only task with split_positions, is never one the plan pass scored)
-    table, quarantine, prepared = _task_input(spec, task, ctx.read_token)
-    if prepared is None:
-        prepared = encode_outputs(*_score_rows(table, quarantine, ctx, task.unit.format, split_positions), ctx)
-    return write_task_files(prepared, task, ctx)
+    check_stop(ctx)
+    pause_point("task", unit.index)
+    wave1 = work.slices is None
+    if wave1 and work.done:
+        resumed = _resumed(unit, ctx, work.done)
+        if resumed is not None:
+            return resumed
+    drops, full = None, None
+    if work.duplicates is not None:
+        full, _ = readers.read_unit(spec, dataclasses.replace(unit, drop_rows=()))
+        unit = dedup.confirm_drops(spec, unit, full, work.duplicates, work.firsts)
+        drops = unit.drop_rows
+    table, quarantine, slices, bounds = unit_input(spec, unit, ctx, work.target_cost, full)
+    hashes = key_hashes(readers.unit_keys(table, unit))
+    if hashes is None:  # the readers never let a null system or id through
+        raise ValueError(f"unit {unit.key}: its canonical table holds a null system or id")
+    from pipeline.job.longdocs import split_blocks_for
 
-
-def run_task(spec, task: Task, ctx: UnitContext, resume: bool = True, earlier: bool | None = None) -> dict:
-    """Resume-aware entry point: the marker's result if the task is done, else :func:`score_task`.
-    ``earlier``: whether an earlier run finished the task (the driver knows); a marker this run
-    wrote (a retry after a worker died past it) then does not count as ``skipped`` (resumed).
-    ``None``: every marker found counts."""
-    if resume:
-        done = load_done(task, ctx)
-        if done is not None:
-            done["skipped"] = int(earlier is None or earlier)
-            return done
-    return score_task(spec, task, ctx)
-
-
-def in_place_tasks(tasks: list[Task]) -> dict[int, Task]:
-    """unit index -> task, for the units the plan made exactly one task of (not an oversized
-    example, no rows dropped as cross-unit duplicates): what the plan pass kept of such a unit
-    is its task's whole input or output, so the worker that kept it finishes the task there
-    (:func:`finish_in_place`)."""
-    per_unit = collections.Counter(t.unit.index for t in tasks)
-    return {t.unit.index: t for t in tasks
-            if per_unit[t.unit.index] == 1 and not t.oversized and not t.unit.drop_rows}
-
-
-# Set on an exception raised by a task that :func:`finish_in_place` ran: that task's ``key``,
-# so the error names the task as a task of its own would.
-FAILED_TASK_ATTR = "rouge_pipeline_task"
-
-
-def finish_in_place(spec, plan: tuple, units: list[int], ctx: UnitContext,
-                    done: frozenset = frozenset()) -> dict | None:
-    """After the plan pass, on the worker that kept ``units``: run (resume-aware) the tasks of
-    those that are :func:`in_place_tasks` of ``plan`` (the result of :func:`plan_tasks`), in
-    order, and merge their results; None if there is none.  One call per worker instead of one
-    task per unit: those tasks only write what the plan pass encoded (~3.5 ms each), and as
-    tasks of their own they waited for the driver to fetch the plan and submit them, then
-    cost the scheduler a round each, all after the plan pass, when nothing else runs.  Run on
-    another worker (its own died), it reads and scores them one after another, as their tasks
-    would have (but on one worker).  ``done``: the tasks an earlier run finished; only those
-    count as ``skipped`` (resumed), not ones a retry of this call finds done by its first try."""
-    in_place = in_place_tasks(plan[0])
-    merged = None
-    for u in sorted(units):
-        task = in_place.get(u)
-        if task is None:
+    results, left, scored = [], [], 0
+    for s, (lo, hi) in zip(slices, bounds):
+        k = s.index
+        if not wave1 and k not in work.slices:
             continue
-        try:
-            r = run_task(spec, task, ctx)
-        except Exception as e:
-            try:
-                setattr(e, FAILED_TASK_ATTR, task.key)
-            except (AttributeError, TypeError):  # an exception type without a __dict__
-                pass
-            raise
-        r["skipped"] = int(bool(r.get("skipped")) and task.index in done)
-        merged = merge_results(merged, r)  # as they come: one accumulator held, not one per task
-    return merged
+        if k in work.done:  # wave 1 of a rerun: what an earlier run wrote (work.done is empty otherwise)
+            r = load_done(unit.index, k, ctx)
+            if r is not None and r["slices"] == len(slices):
+                r.pop("hashes")
+                r["skipped"] = 1
+                results.append(r)
+                continue
+        blocks = split_blocks_for(s, ctx.scoring, work.target_cost)
+        if wave1 and blocks > 1:
+            left.append((k, blocks))   # an oversized example: its blocks on several workers
+            continue
+        if wave1 and work.first is not None and scored >= work.first:
+            left.append((k, 1))
+            continue
+        results.append(score_slice(table.slice(lo, hi - lo), quarantine, unit, k, len(slices), ctx, hashes[lo:hi]))
+        scored += 1
+    return _unit_result(unit, len(slices), results, hashes if wave1 else None, left, drops)
+
+
+def brief(result: dict) -> dict:
+    """What the client needs of a unit's result (its statistics and hashes stay on the workers)."""
+    return {k: result.get(k) for k in ("unit", "slices", "left", "rows", "quarantined", "tasks", "skipped",
+                                       "drop_rows")}
+
+
+def hashes_of(result: dict) -> np.ndarray:
+    """A wave-1 result's key hashes (the input of :func:`dedup.later_duplicates`)."""
+    return result["hashes"]
+
+
+def reload_unit(unit: WorkUnit, n_slices: int, ctx: UnitContext) -> dict:
+    """A unit's result from the files its slices wrote (every one must be there): the statistics
+    of a run whose wave 2 dropped duplicates from units wave 1 had written whole."""
+    results = []
+    for k in range(n_slices):
+        r = load_done(unit.index, k, ctx)
+        if r is None:
+            raise RuntimeError(f"unit {unit.key}: slice {k} of {n_slices} has no complete marker and parts")
+        r.pop("hashes")
+        results.append(r)
+    return merge_results(*results) or merge_results(_empty_result(unit.index))

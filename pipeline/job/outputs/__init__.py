@@ -2,7 +2,7 @@
 writes and reads back there (:mod:`.folder`), its lease (:mod:`.lease`) and the inputs it
 records (:mod:`.inputs`).  fsspec and Arrow only; never Dask."""
 from pipeline.job.outputs.folder import (  # noqa: F401
-    EXACT_SCHEMA, OldLayoutError, RunFolderError, TEST_PAUSE_ENV, check_layout, done_indices, exact_rows_to_arrow,
+    EXACT_SCHEMA, OldLayoutError, RunFolderError, RunStopped, TEST_PAUSE_ENV, check_layout, check_stop, done_slices, exact_rows_to_arrow,
     folder_files, foreign_files, is_complete, load_done, load_marker, mark_success, pause_point,
     precheck_run_folder, prepare_run_folder, read_plan, read_run_info, read_scores, remove_run_files,
     remove_temp_files, utc_now, verify_parts, write_exact, write_plan, write_stats, write_summary, write_task_files,
@@ -15,5 +15,5 @@ from pipeline.job.outputs.lease import (  # noqa: F401
 )
 from pipeline.job.outputs.names import (  # noqa: F401
     LAYOUT, LEASE, MARKER_FORMAT, META_CONFIG_HASH, META_SIGNATURE, ROUGE155_CORPUS, RUN_FORMAT, SAMPLE_FILES,
-    SUCCESS, describe, is_run_file, marker_url, part_name, partition_path, url,
+    SUCCESS, describe, is_run_file, marker_url, part_name, part_order, partition_path, url,
 )

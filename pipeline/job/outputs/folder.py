@@ -103,17 +103,17 @@ def pause_point(step: str, index: int | None = None) -> None:
         time.sleep(0.01)
 
 
-def done_indices(files) -> set[int]:
-    """The task indices whose markers are among ``files`` (a :func:`folder_files` listing)."""
-    out = set()
+def done_slices(files) -> dict[int, frozenset[int]]:
+    """``{unit: its slices}`` whose markers (of this format's names) are among ``files`` (a
+    :func:`folder_files` listing)."""
+    out: dict[int, set[int]] = {}
     for rel in files:
         d, _, base = rel.partition("/")
-        if d == DONE and base.startswith("unit-") and base.endswith(".json"):
-            try:
-                out.add(int(base[5:-5]))
-            except ValueError:
-                pass
-    return out
+        if d == DONE:
+            us = names.parse_marker(base)
+            if us is not None:
+                out.setdefault(us[0], set()).add(us[1])
+    return {u: frozenset(k) for u, k in out.items()}
 
 
 def remove_temp_files(run_url: str, storage_options: dict | None, files) -> int:
@@ -204,7 +204,8 @@ def prepare_run_folder(cfg, run_url: str, so: dict, signature: str, config_hash:
     """Under the lease: refuse a folder made with other settings (unless ``overwrite``, which
     deletes the run's own files only); on resume, score again from scratch when the inputs
     changed since the plan (``inputs``: :func:`inputs.list_inputs`); write ``_run.json``.
-    Returns the tasks an earlier run finished (their markers; one listing of the folder)."""
+    Returns the slices an earlier run finished (``{unit: slices}``, from their markers; one
+    listing of the folder)."""
     precheck_run_folder(run_url, so, overwrite)
     fs, path = get_fs(run_url, so)
     files = folder_files(fs, path) if fs.isdir(path) else []
@@ -232,14 +233,14 @@ def prepare_run_folder(cfg, run_url: str, so: dict, signature: str, config_hash:
                 # Same settings and inputs: resume.  _SUCCESS is rewritten at the end.
                 if SUCCESS in files:
                     fs.rm(f"{path.rstrip('/')}/{SUCCESS}")
-                return done_indices(files)
+                return done_slices(files)
             if isinstance(stored, dict):
                 changed = changed_inputs(stored.get("inputs") or {}, inputs or {})
                 log(f"the inputs changed since {run_url} was planned ({describe(changed)}): "
                     "scoring them again")
             # no plan of these inputs: nothing there can be kept (its markers name another plan)
             remove_run_files(fs, path, files, keep=(RUN_INFO, LEASE))
-            return set()
+            return {}
     # cwd: what relative input paths are relative to, for readers of the run (compare's movers)
     writers.write_json_atomic({"config": cfg.to_dict(redact=True), "signature": signature,
                                "config_hash": config_hash, "plan": plan, "layout": LAYOUT,
@@ -247,7 +248,7 @@ def prepare_run_folder(cfg, run_url: str, so: dict, signature: str, config_hash:
                                "version": cfg.hashed_settings()["version"], "cwd": os.getcwd(),
                                "started_at": utc_now()},
                               url(run_url, RUN_INFO), so)
-    return set()
+    return {}
 
 
 
@@ -268,58 +269,75 @@ def write_summary(run_url: str, summary: dict, so: dict | None = None) -> None:
     writers.write_json_atomic(summary, url(run_url, SUMMARY), so)
 
 
-# --------------------------------------------------------------------------- a task's files
-def write_task_files(prepared: dict, task, ctx) -> dict:
-    """Write a task's encoded output (:func:`encode_outputs`) under its deterministic names,
-    then its completion marker; returns the task's result."""
+# --------------------------------------------------------------------------- a slice's files
+class RunStopped(RuntimeError):
+    """The run was stopped (another task failed, or the user asked): a task that sees it writes
+    nothing more."""
+
+
+def check_stop(ctx) -> None:
+    """Raise :class:`RunStopped` if the run's stop flag (``ctx.stop``: anything with an
+    ``is_set()``, e.g. a ``distributed.Event``) is set: checked before each write."""
+    stop = getattr(ctx, "stop", None)
+    if stop is not None and stop.is_set():
+        raise RunStopped(f"the run writing {ctx.run_url} was stopped")
+
+
+def write_task_files(prepared: dict, unit_index: int, slice_index: int, n_slices: int, ctx) -> dict:
+    """Write a slice's encoded output (:func:`pipeline.job.task.encode_outputs`) under its names,
+    then its completion marker; returns the slice's result."""
     so = ctx.storage_options
     run = ctx.run_url.rstrip("/")
     files = []
     for system, data in prepared["parts"]:
-        u = names.score_part_url(run, system, task.index)
+        u = names.score_part_url(run, system, unit_index, slice_index)
+        check_stop(ctx)
         writers.write_bytes_atomic(data, u, so)
         files.append(u[len(run) + 1:])
     if prepared["quarantine"] is not None:
-        u = names.quarantine_part_url(run, task.index)
+        u = names.quarantine_part_url(run, unit_index, slice_index)
+        check_stop(ctx)
         writers.write_bytes_atomic(prepared["quarantine"], u, so)
         files.append(u[len(run) + 1:])
-    result = {"unit": task.index, "tasks": 1, "files": files,
+    result = {"unit": unit_index, "slice": slice_index, "slices": n_slices, "tasks": 1, "files": files,
               **{k: prepared[k] for k in ("rows", "quarantined", "quarantine_reasons", "systems",
                                           "cand_tokens", "ref_tokens")}}
     # No statistics in the marker: they are a function of the part files (load_done), and
     # packing them (~0.6 MB of JSON per 12,500 examples) cost about a third of what a task
     # adds to scoring.
+    check_stop(ctx)
     writers.write_json_atomic({**result, "marker": MARKER_FORMAT, "plan": ctx.plan_id,
                                "config_hash": ctx.metadata.get(META_CONFIG_HASH, "")},
-                              marker_url(run, task.index), so)
+                              marker_url(run, unit_index, slice_index), so)
     result["stats"] = prepared["stats"]
     result["skipped"] = 0
     return result
 
 
-
-def load_marker(run_url: str, index: int, storage_options: dict) -> dict | None:
-    """A task's marker, or None when there is none or it is not valid JSON (truncated)."""
+def load_marker(run_url: str, unit_index: int, slice_index: int, storage_options: dict) -> dict | None:
+    """A slice's marker, or None when there is none or it is not valid JSON (truncated)."""
     try:
-        return writers.read_json(marker_url(run_url, index), storage_options)
+        return writers.read_json(marker_url(run_url, unit_index, slice_index), storage_options)
     except (ValueError, UnicodeDecodeError):
         return None
 
 
-
-def load_done(task, ctx) -> dict | None:
-    """The result of a finished task, or ``None`` if its marker or a file it wrote is missing
+def load_done(unit_index: int, slice_index: int, ctx) -> dict | None:
+    """The result of a finished slice, or ``None`` if its marker or a file it wrote is missing
     or unreadable.  Its statistics are computed again from its part files: they hold the id,
     system and every score the statistics are made of, as float64, so the result equals the
-    one the task returned (integer sums, exact extrema and counts; a test checks it)."""
-    from pipeline.job.scores import STATS, scores_schema, unit_stats  # the scorer: not for the CLI's checks
+    one the slice returned (integer sums, exact extrema and counts; a test checks it).
+    ``"hashes"``: the key hashes of its scored rows (the cross-unit duplicate search's input)."""
+    from pipeline.job.scores import STATS, key_hashes, scores_schema, unit_stats  # the scorer: not for the CLI
 
     run = ctx.run_url.rstrip("/")
-    result = load_marker(run, task.index, ctx.storage_options)
+    result = load_marker(run, unit_index, slice_index, ctx.storage_options)
     chash = ctx.metadata.get(META_CONFIG_HASH, "")
     if (not isinstance(result, dict) or result.get("marker") != MARKER_FORMAT
-            or result.get("plan") != ctx.plan_id or result.get("config_hash") != chash):
-        return None  # another format, plan or config: score the task again
+            or result.get("plan") != ctx.plan_id or result.get("config_hash") != chash
+            or result.get("unit") != unit_index or result.get("slice") != slice_index
+            or not isinstance(result.get("slices"), int) or not 0 <= slice_index < result["slices"]):
+        return None  # another format, plan, config or slice: score it again
     fs, _ = get_fs(run, ctx.storage_options)
     types = ctx.scoring.rouge_types
     columns = ["id", "system", *(f"{t}_{s}" for t in types for s in STATS)]
@@ -337,13 +355,15 @@ def load_done(task, ctx) -> dict | None:
             elif not fs.exists(path):
                 return None
         scores = pa.concat_tables(parts) if parts else schema.empty_table()
-    except (OSError, KeyError, pa.ArrowException):  # a damaged part file: score the task again
+    except (OSError, KeyError, pa.ArrowException):  # a damaged part file: score the slice again
         return None
     if scores.schema != schema or scores.num_rows != result.get("rows"):
         return None
     for k in ("marker", "plan", "config_hash"):
         result.pop(k)
-    result["stats"] = unit_stats(scores, ctx)
+    hashes = key_hashes(scores.select(["system", "id"]))
+    result["stats"] = unit_stats(scores, ctx, hashes)
+    result["hashes"] = hashes
     return result
 
 
@@ -364,12 +384,13 @@ def exact_rows_to_arrow(rows: list[dict]) -> pa.Table:
 
 
 def read_scores(run_url: str, system: str, columns=None, storage_options: dict | None = None) -> pa.Table:
-    """One system's per-example scores, in input order (part files in task order)."""
+    """One system's per-example scores, in input order (part files in (unit, slice) order)."""
     folder = names.partition_path(run_url, SCORES, system)
     fs, path = get_fs(folder, storage_options)
     if not fs.exists(path):
         return None
-    files = sorted(p for p in fs.ls(path, detail=False) if p.rsplit("/", 1)[-1].startswith("part-"))
+    files = sorted((p for p in fs.ls(path, detail=False) if p.rsplit("/", 1)[-1].startswith("part-")),
+                   key=names.part_order)
     tables = []
     for p in files:
         with fs.open(p, "rb") as f:
@@ -378,10 +399,10 @@ def read_scores(run_url: str, system: str, columns=None, storage_options: dict |
 
 
 
-def verify_parts(run_url: str, so: dict, n_tasks: int, chash: str, rows: int, quarantined: int) -> list[str]:
+def verify_parts(run_url: str, so: dict, slices: dict[int, int], chash: str, rows: int, quarantined: int) -> list[str]:
     """Refuse (before ``_SUCCESS``) a run folder whose ``scores/`` or ``quarantine/`` holds a file
-    part that is not one of this run's ``n_tasks`` tasks' with its config hash, or whose
-    parts hold other row counts than the run counted."""
+    part that is not one of this run's slices' (``slices``: ``{unit: its slice count}``) with its
+    config hash, or whose parts hold other row counts than the run counted."""
     from concurrent.futures import ThreadPoolExecutor
 
     fs, path = get_fs(run_url, so)
@@ -400,7 +421,7 @@ def verify_parts(run_url: str, so: dict, n_tasks: int, chash: str, rows: int, qu
     parts = []
     for rel in rels:
         m = names.PART.match(rel)
-        if m is None or int(m.group(1)) >= n_tasks:
+        if m is None or not int(m.group(2)) < slices.get(int(m.group(1)), 0):
             bad.append(rel)
         else:
             parts.append(rel)

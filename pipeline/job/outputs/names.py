@@ -3,11 +3,11 @@
 Run folder (any fsspec URL)::
 
     _run.json                      redacted config, signature, config hash, plan settings (written first)
-    _plan.json                     the tasks (units cut by estimated cost), input fingerprints; reused on resume
-    _done/unit-XXXXX.json          one completion marker per task: its counts and files
-    scores/system-<s>/part-XXXXX.parquet   per-example scores (pinned schema), one file per task and system
-                                   (not Hive's system=<s>: the column is in the files; LAYOUT)
-    quarantine/part-XXXXX.parquet  records that could not be scored, with a reason
+    _plan.json                     the units (from the input listing), input fingerprints; reused on resume
+    _done/unit-UUUUU-SSSS.json     one completion marker per slice (unit U's slice S): its counts and files
+    scores/system-<s>/part-UUUUU-SSSS.parquet   per-example scores (pinned schema), one file per slice and
+                                   system (not Hive's system=<s>: the column is in the files; LAYOUT)
+    quarantine/part-UUUUU-SSSS.parquet  records that could not be scored, with a reason (slice 0 of a unit)
     stats/stats.parquet, stats/stats.json  corpus statistics per system, type and stat
     stats/bootstrap_exact.{parquet,json}   rouge-score's BootstrapAggregator (stats.bootstrap: exact)
     rouge155_corpus.json           ROUGE-1.5.5's printed averages (profile rouge155)
@@ -22,15 +22,17 @@ import re
 from pipeline.io.writers import escape_system, is_temp_name
 
 # Written into _run.json; a folder with another (or none: before issue 17) is not resumed.
-RUN_FORMAT = 2
+# 3: parts and markers named by (unit, slice); 2 named them by a global task number.
+RUN_FORMAT = 3
 # The run folder's layout (``_run.json`` "layout"): 2 = ``scores/system-<s>/``; 1 (no key) was
 # ``scores/system=<s>/``, which pandas and pyarrow cannot read as one dataset.
 LAYOUT = 2
-# The format of a task's completion marker (``_done/unit-XXXXX.json``): 4 holds its counts, files,
-# config hash and plan id (its statistics are recomputed from its parts on resume); 3 the same
-# without config hash and plan id; 2 the same in layout 1 (``system=`` folders); 1 also held the
-# statistics.  Part of the config hash: a run folder with markers of another format is not resumed.
-MARKER_FORMAT = 4
+# The format of a slice's completion marker (``_done/unit-UUUUU-SSSS.json``): 5 holds its unit,
+# slice, the unit's slice count, counts, files, config hash and plan id (its statistics are
+# recomputed from its parts on resume); 4 the same per global task (``unit-XXXXX.json``); 3 without
+# config hash and plan id; 2 in layout 1 (``system=`` folders); 1 also held the statistics.
+# Part of the config hash: a run folder with markers of another format is not resumed.
+MARKER_FORMAT = 5
 
 RUN_INFO = "_run.json"
 PLAN = "_plan.json"
@@ -51,19 +53,21 @@ META_CONFIG_HASH = "rouge_pipeline.config_hash"  # in every part file's metadata
 
 _RUN_FILE = re.compile(r"""^(?:
       _run\.json | _plan\.json | _summary\.json | _SUCCESS | _LEASE\.json | rouge155_corpus\.json
-    | _done/unit-\d{5,}\.json
-    | scores/system[-=][^/]*/part-\d{5,}\.parquet
-    | quarantine/part-\d{5,}\.parquet
+    | _done/unit-\d{5,}(?:-\d{4,})?\.json
+    | scores/system[-=][^/]*/part-\d{5,}(?:-\d{4,})?\.parquet
+    | quarantine/part-\d{5,}(?:-\d{4,})?\.parquet
     | stats/(?:stats|bootstrap_exact)\.(?:parquet|json)
 )$""", re.X)
 # the folders of ours a killed atomic write can leave a temp file in
 _TEMP_DIR = re.compile(r"^(?:(?:_done|quarantine|stats|scores/system[-=][^/]*)/)?[^/]+$")
-PART_FILE = re.compile(r"^part-\d+\.parquet$")
-PART = re.compile(r"^(?:scores/system-[^/]*|quarantine)/part-(\d{5,})\.parquet$")
+PART_FILE = re.compile(r"^part-\d+(?:-\d+)?\.parquet$")
+# a part of this format: (unit, slice); older formats' parts (part-XXXXX) do not match
+PART = re.compile(r"^(?:scores/system-[^/]*|quarantine)/part-(\d{5,})-(\d{4,})\.parquet$")
+_MARKER = re.compile(r"^unit-(\d{5,})-(\d{4,})\.json$")
 # what the run writes, for the input-glob check (a system folder, a part, every fixed name)
 SAMPLE_FILES = (RUN_INFO, PLAN, SUMMARY, SUCCESS, LEASE, ROUGE155_CORPUS,
-                "_done/unit-00000.json", "scores/system-/part-00000.parquet", "scores/system-x/part-00000.parquet",
-                "quarantine/part-00000.parquet", STATS_PARQUET, STATS_JSON, EXACT_PARQUET, EXACT_JSON)
+                "_done/unit-00000-0000.json", "scores/system-/part-00000-0000.parquet",
+                "scores/system-x/part-00000-0000.parquet", "quarantine/part-00000-0000.parquet", STATS_PARQUET, STATS_JSON, EXACT_PARQUET, EXACT_JSON)
 
 
 def is_temp_file(rel: str) -> bool:
@@ -81,11 +85,28 @@ def is_leftover(rel: str) -> bool:
     return rel == LEASE or is_temp_file(rel)
 
 
-def part_name(unit_index: int) -> str:
-    """``part-00007.parquet``: lexicographic order = unit order (up to 99999, then still unique)."""
-    if isinstance(unit_index, bool) or not isinstance(unit_index, int) or unit_index < 0:
-        raise ValueError(f"unit_index must be a non-negative integer, got {unit_index!r}")
-    return f"part-{unit_index:05d}.parquet"
+def _index(v, what: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise ValueError(f"{what} must be a non-negative integer, got {v!r}")
+    return v
+
+
+def part_name(unit_index: int, slice_index: int = 0) -> str:
+    """``part-00007-0002.parquet``: unit 7's slice 2.  Named by the data (the unit from the input
+    listing, the slice from that unit's own cost split), so whoever reads a unit writes it."""
+    return f"part-{_index(unit_index, 'unit_index'):05d}-{_index(slice_index, 'slice_index'):04d}.parquet"
+
+
+def part_order(name: str) -> tuple:
+    """The sort key of a part file name: (unit, slice) as numbers (input order past 99999 units)."""
+    m = re.match(r"^part-(\d+)(?:-(\d+))?\.parquet$", name.rsplit("/", 1)[-1])
+    return (int(m.group(1)), int(m.group(2) or 0)) if m else (float("inf"), name)
+
+
+def parse_marker(base: str) -> tuple[int, int] | None:
+    """(unit, slice) of a marker's file name of this format, else None."""
+    m = _MARKER.match(base)
+    return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 _DATASET = re.compile(r"^[A-Za-z0-9_\-][A-Za-z0-9_.\-]*$")
@@ -103,16 +124,16 @@ def url(run_url: str, rel: str) -> str:
     return f"{run_url.rstrip('/')}/{rel}"
 
 
-def marker_url(run_url: str, index: int) -> str:
-    return url(run_url, f"{DONE}/unit-{index:05d}.json")
+def marker_url(run_url: str, unit_index: int, slice_index: int) -> str:
+    return url(run_url, f"{DONE}/unit-{_index(unit_index, 'unit_index'):05d}-{_index(slice_index, 'slice_index'):04d}.json")
 
 
-def score_part_url(run_url: str, system: str, index: int) -> str:
-    return partition_path(run_url, SCORES, system) + part_name(index)
+def score_part_url(run_url: str, system: str, unit_index: int, slice_index: int) -> str:
+    return partition_path(run_url, SCORES, system) + part_name(unit_index, slice_index)
 
 
-def quarantine_part_url(run_url: str, index: int) -> str:
-    return url(run_url, f"{QUARANTINE}/{part_name(index)}")
+def quarantine_part_url(run_url: str, unit_index: int, slice_index: int) -> str:
+    return url(run_url, f"{QUARANTINE}/{part_name(unit_index, slice_index)}")
 
 
 def describe(files: list[str], limit: int = 5) -> str:

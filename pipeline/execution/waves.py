@@ -1,0 +1,230 @@
+"""The job's graph, as plain waves on an executor (:mod:`pipeline.execution.executors`).
+
+Wave 1 maps :func:`pipeline.job.score_unit` over the units; its results feed the statistics tree
+(:func:`pipeline.job.merge_results`, on the workers), the duplicate search
+(:func:`pipeline.job.later_duplicates`, one task) and, through a small :func:`pipeline.job.brief`
+each, the client, which holds only the futures still pending and two integers per unit (its
+slice count and rows, for the part check and the progress).  Wave 2 scores what wave 1 left:
+slices past a unit's first few, oversized examples (:mod:`pipeline.job.longdocs`) and the units
+holding a later duplicate, scored again with it dropped.  Every task that writes checks the run's
+stop flag first; a failure sets it and waits for what still runs (:func:`stop`).
+"""
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from dataclasses import dataclass, field
+
+from pipeline import job
+
+FAN_IN = 8
+
+
+@dataclass
+class Outcome:
+    """What the waves leave the driver."""
+
+    final: dict                                   # finalize_results: counts and statistics rows
+    slices: dict = field(default_factory=dict)    # unit -> its slice count (the part check)
+    tasks: int = 0                                # slices written or resumed
+    resumed: int = 0                              # slices an earlier run had written
+    split: int = 0                                # oversized examples scored in blocks
+    duplicate_units: int = 0                      # units scored again without their later duplicates
+
+
+class TaskFailed(Exception):
+    """A task failed after its retries: ``what`` it was, and its exception."""
+
+    def __init__(self, what: str, error: BaseException):
+        super().__init__(what)
+        self.what, self.error = what, error
+
+
+class Tree:
+    """The statistics tree, built as results arrive: every ``FAN_IN`` finished futures of a
+    level become one :func:`job.merge_results` of the next, so the client holds at most
+    ``FAN_IN - 1`` futures a level, and results are merged on the workers while others score."""
+
+    def __init__(self, submit, name: str, eager: bool):
+        self.submit, self.name, self.eager = submit, name, eager
+        self.levels: list[list] = []
+        self.n = 0
+
+    def add(self, fut, depth: int = 0) -> None:
+        while len(self.levels) <= depth:
+            self.levels.append([])
+        level = self.levels[depth]
+        level.append(fut)
+        if len(level) == FAN_IN:
+            self.levels[depth] = []
+            self.n += 1
+            merged = self.submit(job.merge_results, *level, key=f"{self.name}-{depth}-{self.n:05d}")
+            if self.eager:   # in process: merge now, so the results merged are let go
+                merged.status
+            self.add(merged, depth + 1)
+
+    def top(self) -> list:
+        """What is left unmerged (at most FAN_IN - 1 futures a level), for the finalisation."""
+        return [f for level in self.levels for f in level]
+
+
+class Waves:
+    """One run's graph.  ``first``: slices wave 1 scores per unit (None: all; in process)."""
+
+    def __init__(self, ex, spec, units: list, ctx, target_cost: float, retries: int, done: dict,
+                 confidence: float, first: int | None, bar=None, log=None):
+        self.ex, self.spec, self.units, self.ctx = ex, spec, units, ctx
+        self.target_cost, self.retries, self.done, self.confidence = target_cost, retries, done, confidence
+        self.first, self.bar, self.log = first, bar, log or (lambda _m: None)
+        self.nonce = uuid.uuid4().hex[:8]
+        # every task that writes, until it ends: its brief -> (what, unit index, its result's future)
+        self.pending: dict = {}
+        self.counts: dict = {}      # unit -> [slices, rows]
+        self.eager = not ex.distributed
+
+    # ------------------------------------------------------------------ submitting
+    def _key(self, kind: str, *parts) -> str:
+        return f"rouge-{kind}-{self.nonce}-" + "-".join(f"{p:05d}" if isinstance(p, int) else str(p) for p in parts)
+
+    def _submit(self, fn, *args, key: str, **hints):
+        return self.ex.submit(fn, *args, key=key, retries=self.retries, **hints)
+
+    def _track(self, fut, what: str, u: int, key: str):
+        """``fut``'s brief, tracked until it ends."""
+        brief = self._submit(job.brief, fut, key=key)
+        self.pending[brief] = (what, u, fut)
+        return brief
+
+    def _unit(self, unit, work, kind: str, *key_parts):
+        """A :func:`job.score_unit`, tracked by its brief: (its future, the brief's)."""
+        fut = self._submit(job.score_unit, self.spec, unit, self.ctx, work, key=self._key(kind, unit.index, *key_parts),
+                           priority=-unit.index)
+        return fut, self._track(fut, f"unit {unit.key}", unit.index, self._key(f"{kind}-brief", unit.index, *key_parts))
+
+    def _blocks(self, unit, k: int, n_blocks: int):
+        """An oversized slice: prepared, its rougeLsum in ``n_blocks`` blocks, finished (the
+        brief's future)."""
+        base = self._key("split", unit.index, k)
+        prep = self._submit(job.prepare_split, self.spec, unit, k, self.ctx, self.target_cost, key=f"{base}-prep")
+        blocks = [self._submit(job.split_block, prep, b, n_blocks, self.ctx.scoring, key=f"{base}-block-{b:03d}")
+                  for b in range(n_blocks)]
+        fut = self._submit(job.finish_split, self.spec, unit, k, self.ctx, self.target_cost, prep, *blocks, key=base)
+        return self._track(fut, f"unit {unit.key} slice {k}", unit.index, f"{base}-brief")
+
+    # ------------------------------------------------------------------ running
+    def _drain(self, on_brief) -> None:
+        """Wait for every tracked task, in completion order: ``on_brief(brief, unit, future)``
+        for each, which may return futures it tracked meanwhile.  The first failure raises
+        :class:`TaskFailed`."""
+        completed = self.ex.as_completed(list(self.pending))
+        for f in completed:
+            what, u, fut = self.pending[f]
+            if f.status != "finished":
+                e = f.exception() if f.status == "error" else None
+                raise TaskFailed(what, e if e is not None else RuntimeError(
+                    f"its task was {f.status} (the scheduler or another client cancelled it, "
+                    "or the connection was lost)"))
+            b = f.result()
+            del self.pending[f]
+            for extra in on_brief(b, u, fut) or ():
+                completed.add(extra)
+
+    def run(self) -> Outcome:
+        out = Outcome(final={})
+        by_index = {u.index: u for u in self.units}
+        tree1 = Tree(self._submit, self._key("merge-1"), self.eager)
+        hashes, position = [], {}
+        for u in self.units:
+            position[u.index] = len(hashes)
+            fut, _ = self._unit(u, job.UnitWork(self.target_cost, self.first, self.done.get(u.index, frozenset())),
+                             "unit")
+            hashes.append(self._submit(job.hashes_of, fut, key=self._key("hashes", u.index)))
+        dup = self._submit(job.later_duplicates, [u.index for u in self.units], *hashes, key=self._key("duplicates"))
+        left: list = []   # (unit, slice, blocks) that wave 1 left
+
+        def on_wave1(b, u, fut):
+            self.counts[u] = [b["slices"], b["rows"]]
+            out.tasks += b["tasks"]
+            out.resumed += b["skipped"]
+            left.extend((by_index[u], k, blocks) for k, blocks in b["left"])
+            tree1.add(fut)
+            if self.eager:  # in process: its hashes taken now, so the unit's result is let go
+                hashes[position[u]].status
+            if self.bar is not None:
+                self.bar.update(b["rows"], skipped=bool(b["tasks"]) and b["skipped"] == b["tasks"])
+
+        self._drain(on_wave1)
+        try:
+            again = dup.result()
+        except Exception as e:  # noqa: BLE001
+            raise TaskFailed("finding duplicate ids across units", e) from e
+        dup = hashes = None  # released: the duplicates are found
+
+        # wave 2: what wave 1 left, and the units holding a later duplicate
+        out.duplicate_units = len(again)
+        if again:
+            self.log(f"{sum(len(c[0]) for c in again.values())} id(s) also in earlier units: "
+                     f"{len(again)} unit(s) scored again without them")
+        tree2 = Tree(self._submit, self._key("merge-2"), self.eager)
+        n2 = 0
+        for unit, k, blocks in left:
+            if unit.index in again:
+                continue   # scored again whole below
+            if blocks > 1:
+                self._blocks(unit, k, blocks)
+                out.split += 1
+            else:
+                self._unit(unit, job.UnitWork(self.target_cost, slices=(k,)), "slice", k)
+            n2 += 1
+        for u, cand in sorted(again.items()):
+            firsts = {int(f): by_index[int(f)] for f in set(cand[1].tolist())}
+            self._unit(by_index[u], job.UnitWork(self.target_cost, duplicates=cand, firsts=firsts), "again")
+            n2 += 1
+        if self.bar is not None:
+            self.bar.total_tasks += n2
+
+        def on_wave2(b, u, fut):
+            extra = []
+            if u in again and b.get("drop_rows") is not None:
+                # the unit scored again: its oversized slices now, read with the same drops
+                unit = dataclasses.replace(by_index[u], drop_rows=tuple(b["drop_rows"]))
+                for k, blocks in b["left"]:
+                    extra.append(self._blocks(unit, k, blocks))
+                    out.split += 1
+                rows = b["rows"] - self.counts[u][1]
+                self.counts[u] = [b["slices"], b["rows"]]
+            else:
+                out.tasks += b["tasks"]
+                rows = b["rows"]
+                if not again:
+                    tree2.add(fut)
+            if self.bar is not None:
+                self.bar.total_tasks += len(extra)
+                self.bar.update(rows)
+            return extra
+
+        self._drain(on_wave2)
+        out.slices = {u: c[0] for u, c in self.counts.items()}
+        if again:
+            # wave 1's statistics hold the dropped rows: every unit's, from the files it wrote
+            top = Tree(self._submit, self._key("merge-reload"), self.eager)
+            for u, n in sorted(out.slices.items()):
+                top.add(self._submit(job.reload_unit, by_index[u], n, self.ctx, key=self._key("reload", u)))
+            tops = top.top()
+            out.tasks = sum(out.slices.values())
+        else:
+            tops = tree1.top() + tree2.top()
+        root = self._submit(job.finalize_results, self.confidence, *tops, key=self._key("final"))
+        try:
+            out.final = root.result()
+        except Exception as e:  # noqa: BLE001
+            raise TaskFailed("merging the statistics", e) from e
+        return out
+
+    def stop(self, drain: bool) -> None:
+        """Stop every task still tracked: the run's stop flag set, then (``drain``; not on Ctrl-C,
+        when the user asked to stop now) a wait for those still running, which stop at their next
+        write; then their futures released."""
+        futures = [f for brief, (_w, _u, f) in self.pending.items() for f in (brief, f)]
+        self.pending.clear()
+        self.ex.stop(futures, drain=drain)
