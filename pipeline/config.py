@@ -40,7 +40,6 @@ execution:
   retries: 2
   target_rows: null                   # rows per work unit (null: one unit per input file, small files packed)
   target_cost: null                   # estimated cost per task, for the driver's planning
-  unit_cache_mb: 512                  # per worker: units the plan pass read and scored, kept for their tasks (0: off)
   worker_profile: false               # local mode: Dask's statistical profiler in the workers (the
                                       #   dashboard's Profile page); it cost ~10% of the job's throughput
 strict: false                         # true: any quarantined record fails the run
@@ -145,7 +144,7 @@ class ExecutionConfig:
     retries: int = 2
     target_rows: int | None = None
     target_cost: int | float | None = None
-    unit_cache_mb: int = 512
+    unit_cache_mb: int | None = None  # no longer used (there is no plan pass to keep); accepted, ignored
     worker_profile: bool = False
 
     def validate(self):
@@ -161,7 +160,7 @@ class ExecutionConfig:
                                   f"number of bytes, got {m!r}")
         _check_int(self.retries, "execution.retries")
         _check_int(self.target_rows, "execution.target_rows", minimum=1, allow_none=True)
-        _check_int(self.unit_cache_mb, "execution.unit_cache_mb", minimum=0)
+        _check_int(self.unit_cache_mb, "execution.unit_cache_mb", minimum=0, allow_none=True)
         _check_bool(self.worker_profile, "execution.worker_profile")
         t = self.target_cost
         if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or t <= 0):

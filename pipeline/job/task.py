@@ -131,11 +131,12 @@ def encode_outputs(scores: pa.Table, quarantine: pa.Table, ctx: UnitContext,
 def score_slice(table: pa.Table, quarantine: pa.Table, unit: WorkUnit, k: int, n: int, ctx: UnitContext,
                 hashes: np.ndarray | None = None, split_positions=None) -> dict:
     """Score and write slice ``k`` of ``n`` (``table``: its rows; ``quarantine``: the unit's,
-    written with slice 0)."""
+    written with slice 0).  A unit with ``drop_rows`` replaces what wave 1 wrote of it."""
     q = quarantine if k == 0 else quarantine.schema.empty_table()
     scores, q = _score_rows(table, q, ctx, unit.format, split_positions)
     same_rows = hashes is not None and scores.num_rows == table.num_rows  # none too long
-    return write_task_files(encode_outputs(scores, q, ctx, hashes if same_rows else None), unit.index, k, n, ctx)
+    return write_task_files(encode_outputs(scores, q, ctx, hashes if same_rows else None), unit.index, k, n, ctx,
+                            replace=bool(unit.drop_rows))
 
 
 def _resumed(unit: WorkUnit, ctx: UnitContext, done: frozenset) -> dict | None:

@@ -88,31 +88,107 @@ def test_one_vs_two_workers_byte_identical_and_sync(corpus, client1, client2, tm
         assert (Path(r.run_url) / "_SUCCESS").exists()
 
 
-def test_plan_pass_scoring_gives_the_tasks_own_bytes(corpus, client2, tmp_path):
-    """By default every unit that is one task is scored by the plan pass and its task only
-    writes (job.plan_unit); with nothing kept (unit_cache_mb 0) every task reads and scores
-    its rows itself.  Both give the same files, markers included, on 2 workers and in-process."""
-    from pipeline.io.readers import plan_units
+def _computed(ts_data, prefix: str) -> dict:
+    """``{key: (worker, start, stop)}`` of the finished tasks whose key starts with ``prefix``."""
+    out = {}
+    for t in ts_data:
+        key = str(t["key"])
+        if key.startswith(prefix) and t.get("status") == "OK":
+            for ss in t.get("startstops", ()):
+                if ss["action"] == "compute":
+                    out[key] = (t["worker"], ss["start"], ss["stop"])
+    return out
 
-    spec = _cfg(corpus, tmp_path / "unused").input_spec()   # the default run scores units in its plan pass
-    assert any(job.one_task(job.plan_unit(spec, u)["costs"], job.DEFAULT_TARGET_COST) for u in plan_units(spec))
+
+def test_each_unit_is_read_scored_and_written_by_one_wave_1_task(corpus, client2, tmp_path):
+    """Parts and markers are named by (unit, slice), so the worker that reads a unit writes it
+    there and then: every marker was written while its unit's wave-1 task ran, no other task
+    read the input, and the files are the in-process run's, markers included."""
     from distributed import get_task_stream
 
     with get_task_stream(client2) as ts:
-        a = run(_cfg(corpus, tmp_path / "kept"), client2, progress=False, log=_log)
-    b = run(_cfg(corpus, tmp_path / "read", execution={"unit_cache_mb": 0}), client2, progress=False, log=_log)
+        a = run(_cfg(corpus, tmp_path / "dask"), client2, progress=False, log=_log)
     c = run(_cfg(corpus, tmp_path / "sync"), None, progress=False, log=_log)
-    assert a.summary["quarantined"] > 0 and a.summary["tasks"] > 1
-    # the workers finished the units they kept themselves (job.finish_in_place, at most one
-    # Dask task each); only the tasks of the other units were tasks of their own
-    plan = [job.task_from_dict(d) for d in json.loads((tmp_path / "kept" / "_plan.json").read_text())["tasks"]]
-    in_place = job.in_place_tasks(plan)
-    keys = [str(t["key"]) for t in ts.data]
-    assert in_place and 1 <= sum(k.startswith("rouge-finish-") for k in keys) <= 2
-    assert sum(k.startswith("rouge-task-") for k in keys) == len(plan) - len(in_place)
-    oa = _outputs(tmp_path / "kept", markers=True)
-    assert oa == _outputs(tmp_path / "read", markers=True) == _outputs(tmp_path / "sync", markers=True)
-    assert a.rows == b.rows == c.rows
+    assert a.summary["quarantined"] > 0 and a.summary["units"] > 1 and a.summary["duplicate_units"] == 0
+    units = _computed(ts.data, "rouge-unit-")
+    units = {k: v for k, v in units.items() if "-brief-" not in k}
+    assert len(units) == a.summary["units"] and len({w for w, _, _ in units.values()}) == 2
+    kinds = {str(t["key"]).split("-")[1] for t in ts.data}
+    assert kinds <= {"unit", "hashes", "duplicates", "merge", "final"}, kinds   # no plan pass, no wave 2
+    by_unit = {int(k.rsplit("-", 1)[1]): v for k, v in units.items()}
+    markers = sorted((tmp_path / "dask" / "_done").glob("unit-*.json"))
+    assert len(markers) == a.summary["tasks"] >= len(by_unit)
+    for m in markers:
+        _, start, stop = by_unit[int(m.name.split("-")[1])]
+        assert start <= m.stat().st_mtime <= stop + 0.05, m.name   # written inside its unit's task
+    assert _outputs(tmp_path / "dask", markers=True) == _outputs(tmp_path / "sync", markers=True)
+    assert a.rows == c.rows
+
+
+def _dup_shards(root: Path) -> dict:
+    """Three shards: b repeats an id of a (another candidate), c holds only ids of a and b."""
+    root.mkdir()
+    rec = lambda i, cand: json.dumps({"id": i, "candidate": cand, "references": ["the cat sat on the mat"]})  # noqa: E731
+    (root / "a.jsonl").write_text("\n".join([rec("k1", "the cat sat"), rec("k2", "a dog")]) + "\n")
+    (root / "b.jsonl").write_text("\n".join([rec("k3", "on the mat"), rec("k1", "the dog ran far")]) + "\n")
+    (root / "c.jsonl").write_text("\n".join([rec("k3", "cat"), rec("k2", "mat")]) + "\n")
+    return {"records": str(root / "*.jsonl")}
+
+
+def test_duplicates_across_units_are_dropped_in_wave_2_first_occurrence_kept(client2, tmp_path):
+    from distributed import get_task_stream
+    from rouge_score import rouge_scorer
+
+    corpus = _dup_shards(tmp_path / "in")
+    ex = {"target_rows": 100}   # one unit a shard (not packed)
+    with get_task_stream(client2) as ts:
+        r = run(_cfg(corpus, tmp_path / "dask", execution=ex), client2, progress=False, log=_log)
+    rs = run(_cfg(corpus, tmp_path / "sync", execution=ex), None, progress=False, log=_log)
+    assert r.summary["units"] == 3 and r.summary["duplicate_units"] == 2
+    again = {int(k.rsplit("-", 1)[1]) for k in _computed(ts.data, "rouge-again-") if "-brief-" not in k}
+    assert again == {1, 2}, "b and c are scored again in wave 2, a is not"
+    scores = _sorted_scores(tmp_path / "dask")
+    assert scores.column("id").to_pylist() == ["k1", "k2", "k3"]
+    oracle = rouge_scorer.RougeScorer(["rouge1"]).score("the cat sat on the mat", "the cat sat")["rouge1"]
+    k1 = scores.to_pylist()[0]
+    assert (k1["rouge1_precision"], k1["rouge1_recall"], k1["rouge1_fmeasure"]) == tuple(oracle)   # a's, the first
+    a, b, c = (f"file://{tmp_path}/in/{n}.jsonl" for n in "abc")
+    q = pa.concat_tables(pq.read_table(p) for p in sorted((tmp_path / "dask" / "quarantine").glob("*.parquet")))
+    assert q.column("reason").to_pylist() == [
+        f"{b} line 2: duplicate id 'k1' (first at {a} line 1)",
+        f"{c} line 1: duplicate id 'k3' (first at {b} line 1)",
+        f"{c} line 2: duplicate id 'k2' (first at {a} line 2)"]
+    # c's wave-1 part (its two rows) is gone: c now scores nothing
+    assert not list((tmp_path / "dask" / "scores").glob("*/part-00002-*.parquet"))
+    assert r.summary["rows"] == 3 and r.summary["quarantined"] == 3
+    assert _outputs(tmp_path / "dask", markers=True) == _outputs(tmp_path / "sync", markers=True)
+    assert r.rows == rs.rows
+
+
+def test_an_oversized_example_is_split_in_wave_2_with_rouge_scores_numbers(client2, tmp_path):
+    from distributed import get_task_stream
+    from rouge_score import rouge_scorer
+
+    root = tmp_path / "in"
+    root.mkdir()
+    long_ref = "\n".join(f"sentence {k} says the cat sat on mat number {k}" for k in range(60))
+    long_cand = "\n".join(f"the cat {k} sat on the mat {k % 7}" for k in range(50))
+    recs = [{"id": f"s{i}", "candidate": "the cat sat", "references": ["the cat sat on the mat"]} for i in range(4)]
+    recs.insert(2, {"id": "long", "candidate": long_cand, "references": [long_ref]})
+    (root / "a.jsonl").write_text("".join(json.dumps(x) + "\n" for x in recs))
+    corpus = {"records": str(root / "a.jsonl")}
+    ex = {"target_cost": 2000}
+    with get_task_stream(client2) as ts:
+        r = run(_cfg(corpus, tmp_path / "dask", execution=ex), client2, progress=False, log=_log)
+    rs = run(_cfg(corpus, tmp_path / "sync", execution=ex), None, progress=False, log=_log)
+    assert r.summary["split_examples"] == rs.summary["split_examples"] == 1
+    blocks = [k for k in _computed(ts.data, "rouge-split-") if "-block-" in k]
+    assert len(blocks) > 1, "the long example's rougeLsum ran as several block tasks"
+    long_row = next(x for x in _sorted_scores(tmp_path / "dask").to_pylist() if x["id"] == "long")
+    want = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL", "rougeLsum"]).score(long_ref, long_cand)
+    for ty, sc in want.items():
+        assert (long_row[f"{ty}_precision"], long_row[f"{ty}_recall"], long_row[f"{ty}_fmeasure"]) == tuple(sc), ty
+    assert _outputs(tmp_path / "dask", markers=True) == _outputs(tmp_path / "sync", markers=True)
 
 
 def test_exact_bootstrap_matches_rouge_score(corpus, client2, tmp_path):
@@ -144,7 +220,9 @@ def test_partition_sizes_give_identical_scores_and_statistics(corpus, client2, t
             progress=False, log=_log)
     assert b.summary["tasks"] > 2 * a.summary["tasks"]
     assert _sorted_scores(tmp_path / "a").equals(_sorted_scores(tmp_path / "b"))
-    assert a.rows == b.rows
+    assert a.rows == b.rows and a.signature == b.signature
+    for system in a.summary["systems"]:   # the parts in (unit, slice) order: the input's order
+        assert job.read_scores(str(tmp_path / "a"), system).equals(job.read_scores(str(tmp_path / "b"), system))
     assert (tmp_path / "a/stats/stats.json").read_bytes() == (tmp_path / "b/stats/stats.json").read_bytes()
     assert (tmp_path / "a/stats/stats.parquet").read_bytes() == (tmp_path / "b/stats/stats.parquet").read_bytes()
 
@@ -395,8 +473,8 @@ def _fail_once_after_writing():
     j._unpatched_write_task_files = orig
     state = {"failed": False}
 
-    def write_then_fail(prepared, task, ctx):
-        r = orig(prepared, task, ctx)
+    def write_then_fail(prepared, *args, **kwargs):
+        r = orig(prepared, *args, **kwargs)
         if not state["failed"]:
             state["failed"] = True
             raise ConnectionError("connection lost after the write")
@@ -442,8 +520,8 @@ def test_a_successful_run_removes_its_own_temp_files_only(corpus, tmp_path):
     out = tmp_path / "r"
     run(_cfg(corpus, out, execution=TARGET), None, progress=False, log=_log)
     part_dir = next((out / "scores").iterdir())
-    ours = [part_dir / f".tmp-part-00000.parquet-{'a' * 32}", out / f".tmp-_summary.json-{'0123456789abcdef' * 2}",
-            out / "_done" / f".tmp-unit-00003.json-{'f' * 32}"]
+    ours = [part_dir / f".tmp-part-00000-0000.parquet-{'a' * 32}",
+            out / f".tmp-_summary.json-{'0123456789abcdef' * 2}", out / "_done" / f".tmp-unit-00003-0001.json-{'f' * 32}"]
     others = [out / ".tmp-notes.txt", out / f"tmp-part-00000.parquet-{'a' * 32}", part_dir / "keep.tmp-x",
               out / f".tmp-part-1.parquet-{'a' * 31}", tmp_path / f".tmp-_run.json-{'b' * 32}"]
     for p in ours + others:

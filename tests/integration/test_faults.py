@@ -25,9 +25,7 @@ import support.flaky_fs as _flaky_fs
 from support.pipeline_corpus import config, run_outputs, write_records
 from pipeline import job
 from pipeline.config import RunConfig
-# what the driver polls: cancelled tasks leave the scheduler's books at once but go on running
 from pipeline.execution.driver import RunFailedError, run
-from pipeline.execution.executors import executing_keys as _executing_keys
 from pipeline.io.spec import UnreadableFileError
 
 distributed = pytest.importorskip("distributed")
@@ -43,6 +41,12 @@ def _log(_):
 
 def _outputs(run_dir: Path) -> dict[str, bytes]:
     return run_outputs(run_dir, markers=True)
+
+
+def _executing_keys(dask_worker) -> list[str]:
+    """The tasks running in a worker (its internals: cancelled tasks leave the scheduler's books
+    at once but go on running; the test looks, the driver does not)."""
+    return [str(ts.key) for ts in (*dask_worker.state.executing, *dask_worker.state.long_running)]
 
 
 def _wait_idle(client, timeout: float = 120.0) -> None:
@@ -146,23 +150,21 @@ def test_worker_sigkilled_mid_run_outputs_byte_identical(fault_client, corpus, c
     assert victim not in fault_client.run(os.getpid).values()
 
 
-def test_worker_sigkilled_while_finishing_in_place(fault_client, corpus, tmp_path):
-    """With units that are one task each, every worker finishes the units it kept in one
-    job.finish_in_place.  A worker killed during that phase has its finish rerun on the other
-    worker, which reads and scores those units: the outputs are a clean run's, and the plan
-    pass is not run again."""
+def test_worker_sigkilled_in_wave_1_its_units_are_scored_elsewhere(fault_client, corpus, tmp_path):
+    """Many small units, each read, scored and written by one wave-1 task.  A worker killed
+    mid-wave has its units rerun on the other worker: the outputs are a clean run's, every unit
+    was a wave-1 task, and nothing else read the input (no plan pass, no wave 2)."""
     from distributed import get_task_stream
 
-    ex = {"target_cost": None, "target_rows": 10}   # many small units, each one task
+    ex = {"target_cost": None, "target_rows": 10}   # many small units, one slice each
     sleep = os.environ.pop(job.TEST_TASK_SLEEP_ENV, None)
     try:
         clean = run(_cfg(corpus, tmp_path / "clean", **ex), None, progress=False, log=_log)
     finally:
         if sleep is not None:
             os.environ[job.TEST_TASK_SLEEP_ENV] = sleep
-    plan = json.loads((tmp_path / "clean" / "_plan.json").read_text())["tasks"]
-    n_units = len({t["unit"]["index"] for t in plan})
-    assert len(plan) == n_units >= 8, "one task per unit, enough of them to kill a worker among"
+    n_units = len(json.loads((tmp_path / "clean" / "_plan.json").read_text())["units"])
+    assert clean.summary["tasks"] == n_units >= 8, "one slice per unit, enough of them to kill a worker among"
     victim = sorted(fault_client.run(os.getpid).values())[0]
     run_dir = tmp_path / "run"
     at_kill = []
@@ -181,14 +183,16 @@ def test_worker_sigkilled_while_finishing_in_place(fault_client, corpus, tmp_pat
     with get_task_stream(fault_client) as ts:
         res = run(_cfg(corpus, run_dir, **ex), fault_client, progress=False, log=_log)
     th.join(5)
-    assert at_kill and at_kill[0] < n_units, "the worker was killed while units were left to finish"
+    assert at_kill and at_kill[0] < n_units, "the worker was killed while units were left"
     assert res.summary["rows"] == clean.summary["rows"] and res.summary["tasks"] == n_units
     assert _outputs(run_dir) == _outputs(tmp_path / "clean")
-    keys = [str(t["key"]) for t in ts.data]
-    assert any(k.startswith("rouge-finish-") for k in keys)
-    in_place = job.in_place_tasks([job.task_from_dict(t) for t in plan])
-    assert sum(k.startswith("rouge-task-") for k in keys) == n_units - len(in_place)   # (cross-unit duplicates)
-    assert sum(k.startswith("rouge-plan-unit-") for k in keys) == n_units, "the plan pass ran once"
+    keys = {str(t["key"]) for t in ts.data if t.get("status") == "OK"}
+    finished_units = {k.rsplit("-", 1)[1] for k in keys if k.startswith("rouge-unit-")}
+    assert len(finished_units) == n_units, "every unit was scored by a wave-1 task"
+    assert not [k for k in keys if k.startswith(("rouge-slice-", "rouge-split-", "rouge-plan"))]
+    # the only wave-2 tasks: units holding an id an earlier unit holds (this corpus has some)
+    again = {k.rsplit("-", 1)[1] for k in keys if k.startswith("rouge-again-")}
+    assert len(again) == res.summary["duplicate_units"] == clean.summary["duplicate_units"]
     fault_client.wait_for_workers(2, timeout=60)
 
 
@@ -210,7 +214,7 @@ def test_permanent_storage_error_fails_cleanly(fault_client, corpus, flaky_dir, 
     perm.write_text("/scores/system-sysB/")
     run_dir = tmp_path / "run"
     try:
-        with pytest.raises(RunFailedError, match=r"task .*shard-.* failed after 1 retries: OSError: .*"
+        with pytest.raises(RunFailedError, match=r"unit .*shard-.* failed after 1 retries: OSError: .*"
                                                  r"injected permanent storage error writing .*scores/system-sysB/"):
             run(_cfg(corpus, run_dir, retries=1), fault_client, progress=False, log=_log)
         # Dask cannot stop a running task: the failed run waited for its tasks that were
@@ -224,7 +228,7 @@ def test_permanent_storage_error_fails_cleanly(fault_client, corpus, flaky_dir, 
     assert not list((run_dir / "scores").glob("system-sysB/*")), "no file, not even a temp file, under sysB"
     assert not list(run_dir.rglob(".tmp-*")), "failed writes leave no temp file"
     summary = json.loads((run_dir / "_summary.json").read_text())
-    assert summary["status"].startswith("failed: RunFailedError: task")
+    assert summary["status"].startswith("failed: RunFailedError: unit")
     # the same command after the storage recovers: resumes and completes
     res = run(_cfg(corpus, run_dir, retries=1), fault_client, progress=False, log=_log)
     assert res.summary["status"] == "ok" and (run_dir / "_SUCCESS").exists()
@@ -295,9 +299,10 @@ def test_driver_sigkilled_mid_run_resumes_byte_identical(corpus, clean, tmp_path
     assert _outputs(run_dir) == _outputs(clean_dir)
 
 
-def test_a_unit_that_cannot_be_planned_ends_the_plan_pass_at_once(fault_client, tmp_path):
-    """The first plan-pass failure cancels the rest of the pass: the run does not read the
-    whole corpus before it says which file is broken."""
+def test_a_unit_that_cannot_be_read_ends_the_run_at_once_and_nothing_is_written_after(fault_client, tmp_path):
+    """The first wave-1 failure stops the run: the rest is not read first, the stop flag ends
+    the tasks still running before their next write, and run() returns only after them, so
+    the run folder does not change once it has returned."""
     from distributed import get_task_stream
 
     root = tmp_path / "in"
@@ -306,20 +311,25 @@ def test_a_unit_that_cannot_be_planned_ends_the_plan_pass_at_once(fault_client, 
     for k in range(10):
         (root / f"shard-{k:02d}.jsonl").write_text(
             json.dumps({"id": str(k), "candidate": "the cat sat", "references": ["the cat"]}) + "\n")
-    var = job.TEST_PLAN_SLEEP_ENV
+    var = job.TEST_TASK_SLEEP_ENV
+    run_dir = tmp_path / "run"
     # a lambda: a bound method of os.environ would be pickled with a copy of the mapping
     fault_client.run(lambda: os.environ.__setitem__(var, "0.5"))
     try:
         with get_task_stream(fault_client) as ts:
             with pytest.raises(UnreadableFileError, match=r"a-broken\.jsonl\.gz: cannot read the file"):
-                run(_cfg(str(root / "*.jsonl*"), tmp_path / "run", retries=0), fault_client, progress=False, log=_log)
-            assert not any(fault_client.run(_executing_keys).values())  # the run waited for its plan tasks
+                # one file a unit (not packed): the run has tasks running when the broken one fails
+                run(_cfg(str(root / "*.jsonl*"), run_dir, retries=0, target_rows=1), fault_client,
+                    progress=False, log=_log)
+            running = [k for keys in fault_client.run(_executing_keys).values() for k in keys]
+            assert not [k for k in running if k.startswith("rouge-")], "the run waited for its tasks"
+            before = {p: p.stat().st_mtime_ns for p in run_dir.rglob("*")}
+            time.sleep(1.5)   # three tasks' sleep: a task left running would write meanwhile
+            assert {p: p.stat().st_mtime_ns for p in run_dir.rglob("*")} == before
     finally:
         fault_client.run(lambda: os.environ.pop(var, None))
-    # plan tasks that were running when the run failed kept nothing after its end
-    assert set(fault_client.run(lambda: job.UNIT_TABLES.used).values()) == {0}
-    planned = [t for t in ts.data if str(t["key"]).startswith("rouge-plan-unit-") and t.get("status") == "OK"]
-    # 2 workers, 0.5 s per unit, the broken unit first: 10 more units would take 2.5 s; a plan
-    # pass that waited for all of them would have finished every one
-    assert len(planned) < 10, planned
-    assert not (tmp_path / "run" / "_SUCCESS").exists()
+    scored = [t for t in ts.data if str(t["key"]).startswith("rouge-unit-") and t.get("status") == "OK"]
+    # 2 workers, 0.5 s per unit, the broken unit first: 10 more units would take 2.5 s; a run
+    # that waited for all of them would have finished every one
+    assert len(scored) < 10, scored
+    assert not (run_dir / "_SUCCESS").exists()

@@ -283,11 +283,16 @@ def check_stop(ctx) -> None:
         raise RunStopped(f"the run writing {ctx.run_url} was stopped")
 
 
-def write_task_files(prepared: dict, unit_index: int, slice_index: int, n_slices: int, ctx) -> dict:
+def write_task_files(prepared: dict, unit_index: int, slice_index: int, n_slices: int, ctx,
+                     replace: bool = False) -> dict:
     """Write a slice's encoded output (:func:`pipeline.job.task.encode_outputs`) under its names,
-    then its completion marker; returns the slice's result."""
+    then its completion marker; returns the slice's result.  ``replace``: the slice was written
+    before with other rows (a unit scored again without its later duplicates): the files its
+    earlier marker names and this output does not are removed (a system or a quarantine part
+    it no longer has)."""
     so = ctx.storage_options
     run = ctx.run_url.rstrip("/")
+    earlier = load_marker(run, unit_index, slice_index, so) if replace else None
     files = []
     for system, data in prepared["parts"]:
         u = names.score_part_url(run, system, unit_index, slice_index)
@@ -305,6 +310,17 @@ def write_task_files(prepared: dict, unit_index: int, slice_index: int, n_slices
     # No statistics in the marker: they are a function of the part files (load_done), and
     # packing them (~0.6 MB of JSON per 12,500 examples) cost about a third of what a task
     # adds to scoring.
+    if isinstance(earlier, dict) and earlier.get("plan") == ctx.plan_id:
+        stale = [f for f in earlier.get("files") or () if isinstance(f, str) and f not in files and is_run_file(f)
+                 and names.PART.match(f)]
+        if stale:
+            check_stop(ctx)
+            fs, _ = get_fs(run, so)
+            for rel in stale:
+                try:
+                    fs.rm_file(get_fs(f"{run}/{rel}", so)[1])
+                except FileNotFoundError:
+                    pass
     check_stop(ctx)
     writers.write_json_atomic({**result, "marker": MARKER_FORMAT, "plan": ctx.plan_id,
                                "config_hash": ctx.metadata.get(META_CONFIG_HASH, "")},

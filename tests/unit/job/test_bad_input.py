@@ -279,7 +279,7 @@ def test_unreadable_file_is_an_error_naming_it(tmp_path, kind):
         _write(bad, [_rec("b1")])
         from pipeline.execution import driver
 
-        orig = driver.make_plan
+        orig = driver.plan_units
 
         def plan_then_swap(*a, **k):
             plan = orig(*a, **k)
@@ -287,14 +287,14 @@ def test_unreadable_file_is_an_error_naming_it(tmp_path, kind):
             bad.mkdir()
             return plan
 
-        driver.make_plan = plan_then_swap
+        driver.plan_units = plan_then_swap
     try:
         # the tasks read the input (not the plan pass's tables), as after a worker restart
         with pytest.raises(UnreadableFileError, match=f"file://{bad}: cannot read the file"):
-            _run({"paths": str(d / "*")}, tmp_path / "run", execution={"unit_cache_mb": 0})
+            _run({"paths": str(d / "*")}, tmp_path / "run")
     finally:
         if kind == "folder-instead-of-file":
-            driver.make_plan = orig
+            driver.plan_units = orig
     run_dir = tmp_path / "run"
     assert not (run_dir / "_SUCCESS").exists() and not (run_dir / "stats").exists()
     assert "cannot read the file" in _summary(run_dir)["status"]

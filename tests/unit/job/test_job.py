@@ -1,8 +1,8 @@
-"""pipeline.job: one task, planning by cost, markers, quarantine buckets (no Dask)."""
+"""pipeline.job: a unit scored and written by slices, cost splits, duplicates across units, markers, quarantine buckets (no Dask)."""
 from __future__ import annotations
 
+import dataclasses
 import json
-import shutil
 import subprocess
 import sys
 
@@ -15,7 +15,7 @@ from support.pipeline_corpus import write_records
 from pipeline import job
 from pipeline.io import readers
 from pipeline.io.readers import plan_units, read_unit
-from pipeline.io.spec import InputSpec, UnreadableFileError, WorkUnit
+from pipeline.io.spec import InputSpec, WorkUnit
 
 
 def test_job_never_imports_dask():
@@ -39,7 +39,6 @@ def test_split_by_cost_is_contiguous_complete_and_isolates_oversized():
     u0, u1, u2 = (WorkUnit(index=i, layout="records", file=f"f{i}", format="jsonl") for i in range(3))
     costs = [[10] * 10, [5, 500, 5, 5], []]
     tasks = job.split_by_cost([u0, u1, u2], costs, target_cost=30)
-    assert [t.index for t in tasks] == list(range(len(tasks)))
     by_unit = {}
     for t in tasks:
         by_unit.setdefault(t.unit.index, []).append(t)
@@ -53,8 +52,10 @@ def test_split_by_cost_is_contiguous_complete_and_isolates_oversized():
     assert [(t.lo, t.hi) for t in by_unit[0]] == [(0, 3), (3, 6), (6, 9), (9, None)]
     assert [(t.lo, t.hi, t.oversized) for t in by_unit[1]] == [(0, 1, False), (1, 2, True), (2, None, False)]
     assert len(by_unit[2]) == 1 and by_unit[2][0].n_rows == 0
+    # each unit's slices numbered from 0: the part names (unit, slice) are the unit's own
+    assert {u: [t.index for t in ts] for u, ts in by_unit.items()} == {0: [0, 1, 2, 3], 1: [0, 1, 2], 2: [0]}
     assert job.split_by_cost([u0, u1, u2], costs, 30) == tasks            # deterministic
-    assert [job.task_from_dict(json.loads(json.dumps(job.task_to_dict(t)))) for t in tasks] == tasks
+    assert job.split_by_cost([u1], [costs[1]], 30) == by_unit[1]          # a unit's split is its own
 
 
 def _greedy_bounds(c, target):
@@ -122,35 +123,52 @@ def test_key_hashes_are_equal_exactly_for_equal_keys_and_are_the_statistics_hash
     assert a.tolist() == poisson.key_hashes([f"{s}\x1f{i}" for s, i in pairs]).tolist()
 
 
-def test_drop_duplicates_trusts_hashes_only_to_rule_duplicates_out():
-    units = [WorkUnit(index=k, layout="records", file=f"f{k}.jsonl", format="jsonl") for k in range(2)]
-
-    def planned(pairs, hashes=None):
-        keys = _keys(pairs)
-        return {"costs": [1] * len(pairs), "keys": keys,
-                "key_hashes": job.key_hashes(keys) if hashes is None else np.array(hashes, dtype=np.uint64)}
-
-    clean = [planned([("a", "1")]), planned([("a", "2")])]
-    new_units, costs = job.drop_duplicates(units, clean)
-    assert [u.drop_rows for u in new_units] == [(), ()] and [c.tolist() for c in costs] == [[1], [1]]
-    # equal hashes of different keys (a collision): the exact search decides, nothing dropped
-    collide = [planned([("a", "1")], [7]), planned([("a", "2")], [7])]
-    assert [u.drop_rows for u in job.drop_duplicates(units, collide)[0]] == [(), ()]
-    # a real duplicate, with and without hashes
-    for dup in ([planned([("a", "1")]), planned([("a", "1"), ("a", "3")])],
-                [{k: v for k, v in p.items() if k != "key_hashes"} for p in
-                 (planned([("a", "1")]), planned([("a", "1"), ("a", "3")]))]):
-        new_units, costs = job.drop_duplicates(units, dup)
-        assert new_units[1].drop_rows == ((0, "f0.jsonl line 1"),) and [c.tolist() for c in costs] == [[1], [1]]
+def test_later_duplicates_names_each_later_unit_its_hashes_and_the_first_unit():
+    h = lambda *v: np.array(v, dtype=np.uint64)  # noqa: E731
+    # unit order is input order, not the order of the arrays' values; within a unit, no repeats
+    got = job.later_duplicates([3, 5, 8, 9], h(10, 11), h(12, 11), h(11, 13, 10), h(14))
+    assert {u: (a.tolist(), b.tolist()) for u, (a, b) in got.items()} == {5: ([11], [3]), 8: ([10, 11], [3, 3])}
+    assert job.later_duplicates([0, 1], h(1, 2), h(3)) == {}
+    assert job.later_duplicates([], ) == {} and job.later_duplicates([0], h()) == {}
+    # a hash repeated inside one unit (two different keys) is no duplicate across units
+    assert job.later_duplicates([0, 1], h(7, 7), h(8)) == {}
+    with pytest.raises(ValueError, match="2 units but 1"):
+        job.later_duplicates([0, 1], h(1))
 
 
-def test_score_task_parts_marker_and_resume(tmp_path):
+def _dup_units(tmp_path):
+    root = tmp_path / "in"
+    root.mkdir()
+    (root / "a.jsonl").write_text("".join(json.dumps({"id": i, "candidate": f"first {i}", "references": ["x"]}) + "\n"
+                                          for i in ("k1", "k2", "k3")))
+    (root / "b.jsonl").write_text("".join(json.dumps({"id": i, "candidate": f"later {i}", "references": ["x"]}) + "\n"
+                                          for i in ("k0", "k2", "k4")))
+    spec = InputSpec.from_config({"layout": "records", "paths": str(root / "*.jsonl")})
+    return spec, plan_units(spec, target_rows=100)   # one unit a file
+
+
+def test_confirm_drops_compares_the_ids_not_only_their_hashes(tmp_path):
+    spec, (ua, ub) = _dup_units(tmp_path)
+    ta, tb = read_unit(spec, ua)[0], read_unit(spec, ub)[0]
+    ha = job.key_hashes(readers.unit_keys(ta, ua))
+    hb = job.key_hashes(readers.unit_keys(tb, ub))
+    cand = job.later_duplicates([ua.index, ub.index], ha, hb)[ub.index]
+    dropped = job.confirm_drops(spec, ub, tb, cand, {ua.index: ua})
+    assert dropped.drop_rows == ((1, f"{ua.file} line 2"),)
+    # a hash that an earlier unit holds for another key: reported, never guessed
+    fake = (np.array([hb[0]], dtype=np.uint64), np.array([ua.index]))
+    with pytest.raises(job.HashCollisionError, match="shares its 64-bit hash"):
+        job.confirm_drops(spec, ub, tb, fake, {ua.index: ua})
+
+
+def test_score_unit_writes_each_slice_at_once_and_resumes_from_markers(tmp_path):
     spec = InputSpec.from_config({"layout": "records", "paths": write_records(tmp_path / "in", 12)})
     units = plan_units(spec)
-    tasks = job.split_by_cost(units, [job.plan_unit(spec, u)["costs"] for u in units], target_cost=400)
-    assert len(tasks) > len(units)
     ctx = _ctx(tmp_path / "run")
-    results = [job.run_task(spec, t, ctx) for t in tasks]
+    work = job.UnitWork(target_cost=400)
+    results = [job.score_unit(spec, u, ctx, work) for u in units]
+    assert sum(r["slices"] for r in results) > len(units), "several slices a unit at this target"
+    assert all(r["left"] == [] for r in results), "in process, wave 1 leaves nothing"
     # every canonical row scored exactly once, quarantine rows emitted once per unit
     n_rows = sum(read_unit(spec, u)[0].num_rows for u in units)
     n_q = sum(read_unit(spec, u)[1].num_rows for u in units)
@@ -158,37 +176,73 @@ def test_score_task_parts_marker_and_resume(tmp_path):
     assert merged["rows"] == n_rows and merged["quarantined"] == n_q == 3
     assert merged["quarantine_reasons"] == {"duplicate id for system": 1, "malformed JSON (Expecting property "
                                             "name enclosed in double quotes)": 1, "null candidate": 1}
-    part = tmp_path / "run" / "scores" / "system-sysA" / "part-00000.parquet"
+    run = tmp_path / "run"
+    for r in results:
+        for k in range(r["slices"]):
+            assert (run / "_done" / f"unit-{r['unit']:05d}-{k:04d}.json").exists()
+    part = run / "scores" / "system-sysA" / "part-00000-0000.parquet"
     f = pq.ParquetFile(part)
     assert f.schema_arrow.remove_metadata() == job.scores_schema(("rouge1", "rougeL"))
     assert f.schema_arrow.metadata[b"rouge_pipeline.signature"] == b"sig"
-    assert (tmp_path / "run" / "quarantine" / "part-00000.parquet").exists()
-    marker_path = tmp_path / "run" / "_done" / "unit-00000.json"
+    assert (run / "quarantine" / "part-00000-0000.parquet").exists()
+    assert not list(run.glob("quarantine/part-0000?-0001.parquet")), "a unit's quarantine goes with slice 0"
+    # the key hashes of every row, as the statistics hash them
+    table = read_unit(spec, units[0])[0]
+    assert results[0]["hashes"].tolist() == job.key_hashes(readers.unit_keys(table, units[0])).tolist()
+    # resume: every slice's marker and files present -> nothing read, the same statistics
+    # (recomputed from the part files) and hashes (from the parts' keys)
+    for u, r in zip(units, results):
+        done = frozenset(range(r["slices"]))
+        again = job.score_unit(dataclasses.replace(spec, paths=("/nonexistent/*.jsonl",)), u, ctx,
+                               job.UnitWork(400, done=done))
+        assert again["skipped"] == again["tasks"] == r["slices"] and again["stats"] == r["stats"]
+        assert sorted(again["hashes"].tolist()) == sorted(r["hashes"].tolist())
+    # not trusted, so the slice is scored again: a marker of another format, a marker whose
+    # row count its part files do not have, a damaged part
+    marker_path = run / "_done" / "unit-00000-0000.json"
     marker = json.loads(marker_path.read_text())
-    assert "stats" not in marker and marker["rows"] == results[0]["rows"] > 0
-    # resume: marker + files present -> skipped, with the statistics the task returned,
-    # recomputed from its part files (for every task, whatever systems it holds)
-    for t, r in zip(tasks, results):
-        again = job.run_task(spec, t, ctx)
-        assert again["skipped"] == 1 and again["stats"] == r["stats"]
-        assert {k: v for k, v in again.items() if k not in ("stats", "skipped")} == \
-            {k: v for k, v in r.items() if k not in ("stats", "skipped")}
-    # not trusted, so the task is scored again: a marker in another format (one that held
-    # its statistics), a marker whose row count its part files do not have, a damaged part
-    for bad in ({**marker, "marker": 1}, {**marker, "rows": marker["rows"] + 1}):
+    assert "stats" not in marker and marker["slices"] == results[0]["slices"]
+    for bad in ({**marker, "marker": 4}, {**marker, "rows": marker["rows"] + 1}, {**marker, "slice": 1}):
         marker_path.write_text(json.dumps(bad))
-        assert job.load_done(tasks[0], ctx) is None
-        assert job.run_task(spec, tasks[0], ctx)["skipped"] == 0
+        assert job.load_done(0, 0, ctx) is None
+        redo = job.score_unit(spec, units[0], ctx, job.UnitWork(400, done=frozenset(range(results[0]["slices"]))))
+        assert redo["skipped"] == redo["tasks"] - 1 and redo["stats"] == results[0]["stats"]
     data = part.read_bytes()
     part.write_bytes(data[: len(data) // 2])
-    assert job.load_done(tasks[0], ctx) is None
-    part.unlink()
-    redo = job.run_task(spec, tasks[0], ctx)
-    assert redo["skipped"] == 0 and part.exists()
+    assert job.load_done(0, 0, ctx) is None
     # statistics do not depend on the split
-    whole = job.split_by_cost(units, [job.plan_unit(spec, u)["costs"] for u in units], target_cost=1e12)
-    res2 = [job.score_task(spec, t, _ctx(tmp_path / "run2")) for t in whole]
+    res2 = [job.score_unit(spec, u, _ctx(tmp_path / "run2"), job.UnitWork(1e12)) for u in units]
+    assert all(r["slices"] == 1 for r in res2)
     assert job.merge_results(*res2)["stats"] == merged["stats"]
+
+
+def test_score_unit_on_a_cluster_leaves_slices_past_its_first_and_oversized_examples(tmp_path):
+    root = tmp_path / "in"
+    root.mkdir()
+    long_ref = "\n".join(f"sentence {k} of the reference text" for k in range(40))
+    rows = [{"id": f"s{i}", "candidate": "a short candidate text", "references": ["a short reference"]}
+            for i in range(6)]
+    rows.insert(3, {"id": "long", "candidate": "the reference text sentence " * 30, "references": [long_ref]})
+    (root / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    spec = InputSpec.from_config({"layout": "records", "paths": str(root / "a.jsonl")})
+    (unit,) = plan_units(spec)
+    ctx = job.UnitContext(run_url=str(tmp_path / "run"), scoring=job.ScoringSettings(("rouge1", "rougeLsum")),
+                          seed=1, n_boot=10)
+    r = job.score_unit(spec, unit, ctx, job.UnitWork(target_cost=20, first=2))
+    costs = job.estimate_costs(read_unit(spec, unit)[0])
+    slices = job.split_by_cost([unit], [costs], 20)
+    long_slice = next(s for s in slices if s.oversized)
+    assert r["slices"] == len(slices) and len(slices) > 4
+    blocks = job.split_blocks_for(long_slice, ctx.scoring, 20)
+    assert (long_slice.index, blocks) in r["left"] and blocks > 1
+    scored = {k for k in range(len(slices)) if (tmp_path / "run" / "_done" / f"unit-00000-{k:04d}.json").exists()}
+    assert len(scored) == 2 and long_slice.index not in scored
+    assert sorted(scored | {k for k, _ in r["left"]}) == list(range(len(slices)))
+    # wave 2: one left slice by itself
+    k = next(k for k, b in r["left"] if b == 1)
+    r2 = job.score_unit(spec, unit, ctx, job.UnitWork(target_cost=20, slices=(k,)))
+    assert r2["tasks"] == 1 and r2["left"] == [] and r2["hashes"] is None
+    assert (tmp_path / "run" / "_done" / f"unit-00000-{k:04d}.json").exists()
 
 
 def test_score_table_status_and_empty():
@@ -201,187 +255,6 @@ def test_score_table_status_and_empty():
     empty = job.score_table(t.slice(0, 0), s)
     assert empty.num_rows == 0 and empty.schema == job.scores_schema(("rouge1",))
     assert np.isfinite(out.column("rouge1_fmeasure").to_numpy()).all()
-
-
-def test_plan_pass_tables_serve_this_runs_tasks_only(tmp_path):
-    spec = InputSpec.from_config({"layout": "records", "paths": write_records(tmp_path / "in", 12)})
-    units = plan_units(spec)
-    planned = [job.plan_unit(spec, u, "run-a", keep_mb=64) for u in units]
-    assert all(p["kept"] for p in planned)
-    tasks = job.split_by_cost(units, [p["costs"] for p in planned], target_cost=400)
-    truth = {u.index: read_unit(spec, u) for u in units}
-    gone = (FileNotFoundError, UnreadableFileError)  # a JSONL shard, the Parquet shard
-    for f in (tmp_path / "in").iterdir():   # from here on only the kept tables can be read
-        f.unlink()
-    try:
-        with pytest.raises(gone):
-            job.read_task(spec, tasks[0], "run-b")          # another run's token is never served
-        with pytest.raises(gone):
-            job.read_task(spec, tasks[0])                   # nor a task without a token
-        for t in tasks:                                     # each unit's rows, then released
-            table, quarantine = job.read_task(spec, t, "run-a")
-            whole, q = truth[t.unit.index]
-            hi = whole.num_rows if t.hi is None else t.hi
-            assert table.equals(whole.slice(t.lo, hi - t.lo))
-            assert quarantine.num_rows == (q.num_rows if t.lo == 0 else 0)
-        assert job.UNIT_TABLES.used == 0
-        with pytest.raises(gone):
-            job.read_task(spec, tasks[-1], "run-a")
-    finally:
-        job.UNIT_TABLES.clear()
-
-
-def test_plan_pass_scores_units_that_are_one_task(tmp_path):
-    """A unit that will be one task is scored, reduced and encoded by its plan pass; its task
-    then only writes: the same files, marker and result as a task that reads and scores."""
-    from support.pipeline_corpus import run_files
-
-    root = tmp_path / "in"
-    spec = InputSpec.from_config({"layout": "records", "paths": write_records(root, 12)})
-    units = plan_units(spec)
-    settings = job.ScoringSettings()
-
-    def ctx(run, token):
-        return job.UnitContext(run_url=str(tmp_path / run), scoring=settings, seed=3, n_boot=50,
-                               metadata={"rouge_pipeline.signature": "t"}, read_token=token)
-
-    kept, fresh = ctx("kept", "run-p"), ctx("fresh", "")
-    try:
-        planned = [job.plan_unit(spec, u, "run-p", 64, kept, job.DEFAULT_TARGET_COST) for u in units]
-        tasks = job.plan_tasks(units, job.DEFAULT_TARGET_COST, *planned)[0]
-        assert len(tasks) == len(units) and all(p["kept"] for p in planned)
-        assert job.kept_units("run-p") == [u.index for u in units] and job.kept_units("other") == []
-        for u in units:   # kept as the encoded output, not as tables
-            tables, prepared = job.UNIT_TABLES.take("run-p", u, release=False)
-            assert tables is None and prepared["rows"] > 0
-            # the budget counts the files and the statistics
-            assert prepared["nbytes"] >= (sum(len(b) for _, b in prepared["parts"]) + prepared["stats"].nbytes())
-        shutil.rmtree(root)   # from here on only what the plan pass made can serve the tasks
-        got = [job.score_task(spec, t, kept) for t in tasks]
-        assert job.UNIT_TABLES.used == 0
-        write_records(root, 12)
-        want = [job.score_task(spec, t, fresh) for t in tasks]
-    finally:
-        job.UNIT_TABLES.clear()
-    assert sum(r["quarantined"] for r in got) > 0
-    for g, w in zip(got, want):
-        assert g["stats"].to_dict() == w["stats"].to_dict()
-        assert {k: v for k, v in g.items() if k != "stats"} == {k: v for k, v in w.items() if k != "stats"}
-    files = run_files(tmp_path / "kept", "**/*.*")
-    assert len(files) > len(tasks) and files == run_files(tmp_path / "fresh", "**/*.*")
-
-
-def test_plan_pass_leaves_units_cut_into_several_tasks_to_them(tmp_path):
-    spec = InputSpec.from_config({"layout": "records", "paths": write_records(tmp_path / "in", 12)})
-    u = plan_units(spec)[0]
-    c = job.UnitContext(run_url=str(tmp_path / "r"), scoring=job.ScoringSettings(), seed=0, n_boot=0,
-                        read_token="run-q")
-    try:
-        p = job.plan_unit(spec, u, "run-q", 64, c, target_cost=400)
-        assert not job.one_task(p["costs"], 400) and job.one_task(p["costs"], 1e12)
-        tables, prepared = job.UNIT_TABLES.take("run-q", u, release=False)
-        assert prepared is None and tables[0].num_rows == len(p["costs"])
-    finally:
-        job.UNIT_TABLES.clear()
-
-
-def test_in_place_tasks_are_the_whole_units_with_nothing_dropped():
-    import dataclasses
-
-    u = [WorkUnit(index=i, layout="records", file=f"f{i}.jsonl", format="jsonl") for i in range(4)]
-    u[3] = dataclasses.replace(u[3], drop_rows=((0, "f0.jsonl line 1"),))
-    tasks = [job.Task(0, u[0]), job.Task(1, u[1], 0, 5), job.Task(2, u[1], 5, None),
-             job.Task(3, u[2], oversized=True, n_rows=1, cost=10), job.Task(4, u[3])]
-    assert job.in_place_tasks(tasks) == {0: tasks[0]}
-    assert job.in_place_tasks([]) == {}
-
-
-def test_finish_in_place_runs_its_units_tasks_with_or_without_what_was_kept(tmp_path):
-    """A worker's finish_in_place gives the results and files of its units' own tasks, from the
-    plan pass's output or (on another worker) by reading and scoring; units with several tasks
-    are left to their tasks, and a failing task is named on its exception."""
-    from support.pipeline_corpus import run_files
-
-    spec = InputSpec.from_config({"layout": "records", "paths": write_records(tmp_path / "in", 12)})
-    units = plan_units(spec)
-
-    def ctx(run, token):
-        return job.UnitContext(run_url=str(tmp_path / run), scoring=job.ScoringSettings(("rouge1", "rougeL")),
-                               seed=3, n_boot=20, metadata={"rouge_pipeline.signature": "t"}, read_token=token)
-
-    try:
-        kept = ctx("kept", "run-f")
-        planned = [job.plan_unit(spec, u, "run-f", 64, kept, 1e12) for u in units]
-        plan = job.plan_tasks(units, 1e12, *planned)
-        assert len(plan[0]) == len(units) and len(job.in_place_tasks(plan[0])) == len(units)
-        indices = [u.index for u in units]
-        got = job.finish_in_place(spec, plan, indices, kept)
-        assert job.UNIT_TABLES.used == 0   # every kept output was taken
-        moved = job.finish_in_place(spec, plan, indices, ctx("moved", "run-g"))  # nothing kept here
-    finally:
-        job.UNIT_TABLES.clear()
-    fresh = ctx("fresh", "")
-    want = job.merge_results(*[job.run_task(spec, t, fresh) for t in plan[0]])
-    for r in (got, moved):
-        assert r["stats"] == want["stats"] and r["tasks"] == len(units)
-        assert {k: v for k, v in r.items() if k != "stats"} == {k: v for k, v in want.items() if k != "stats"}
-    files = run_files(tmp_path / "fresh", "**/*.*")
-    assert files == run_files(tmp_path / "kept", "**/*.*") == run_files(tmp_path / "moved", "**/*.*")
-    # found done again (a retry of the same call), a task counts as resumed only if an earlier
-    # run had finished it
-    again = job.finish_in_place(spec, plan, indices, fresh)
-    assert again["rows"] == want["rows"] and again["skipped"] == 0 and again["stats"] == want["stats"]
-    resumed = job.finish_in_place(spec, plan, indices, fresh, frozenset(t.index for t in plan[0][:2]))
-    assert resumed["skipped"] == 2
-    # units cut into several tasks are not finished in place; none left gives None
-    small = job.plan_tasks(units, 400, *[job.plan_unit(spec, u) for u in units])
-    split = [u for u in units if sum(t.unit.index == u.index for t in small[0]) > 1]
-    assert split and job.finish_in_place(spec, small, [u.index for u in split], fresh) is None
-    assert job.merge_results(None, want, None)["rows"] == want["rows"] and job.merge_results(None) is None
-    # a failure names its task
-    shutil.rmtree(tmp_path / "in")
-    with pytest.raises(Exception) as err:
-        job.finish_in_place(spec, plan, indices, ctx("gone", ""))
-    assert getattr(err.value, job.FAILED_TASK_ATTR) == plan[0][0].key
-
-
-def test_unit_tables_budget_new_run_dropped_rows_and_run_end(tmp_path):
-    import dataclasses
-
-    spec = InputSpec.from_config({"layout": "records", "paths": write_records(tmp_path / "in", 12)})
-    u0, u1 = plan_units(spec)[:2]
-    tables = read_unit(spec, u0)
-    cache = job.UnitTables()
-    assert not cache.put("a", u0, tables, budget=1)                    # over budget: not kept
-    assert cache.used == 0 and cache.take("a", u0, release=True) is None
-    assert cache.put("a", u0, tables, budget=1 << 30)
-    assert cache.used > 0 and cache.take("a", u0, release=False) is not None
-    dup = dataclasses.replace(u0, drop_rows=((0, "elsewhere"),))
-    assert cache.take("a", dup, release=False) is None     # its table differs from the plan's...
-    assert cache.used == 0                                  # ...and is dropped, not left behind
-    assert cache.put("a", u0, tables, budget=1 << 30)
-    assert cache.put("b", u1, read_unit(spec, u1), budget=1 << 30)
-    assert cache.take("a", u0, release=True) is None       # a new run drops the old run's units
-    cache.release("a")                                      # another run's end leaves b's alone
-    assert cache.take("b", u1, release=False) is not None
-    cache.release("b")
-    assert cache.used == 0 and cache.take("b", u1, release=True) is None
-    # a plan task still running when its run ended (and was released) keeps nothing
-    assert not cache.put("b", u1, read_unit(spec, u1), budget=1 << 30)
-    assert cache.used == 0
-    assert cache.put("c", u1, read_unit(spec, u1), budget=1 << 30)
-
-
-def test_unit_cache_mb_zero_keeps_nothing(tmp_path):
-    spec = InputSpec.from_config({"layout": "records", "paths": write_records(tmp_path / "in", 12)})
-    u = plan_units(spec)[0]
-    try:
-        assert not job.plan_unit(spec, u, "run-z", keep_mb=0)["kept"]
-        assert job.UNIT_TABLES.used == 0
-        assert job.plan_unit(spec, u, "run-z", keep_mb=64)["kept"]
-        assert job.UNIT_TABLES.used > 0
-    finally:
-        job.UNIT_TABLES.clear()
 
 
 def test_warmup_with_the_runs_settings_builds_what_its_tasks_use():
