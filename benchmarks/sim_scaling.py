@@ -4,11 +4,11 @@
     python benchmarks/sim_scaling.py --pairs 1e9 --files 1e5 --workers 1000 --systems 4
 
 Nothing is run on a cluster.  The per-item sizes are measured here with the job's own code on
-small samples and multiplied out: a plan entry (``job.task_to_dict`` as ``_plan.json`` stores
-it), a task's statistics (``StatsAccumulator`` of a scored unit, per system), the duplicate
-check's inputs on the one worker that runs it (8 bytes of key hash and 8 of estimated cost per
-example, plus the id strings when two hashes are equal), and the scheduler's task count
-(plan-pass tasks, tasks, merge tree, finish-in-place tasks).  Rates (requests per second to the
+small samples and multiplied out: a plan entry (``job.unit_to_dict`` as ``_plan.json`` stores
+it), a unit's statistics (``StatsAccumulator`` of a scored unit, per system), the duplicate
+search's input on the one worker that runs it (8 bytes of key hash per example), and the
+scheduler's task count (wave 1: a unit's task, its brief and its hashes; the duplicate search;
+the merge tree; the finalisation).  Rates (requests per second to the
 object store) assume every worker finishes a task every ``--task-seconds``.
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-FAN_IN = 8  # pipeline.execution.driver.FAN_IN
+FAN_IN = 8  # pipeline.execution.waves.FAN_IN
 
 
 def measure() -> dict:
@@ -36,8 +36,7 @@ def measure() -> dict:
 
     unit = WorkUnit(index=12345, layout="records", file="s3://bucket/corpus/part-012345.jsonl.zst",
                     format="jsonl", row_stop=12_500, byte_start=0, byte_stop=7_340_032, n_rows=12_500)
-    tasks = job.split_by_cost([unit], [np.full(12_500, 14_000, dtype=np.int64)])
-    entry = len(json.dumps(job.task_to_dict(tasks[0]), sort_keys=True, separators=(",", ":"), default=list))
+    entry = len(json.dumps(job.unit_to_dict(unit), sort_keys=True, separators=(",", ":"), default=list))
     n = 2_000
     table = pa.table({"id": [f"doc-{i:09d}" for i in range(n)], "system": ["sys-a"] * n,
                       "candidate": ["the cat sat on the mat\nit was flat"] * n,
@@ -58,22 +57,22 @@ def measure() -> dict:
 def model(m: dict, pairs: float, files: float, systems: int, workers: int, pairs_per_unit: float,
           task_seconds: float) -> dict:
     units = max(files, pairs / pairs_per_unit)
-    tasks = units                       # short pairs: one task per unit (more with long documents)
+    tasks = units                       # short pairs: one slice per unit (more with long documents)
     merges, level = 0, tasks
     while level > FAN_IN:
         level = -(-level // FAN_IN)
         merges += level
     return {
         "units": units,
-        "scheduler tasks": units + 1 + tasks + merges + 1 + workers,
+        "scheduler tasks": 3 * units + 1 + merges + 1,
         "_plan.json": units * m["plan_entry_bytes"],
-        "client: plan + futures (~1 KB each)": tasks * m["plan_entry_bytes"] + (units + tasks) * 1024,
-        "duplicate check, one worker: hashes + costs": pairs * (m["hash_bytes"] + 8),
-        "  + ids if two hashes are equal": pairs * m["id_bytes"],
-        "  its equal-hash search (s)": pairs * m["any_equal_s_per_hash"],
-        "statistics per task (all systems)": systems * m["stats_bytes_per_system"],
+        "client: units + futures pending at the start (~1 KB each)": units * (m["plan_entry_bytes"] + 3 * 1024),
+        "client: per finished unit (2 integers)": units * 2 * 28,
+        "duplicate search, one worker: hashes": pairs * m["hash_bytes"],
+        "  its sort (s)": pairs * m["any_equal_s_per_hash"],
+        "statistics per unit (all systems)": systems * m["stats_bytes_per_system"],
         "PUT/s (parts + quarantine + marker)": workers / task_seconds * (systems + 2),
-        "GET/s (inputs, plan pass + tasks)": workers / task_seconds * 2,
+        "GET/s (inputs, wave 1)": workers / task_seconds,
         "footers read before _SUCCESS": tasks * (systems + 1),
     }
 
