@@ -299,12 +299,16 @@ def test_driver_sigkilled_mid_run_resumes_byte_identical(corpus, clean, tmp_path
     assert _outputs(run_dir) == _outputs(clean_dir)
 
 
-def test_a_unit_that_cannot_be_read_ends_the_run_at_once_and_nothing_is_written_after(fault_client, tmp_path):
+def test_a_unit_that_cannot_be_read_ends_the_run_at_once_and_nothing_is_written_after(fault_client, tmp_path,
+                                                                                       monkeypatch):
     """The first wave-1 failure stops the run: the rest is not read first, the stop flag ends
     the tasks still running before their next write, and run() returns only after them, so
     the run folder does not change once it has returned."""
     from distributed import get_task_stream
 
+    from pipeline.io import records
+
+    monkeypatch.setattr(records, "PACK_BYTES", 0)   # one unit a file (the client plans the units)
     root = tmp_path / "in"
     root.mkdir()
     (root / "a-broken.jsonl.gz").write_bytes(b"this is not gzip data")
@@ -318,9 +322,7 @@ def test_a_unit_that_cannot_be_read_ends_the_run_at_once_and_nothing_is_written_
     try:
         with get_task_stream(fault_client) as ts:
             with pytest.raises(UnreadableFileError, match=r"a-broken\.jsonl\.gz: cannot read the file"):
-                # one file a unit (not packed): the run has tasks running when the broken one fails
-                run(_cfg(str(root / "*.jsonl*"), run_dir, retries=0, target_rows=1), fault_client,
-                    progress=False, log=_log)
+                run(_cfg(str(root / "*.jsonl*"), run_dir, retries=0), fault_client, progress=False, log=_log)
             running = [k for keys in fault_client.run(_executing_keys).values() for k in keys]
             assert not [k for k in running if k.startswith("rouge-")], "the run waited for its tasks"
             before = {p: p.stat().st_mtime_ns for p in run_dir.rglob("*")}
