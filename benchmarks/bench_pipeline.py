@@ -11,7 +11,7 @@ For each worker count it runs the whole job on the same sharded JSONL corpus
 hosts the scheduler and nannies) and of the largest worker. The reference for the efficiency
 is the single-process throughput of the same work in this process (read every shard, score
 with ``job.score_table``, diagnostics included, as a task does); also printed: the whole job
-run in this process without Dask (``--sync``: plan pass, statistics, writes included), which
+run in this process without Dask (``--sync``: reading, statistics, writes included), which
 separates what the job does per pair from what distributing it costs. Both references run in a
 child process (so the client's RSS is the job's alone), and every configuration runs once per
 round, alternating, because this machine's speed drifts by tens of percent between minutes:

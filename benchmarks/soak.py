@@ -126,7 +126,7 @@ def soak(n_pairs: int, n_shards: int, n_workers: int, workdir: Path, kill: bool 
             while not done.is_set():
                 if plan.exists():
                     try:
-                        n_tasks = len(json.loads(plan.read_text())["tasks"])
+                        n_tasks = len(json.loads(plan.read_text())["units"])   # about one slice a unit
                     except (ValueError, OSError):
                         n_tasks = 0
                     n = _markers(run_dir)

@@ -229,7 +229,7 @@ def _run_held(cfg, ex, progress, log, stream, lease, inputs: dict, t_start: floa
         t_plan = time.perf_counter()
         units = plan_units(cfg, spec, run_url, so, log, pid, inputs)
         if done:
-            log(f"resume: {sum(len(k) for k in done.values())} slices of {len(done)} of {len(units)} units "
+            log(f"resume: {sum(len(k) for k in done.values())} slice(s) of {len(done)} of {len(units)} units "
                 "already written")
         bar = Progress(len(units), None, stream=stream, enabled=bool(progress), label="scoring", unit="units",
                        t0=t_plan)

@@ -140,6 +140,8 @@ class Waves:
                              "unit")
             hashes.append(self._submit(job.hashes_of, fut, key=self._key("hashes", u.index)))
         dup = self._submit(job.later_duplicates, [u.index for u in self.units], *hashes, key=self._key("duplicates"))
+        if not self.eager:
+            hashes = None   # held by the scheduler for the duplicate search; nothing per unit here
         left: list = []   # (unit, slice, blocks) that wave 1 left
 
         def on_wave1(b, u, fut):

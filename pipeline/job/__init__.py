@@ -15,14 +15,13 @@ import importlib
 
 _EXPORTS = {
     **dict.fromkeys(("HashCollisionError", "confirm_drops", "later_duplicates"), "dedup"),
-    **dict.fromkeys(("MAX_SPLIT_BLOCKS", "finish_split", "prepare_split", "split_block", "split_blocks_for"),
-                    "longdocs"),
+    **dict.fromkeys(("finish_split", "prepare_split", "split_block"), "longdocs"),
     **dict.fromkeys(("EXACT_SCHEMA", "META_CONFIG_HASH", "exact_rows_to_arrow", "load_done", "load_marker",
                      "marker_url", "read_scores"), "outputs"),
     **dict.fromkeys(("BYTES_PER_TOKEN", "DEFAULT_TARGET_COST", "SOURCE_TOKEN_COST", "Slice", "estimate_costs",
                      "split_by_cost", "unit_from_dict", "unit_to_dict"), "plan"),
     **dict.fromkeys(("exact_bootstrap", "finalize_results", "merge_results"), "results"),
-    **dict.fromkeys(("STATS", "TOO_LONG_STATUS", "ScoringSettings", "example_keys", "key_hashes", "reason_cause",
+    **dict.fromkeys(("MAX_SPLIT_BLOCKS", "STATS", "TOO_LONG_STATUS", "ScoringSettings", "example_keys", "split_blocks_for", "key_hashes", "reason_cause",
                      "score_matrix", "score_table", "scorer_for", "scores_schema", "unit_stats"), "scores"),
     **dict.fromkeys(("TEST_TASK_SLEEP_ENV", "UnitContext", "UnitWork", "brief", "encode_outputs", "hashes_of",
                      "reload_unit", "score_slice", "score_unit", "unit_input"), "task"),

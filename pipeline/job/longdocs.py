@@ -1,28 +1,15 @@
-"""An oversized example (costing more than a task's target on its own): its rougeLsum in blocks of
-reference sentences on several workers (:mod:`pipeline.scoring.split`), the same numbers as unsplit."""
+"""An oversized example (costing more than a slice's target on its own): its rougeLsum in blocks of
+reference sentences on several workers (:mod:`pipeline.scoring.split`), the same numbers as unsplit.
+How many blocks: :func:`pipeline.job.scores.split_blocks_for`."""
 from __future__ import annotations
 
 import numpy as np
 
 from pipeline.io.spec import WorkUnit
 from pipeline.job.outputs import check_stop
-from pipeline.job.plan import Slice
 from pipeline.job.scores import ScoringSettings, scorer_for
 from pipeline.job.task import UnitContext, score_slice, unit_input
-from pipeline.scoring.engine import RougeScorer  # the scorer the rouge-score and unicode profiles build
 from pipeline.scoring import split
-
-MAX_SPLIT_BLOCKS = 64
-
-
-def split_blocks_for(task: Slice, settings: ScoringSettings, target_cost: float) -> int:
-    """How many blocks of reference sentences an oversized slice's rougeLsum is cut into (1: no split)."""
-    # only rouge-score's own scorer (default or unicode tokens, max-F) has the block kernels
-    if (not task.oversized or "rougeLsum" not in settings.rouge_types
-            or type(scorer_for(settings)) is not RougeScorer):
-        return 1
-    return int(min(MAX_SPLIT_BLOCKS, max(1, -(-task.cost // max(int(target_cost), 1)))))
-
 
 def prepare_split(spec, unit: WorkUnit, k: int, ctx: UnitContext, target_cost: float) -> dict | None:
     """The texts of an oversized slice's one example and its references' sentence counts."""

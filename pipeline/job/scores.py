@@ -43,6 +43,21 @@ def scorer_for(settings: ScoringSettings) -> RougeScorer:
     return profiles.get(settings.profile).build_scorer(settings)
 
 
+MAX_SPLIT_BLOCKS = 64
+
+
+def split_blocks_for(piece, settings: ScoringSettings, target_cost: float) -> int:
+    """How many blocks of reference sentences an oversized slice's rougeLsum is cut into (1: no
+    split; ``piece``: a :class:`pipeline.job.plan.Slice`)."""
+    from pipeline.scoring.engine import RougeScorer  # the scorer the rouge-score and unicode profiles build
+
+    # only rouge-score's own scorer (default or unicode tokens, max-F) has the block kernels
+    if (not piece.oversized or "rougeLsum" not in settings.rouge_types
+            or type(scorer_for(settings)) is not RougeScorer):
+        return 1
+    return int(min(MAX_SPLIT_BLOCKS, max(1, -(-piece.cost // max(int(target_cost), 1)))))
+
+
 TOO_LONG_STATUS = "too_long"
 _STATUS_LABELS = pa.array(["ok", "empty_candidate", "empty_reference", TOO_LONG_STATUS], pa.string())
 

@@ -25,7 +25,7 @@ from pipeline.job import dedup
 from pipeline.job.outputs import check_stop, load_done, pause_point, write_task_files
 from pipeline.job.plan import estimate_costs, split_by_cost
 from pipeline.job.results import merge_results
-from pipeline.job.scores import ScoringSettings, _reason_counts, key_hashes, score_table, unit_stats
+from pipeline.job.scores import ScoringSettings, _reason_counts, key_hashes, score_table, split_blocks_for, unit_stats
 
 
 @dataclass(frozen=True)
@@ -196,8 +196,6 @@ def score_unit(spec, unit: WorkUnit, ctx: UnitContext, work: UnitWork) -> dict:
     hashes = key_hashes(readers.unit_keys(table, unit))
     if hashes is None:  # the readers never let a null system or id through
         raise ValueError(f"unit {unit.key}: its canonical table holds a null system or id")
-    from pipeline.job.longdocs import split_blocks_for
-
     results, left, scored = [], [], 0
     for s, (lo, hi) in zip(slices, bounds):
         k = s.index

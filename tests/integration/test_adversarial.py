@@ -527,7 +527,7 @@ def test_ctrl_c_exits_130_without_a_traceback_and_a_rerun_resumes(tmp_path):
     env.pop(outputs.TEST_PAUSE_ENV)
     again = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert again.returncode == EXIT_OK, again.stderr
-    assert "resume: 1 of 3 tasks already done" in again.stderr
+    assert "resume: 1 slice(s) of 1 of 3 units already written" in again.stderr
     assert (run / "_SUCCESS").exists() and outcome(run) == (6, 0)
 
 

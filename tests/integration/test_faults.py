@@ -3,7 +3,7 @@ a worker SIGKILLed mid-run, the driver SIGKILLed mid-run and rerun, transient st
 (retried) and a permanent one (a clear failure, nothing final written).
 
 Tasks are made slow with the documented test hook ``ROUGE_PIPELINE_TEST_TASK_SLEEP`` (read by
-``pipeline.job.score_task`` in the worker processes; unset in real runs), so kills land while
+``pipeline.job.score_unit`` in the worker processes; unset in real runs), so kills land while
 tasks are in flight.  Storage faults come from tests/support/flaky_fs.py (fsspec's ``file``
 implementation replaced in this process and, through a worker plugin, on every worker)."""
 from __future__ import annotations

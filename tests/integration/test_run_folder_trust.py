@@ -173,18 +173,25 @@ def test_overwrite_deletes_only_run_files_and_refuses_stray_user_files(tmp_path,
     assert run_outputs(out) == run_outputs(fresh)
 
 
-def test_old_format_run_folder_is_refused_not_half_read(tmp_path, inputs, capsys):
+@pytest.mark.parametrize("old", [1, 2])
+def test_old_format_run_folder_is_refused_not_half_read(tmp_path, inputs, capsys, old):
     out = tmp_path / "run"
     cfg = _cfg(tmp_path, str(inputs / "*.jsonl"))
     assert score(capsys, cfg, out)[0] == 0
     info = json.loads((out / "_run.json").read_text())
-    del info["run_format"]                      # as every run folder before this format
+    if old == 1:
+        del info["run_format"]                  # as every run folder before issue 17
+    else:
+        info["run_format"] = 2                  # parts and markers named by a global task number
+        for p in [*out.glob("scores/*/part-*.parquet"), *out.glob("quarantine/part-*.parquet"),
+                  *out.glob("_done/unit-*.json")]:
+            p.rename(p.with_name(p.name.replace("-0000.", ".")))
     (out / "_run.json").write_text(json.dumps(info))
     (out / "_SUCCESS").unlink()
     before = snapshot(tmp_path)
     code, err = score(capsys, cfg, out)
     assert code == cli.EXIT_RUN_FOLDER, err
-    assert "run folder format 1, this version writes 2" in err and "is not resumed" in err
+    assert f"run folder format {old}, this version writes 3" in err and "is not resumed" in err
     assert snapshot(tmp_path) == before
     code, err = score(capsys, cfg, out, "--overwrite")
     assert code == 0, err
@@ -214,11 +221,11 @@ def test_a_truncated_marker_is_scored_again(tmp_path, inputs, capsys):
     cfg = _cfg(tmp_path, str(inputs / "*.jsonl"))
     assert score(capsys, cfg, out)[0] == 0
     clean = run_outputs(out)
-    marker = out / "_done" / "unit-00000.json"
+    marker = out / "_done" / "unit-00000-0000.json"
     marker.write_bytes(marker.read_bytes()[:20])
     (out / "_SUCCESS").unlink()
     _resume_rescores_one_task(tmp_path, capsys, cfg, out)
-    assert json.loads(marker.read_text())["marker"] == 4
+    assert json.loads(marker.read_text())["marker"] == 5
     assert run_outputs(out) == clean
 
 
@@ -229,7 +236,7 @@ def test_a_part_of_another_config_is_not_resumed(tmp_path, inputs, capsys):
     assert score(capsys, cfg, out)[0] == 0
     assert score(capsys, other, other_out)[0] == 0
     clean = run_outputs(out)
-    part = "scores/system-s/part-00000.parquet"
+    part = "scores/system-s/part-00000-0000.parquet"
     shutil.copy(other_out / part, out / part)            # same name, same rows, other settings
     (out / "_SUCCESS").unlink()
     _resume_rescores_one_task(tmp_path, capsys, cfg, out)
@@ -240,12 +247,12 @@ def test_a_part_that_no_task_of_the_plan_wrote_blocks_success(tmp_path, inputs, 
     out = tmp_path / "run"
     cfg = _cfg(tmp_path, str(inputs / "*.jsonl"))
     assert score(capsys, cfg, out)[0] == 0
-    shutil.copy(out / "scores/system-s/part-00000.parquet", out / "scores/system-s/part-00007.parquet")
+    shutil.copy(out / "scores/system-s/part-00000-0000.parquet", out / "scores/system-s/part-00000-0007.parquet")
     outside = snapshot(tmp_path, skip=out)
     code, err = score(capsys, cfg, out)
     assert snapshot(tmp_path, skip=out) == outside
     assert code == cli.EXIT_RUN_FOLDER, err
-    assert "holds part files that are not this run's (scores/system-s/part-00007.parquet)" in err
+    assert "holds part files that are not this run's (scores/system-s/part-00000-0007.parquet)" in err
     assert not (out / "_SUCCESS").exists()
 
 
@@ -256,7 +263,7 @@ def test_parts_holding_other_row_counts_block_success(tmp_path, inputs, capsys):
     cfg = _cfg(tmp_path, str(inputs / "*.jsonl"))
     assert score(capsys, cfg, out)[0] == 0
     (out / "scores/system-zz").mkdir()
-    shutil.copy(out / "scores/system-s/part-00000.parquet", out / "scores/system-zz/part-00000.parquet")
+    shutil.copy(out / "scores/system-s/part-00000-0000.parquet", out / "scores/system-zz/part-00000-0000.parquet")
     code, err = score(capsys, cfg, out)
     assert code == cli.EXIT_RUN_FOLDER, err
     # a.jsonl and b.jsonl (12 + 9 rows) are one packed unit: its part, copied, holds all 21

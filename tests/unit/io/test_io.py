@@ -369,11 +369,14 @@ def test_io_never_imports_dask():
 
 # --------------------------------------------------------------------------- writers
 def test_part_name():
-    assert part_name(7) == "part-00007.parquet"
-    assert part_name(123456) == "part-123456.parquet"
+    # named by (unit, slice): zero-padded, so name order is input order below 100,000 units
+    assert part_name(7) == "part-00007-0000.parquet" and part_name(7, 12) == "part-00007-0012.parquet"
+    assert part_name(123456, 3) == "part-123456-0003.parquet"
     for bad in (-1, 1.0, True):
         with pytest.raises(ValueError):
             part_name(bad)
+        with pytest.raises(ValueError):
+            part_name(0, bad)
 
 
 @pytest.mark.parametrize("system", ["../x", "..", ".", "/", "a/b", "\\", "a\\..\\b", "\x00", "a\x00b",
@@ -410,13 +413,13 @@ def test_write_parquet_atomic_and_success(tmp_path):
     url = partition_path(run, "scores", "sys/1") + part_name(3)
     write_parquet_atomic(t, url, {}, {"signature": "rouge:1|v:0", "counts": {"n": 2}})
     folder = Path(partition_path(str(tmp_path / "run"), "scores", "sys/1"))
-    assert os.listdir(folder) == ["part-00003.parquet"]          # no temp file left behind
-    back = pq.read_table(folder / "part-00003.parquet")
+    assert os.listdir(folder) == ["part-00003-0000.parquet"]     # no temp file left behind
+    back = pq.read_table(folder / "part-00003-0000.parquet")
     assert back.select(["id", "x"]).equals(t)
     assert back.schema.metadata[b"signature"] == b"rouge:1|v:0"
     assert json.loads(back.schema.metadata[b"counts"]) == {"n": 2}
     write_parquet_atomic(t.slice(0, 1), url, {})                  # a retry overwrites its own part
-    assert pq.read_table(folder / "part-00003.parquet").num_rows == 1
+    assert pq.read_table(folder / "part-00003-0000.parquet").num_rows == 1
     assert not is_complete(run)
     write_json_atomic({"b": 1, "a": [1, 2]}, f"{run}/_summary.json")
     assert (tmp_path / "run" / "_summary.json").read_text() == json.dumps({"a": [1, 2], "b": 1}, indent=2,
