@@ -6,8 +6,8 @@
 
 Each job runs in a fresh child process (so the client's peak RSS is that job's alone) and the two
 corpora alternate, round after round, because this machine's speed drifts between minutes. Printed
-per run: end-to-end pairs/s (``run`` start to ``_SUCCESS``), the plan step's line (units, tasks,
-seconds) and the peak RSS of the client process, which also hosts the scheduler and the nannies.
+per run: end-to-end pairs/s (``run`` start to ``_SUCCESS``), the plan step's line (units,
+seconds; slices) and the peak RSS of the client process, which also hosts the scheduler and the nannies.
 Targets: the many-files throughput >= 50% of the 16-file one, its client peak RSS <= 1.5x.
 """
 from __future__ import annotations
@@ -55,7 +55,7 @@ def run_job(glob: str, out: Path, n_workers: int) -> dict:
         cluster.close()
         sampler.stop.set()
         sampler.join()
-    plan = next((m for m in lines if m.startswith("plan: ") and " units -> " in m), "")
+    plan = next((m for m in lines if m.startswith("plan: ")), "") + f"; {res.summary['tasks']} slices"
     return {"rows": res.summary["rows"], "seconds": seconds, "rate": res.summary["rows"] / seconds,
             "client_rss_mib": sampler.client_peak / 2**20, "plan": plan}
 

@@ -52,8 +52,8 @@ from pipeline.redaction import HiddenOptions
 from pipeline.signature import Signature
 
 # On a cluster, wave 1 scores a unit's first WAVE1_SLICES slices where it read them and leaves
-# the rest to wave 2, so a few large files are spread over the workers (each wave-2 slice reads
-# its unit again; target_rows cuts large line files into byte ranges instead).
+# the rest to wave 2 (at most one task a worker per unit, each reading the unit once), so a few
+# large files are spread over the workers; target_rows cuts large line files into byte ranges.
 WAVE1_SLICES = 2
 PLAN_FORMAT = 3   # _plan.json: the units (2 held the tasks, cut by a plan pass)
 
@@ -216,7 +216,7 @@ def _run_held(cfg, ex, progress, log, stream, lease, inputs: dict, t_start: floa
     nonce = uuid.uuid4().hex[:8]
     ctx = job.UnitContext(run_url=run_url, scoring=job.ScoringSettings.from_config(cfg.scoring),
                           seed=cfg.stats.seed, n_boot=cfg.stats.n_boot, metadata=metadata, storage_options=so,
-                          plan_id=pid, stop=ex.stop_flag(f"rouge-stop-{nonce}"))
+                          plan_id=pid, stop=ex.new_flag(f"rouge-stop-{nonce}"))
     waves = None
     try:
         if ex.distributed:
@@ -241,6 +241,7 @@ def _run_held(cfg, ex, progress, log, stream, lease, inputs: dict, t_start: floa
             raise _task_error(e.error, e.what, retries) from e.error
         finally:
             bar.close()
+        waves.close()
         final = outcome.final
         if outcome.split:
             log(f"{outcome.split} oversized example(s): rougeLsum in blocks of reference sentences")

@@ -108,10 +108,10 @@ class SyncExecutor:
     def as_completed(self, futures):
         return Completed(futures)
 
-    def stop_flag(self, name: str):
+    def new_flag(self, name: str):
         return None  # in process, the first failure ends the run: nothing else runs meanwhile
 
-    def stop(self, futures, drain: bool = True) -> None:
+    def stop(self, futures, flags=(), drain: bool = True) -> None:
         for f in futures:
             f.cancel()
 
@@ -131,7 +131,6 @@ class DaskExecutor:
 
     def __init__(self, client):
         self.client = client
-        self.flag = None
 
     @property
     def n_workers(self) -> int:
@@ -146,16 +145,15 @@ class DaskExecutor:
 
         return as_completed(futures)
 
-    def stop_flag(self, name: str):
-        """The run's stop flag: a ``distributed.Event`` its tasks check before each write."""
+    def new_flag(self, name: str):
+        """A stop flag: a ``distributed.Event`` that tasks check at their start and before each write."""
         from distributed import Event
 
-        self.flag = Event(name, client=self.client)
-        return self.flag
+        return Event(name, client=self.client)
 
-    def stop(self, futures, drain: bool = True, timeout: float = DRAIN_TIMEOUT_S) -> None:
-        """Stop ``futures``: set the stop flag, then (``drain``) wait for them to end -- those
-        running stop at their next write, those not started at their start -- and release them.
+    def stop(self, futures, flags=(), drain: bool = True, timeout: float = DRAIN_TIMEOUT_S) -> None:
+        """Stop ``futures``: set ``flags``, then (``drain``) wait for them to end -- those running
+        stop at their next write, those not started at their start -- and release them.
         Cancelling alone does not stop a running task (Dask cannot): without the wait, a failed
         run's tasks could still write into the run folder after the run has returned, and a
         local cluster closed right after would kill them mid-write.  Best effort: a cluster that
@@ -164,8 +162,9 @@ class DaskExecutor:
 
         futures = list(futures)
         try:
-            if self.flag is not None:
-                self.flag.set()
+            for flag in flags:
+                if flag is not None:
+                    flag.set()
             if drain and futures:
                 wait(futures, timeout=timeout)
         except Exception:  # noqa: BLE001 - a lost cluster or the timeout: nothing more to wait for here

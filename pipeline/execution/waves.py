@@ -69,7 +69,9 @@ class Tree:
 
 
 class Waves:
-    """One run's graph.  ``first``: slices wave 1 scores per unit (None: all; in process)."""
+    """One run's graph.  ``first``: slices wave 1 scores per unit (None: all; in process).
+    ``ctx.stop``: the run's stop flag (wave 1 gets a flag of its own, set when its units'
+    statistics are no longer wanted, so a wave-1 task that Dask reruns then writes nothing)."""
 
     def __init__(self, ex, spec, units: list, ctx, target_cost: float, retries: int, done: dict,
                  confidence: float, first: int | None, bar=None, log=None):
@@ -77,10 +79,13 @@ class Waves:
         self.target_cost, self.retries, self.done, self.confidence = target_cost, retries, done, confidence
         self.first, self.bar, self.log = first, bar, log or (lambda _m: None)
         self.nonce = uuid.uuid4().hex[:8]
+        self.wave1_flag = ex.new_flag(f"rouge-stop-wave1-{self.nonce}")
+        self.ctx1 = dataclasses.replace(ctx, stop=self.wave1_flag) if self.wave1_flag is not None else ctx
         # every task that writes, until it ends: its brief -> (what, unit index, its result's future)
         self.pending: dict = {}
         self.counts: dict = {}      # unit -> [slices, rows]
         self.eager = not ex.distributed
+        self.workers = max(1, ex.n_workers)
 
     # ------------------------------------------------------------------ submitting
     def _key(self, kind: str, *parts) -> str:
@@ -95,21 +100,31 @@ class Waves:
         self.pending[brief] = (what, u, fut)
         return brief
 
-    def _unit(self, unit, work, kind: str, *key_parts):
+    def _unit(self, unit, work, kind: str, *key_parts, ctx=None, duplicates=None):
         """A :func:`job.score_unit`, tracked by its brief: (its future, the brief's)."""
-        fut = self._submit(job.score_unit, self.spec, unit, self.ctx, work, key=self._key(kind, unit.index, *key_parts),
-                           priority=-unit.index)
+        args = (self.spec, unit, ctx or self.ctx, work) + (() if duplicates is None else (duplicates,))
+        fut = self._submit(job.score_unit, *args, key=self._key(kind, unit.index, *key_parts), priority=-unit.index)
         return fut, self._track(fut, f"unit {unit.key}", unit.index, self._key(f"{kind}-brief", unit.index, *key_parts))
 
-    def _blocks(self, unit, k: int, n_blocks: int):
-        """An oversized slice: prepared, its rougeLsum in ``n_blocks`` blocks, finished (the
-        brief's future)."""
+    def _blocks(self, unit, k: int, n_blocks: int, source):
+        """An oversized slice from its rows in ``source`` (the future of the unit's result that
+        kept them): prepared, its rougeLsum in ``n_blocks`` blocks, finished (the brief's future)."""
         base = self._key("split", unit.index, k)
-        prep = self._submit(job.prepare_split, self.spec, unit, k, self.ctx, self.target_cost, key=f"{base}-prep")
+        pre = self._submit(job.split_input, source, k, key=f"{base}-rows")
+        prep = self._submit(job.prepare_split, pre, self.ctx, key=f"{base}-prep")
         blocks = [self._submit(job.split_block, prep, b, n_blocks, self.ctx.scoring, key=f"{base}-block-{b:03d}")
                   for b in range(n_blocks)]
-        fut = self._submit(job.finish_split, self.spec, unit, k, self.ctx, self.target_cost, prep, *blocks, key=base)
+        fut = self._submit(job.finish_split, unit, k, self.ctx, pre, prep, *blocks, key=base)
         return self._track(fut, f"unit {unit.key} slice {k}", unit.index, f"{base}-brief")
+
+    def _left(self, unit, slices: list) -> int:
+        """Wave 2 for the plain slices a unit left: at most one task a worker, each reading the
+        unit once.  Returns how many tasks."""
+        per = -(-len(slices) // self.workers)
+        groups = [tuple(slices[i:i + per]) for i in range(0, len(slices), per)]
+        for g in groups:
+            self._unit(unit, job.UnitWork(self.target_cost, slices=g), "slices", g[0])
+        return len(groups)
 
     # ------------------------------------------------------------------ running
     def _drain(self, on_brief) -> None:
@@ -119,13 +134,19 @@ class Waves:
         completed = self.ex.as_completed(list(self.pending))
         for f in completed:
             what, u, fut = self.pending[f]
-            if f.status != "finished":
-                e = f.exception() if f.status == "error" else None
+            status = f.status
+            if status == "lost":   # its worker died after it finished: Dask computes it again
+                completed.add(f)
+                continue
+            if status != "finished":
+                e = f.exception() if status == "error" else None
                 raise TaskFailed(what, e if e is not None else RuntimeError(
-                    f"its task was {f.status} (the scheduler or another client cancelled it, "
+                    f"its task was {status} (the scheduler or another client cancelled it, "
                     "or the connection was lost)"))
             b = f.result()
             del self.pending[f]
+            if b.get("stopped"):
+                raise TaskFailed(what, RuntimeError("it was stopped by another client of the run's stop flag"))
             for extra in on_brief(b, u, fut) or ():
                 completed.add(extra)
 
@@ -135,20 +156,26 @@ class Waves:
         tree1 = Tree(self._submit, self._key("merge-1"), self.eager)
         hashes, position = [], {}
         for u in self.units:
-            position[u.index] = len(hashes)
-            fut, _ = self._unit(u, job.UnitWork(self.target_cost, self.first, self.done.get(u.index, frozenset())),
-                             "unit")
+            work = job.UnitWork(self.target_cost, self.first, self.done.get(u.index, frozenset()))
+            fut, _ = self._unit(u, work, "unit", ctx=self.ctx1)
+            if self.eager:
+                position[u.index] = len(hashes)
             hashes.append(self._submit(job.hashes_of, fut, key=self._key("hashes", u.index)))
-        dup = self._submit(job.later_duplicates, [u.index for u in self.units], *hashes, key=self._key("duplicates"))
+        dup = self._submit(job.later_duplicates, self.units, *hashes, key=self._key("duplicates"))
         if not self.eager:
             hashes = None   # held by the scheduler for the duplicate search; nothing per unit here
-        left: list = []   # (unit, slice, blocks) that wave 1 left
+        plain: dict = {}   # unit -> the plain slices wave 1 left
+        oversized: list = []   # (unit, slice, blocks, the future of the result holding its rows)
 
         def on_wave1(b, u, fut):
             self.counts[u] = [b["slices"], b["rows"]]
             out.tasks += b["tasks"]
             out.resumed += b["skipped"]
-            left.extend((by_index[u], k, blocks) for k, blocks in b["left"])
+            for k, blocks in b["left"]:
+                if blocks > 1:
+                    oversized.append((by_index[u], k, blocks, fut))
+                else:
+                    plain.setdefault(u, []).append(k)
             tree1.add(fut)
             if self.eager:  # in process: its hashes taken now, so the unit's result is let go
                 hashes[position[u]].status
@@ -157,46 +184,45 @@ class Waves:
 
         self._drain(on_wave1)
         try:
-            again = dup.result()
+            again = set(self._submit(job.duplicate_units, dup, key=self._key("duplicate-units")).result())
         except Exception as e:  # noqa: BLE001
             raise TaskFailed("finding duplicate ids across units", e) from e
-        dup = hashes = None  # released: the duplicates are found
-
-        # wave 2: what wave 1 left, and the units holding a later duplicate
+        hashes = None
         out.duplicate_units = len(again)
         if again:
-            self.log(f"{sum(len(c[0]) for c in again.values())} id(s) also in earlier units: "
-                     f"{len(again)} unit(s) scored again without them")
+            self.log(f"{len(again)} unit(s) hold ids that earlier units hold: scored again without them")
+            # wave 1's statistics are not wanted now, and a wave-1 task Dask reruns must not
+            # write its unit's rows back
+            tree1 = None
+            self.ex.stop([], flags=(self.wave1_flag,), drain=False)
+
+        # wave 2: what wave 1 left, and the units holding a later duplicate
         tree2 = Tree(self._submit, self._key("merge-2"), self.eager)
         n2 = 0
-        for unit, k, blocks in left:
-            if unit.index in again:
-                continue   # scored again whole below
-            if blocks > 1:
-                self._blocks(unit, k, blocks)
-                out.split += 1
-            else:
-                self._unit(unit, job.UnitWork(self.target_cost, slices=(k,)), "slice", k)
-            n2 += 1
-        for u, cand in sorted(again.items()):
-            firsts = {int(f): by_index[int(f)] for f in set(cand[1].tolist())}
-            self._unit(by_index[u], job.UnitWork(self.target_cost, duplicates=cand, firsts=firsts), "again")
+        for u, ks in sorted(plain.items()):
+            if u not in again:   # a unit scored again is scored whole
+                n2 += self._left(by_index[u], ks)
+        for unit, k, blocks, fut in oversized:
+            if unit.index not in again:
+                self._blocks(unit, k, blocks, fut)
+                n2 += 1
+        for u in sorted(again):
+            self._unit(by_index[u], job.UnitWork(self.target_cost, again=True), "again", duplicates=dup)
             n2 += 1
         if self.bar is not None:
             self.bar.total_tasks += n2
 
         def on_wave2(b, u, fut):
             extra = []
-            if u in again and b.get("drop_rows") is not None:
-                # the unit scored again: its oversized slices now, read with the same drops
-                unit = dataclasses.replace(by_index[u], drop_rows=tuple(b["drop_rows"]))
+            if b.get("left") is not None and u in again:
+                # the unit scored again: its oversized slices now, from the rows that task kept
                 for k, blocks in b["left"]:
-                    extra.append(self._blocks(unit, k, blocks))
-                    out.split += 1
+                    extra.append(self._blocks(by_index[u], k, blocks, fut))
                 rows = b["rows"] - self.counts[u][1]
                 self.counts[u] = [b["slices"], b["rows"]]
             else:
                 out.tasks += b["tasks"]
+                out.split += b.get("split_examples") or 0
                 rows = b["rows"]
                 if not again:
                     tree2.add(fut)
@@ -206,6 +232,7 @@ class Waves:
             return extra
 
         self._drain(on_wave2)
+        dup = None
         out.slices = {u: c[0] for u, c in self.counts.items()}
         if again:
             # wave 1's statistics hold the dropped rows: every unit's, from the files it wrote
@@ -223,10 +250,15 @@ class Waves:
             raise TaskFailed("merging the statistics", e) from e
         return out
 
+    def close(self) -> None:
+        """After a run: its stop flags set, so a task Dask would still run (a result lost with
+        its worker) writes nothing into the folder."""
+        self.ex.stop([], flags=(self.ctx.stop, self.wave1_flag), drain=False)
+
     def stop(self, drain: bool) -> None:
-        """Stop every task still tracked: the run's stop flag set, then (``drain``; not on Ctrl-C,
+        """Stop every task still tracked: the run's stop flags set, then (``drain``; not on Ctrl-C,
         when the user asked to stop now) a wait for those still running, which stop at their next
         write; then their futures released."""
         futures = [f for brief, (_w, _u, f) in self.pending.items() for f in (brief, f)]
         self.pending.clear()
-        self.ex.stop(futures, drain=drain)
+        self.ex.stop(futures, flags=(self.ctx.stop, self.wave1_flag), drain=drain)

@@ -56,8 +56,9 @@ are not records).  Bad records (malformed JSON, wrong types, null/missing candid
 references, empty reference list, invalid UTF-8, duplicate ``(system, id)`` within the
 unit: the later rows) become quarantine rows whose reason names the file and line,
 never a crash.  Duplicates *across* units (shards, or row slices of one shard) are
-found by the driver's plan pass (:func:`find_duplicates`), which keeps the first
-occurrence in (file, row) order and passes the later rows to their unit as
+found from the key hashes the job's wave 1 returns (:mod:`pipeline.job.dedup`; the exact
+search :func:`find_duplicates` is its specification, checked against it in the tests), which
+keeps the first occurrence in (file, row) order and passes the later rows to their unit as
 ``WorkUnit.drop_rows``.  Integer ids (and systems) are accepted and converted to strings.
 Configuration errors (unknown column, missing Parquet column, glob matching nothing,
 different line counts) raise, as do files that cannot be decoded at all (corrupt or

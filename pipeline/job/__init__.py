@@ -14,7 +14,7 @@ its module on first use, so that importing :mod:`.outputs` (the CLI, config chec
 import importlib
 
 _EXPORTS = {
-    **dict.fromkeys(("HashCollisionError", "confirm_drops", "later_duplicates"), "dedup"),
+    **dict.fromkeys(("HashCollisionError", "confirm_drops", "duplicate_units", "later_duplicates"), "dedup"),
     **dict.fromkeys(("finish_split", "prepare_split", "split_block"), "longdocs"),
     **dict.fromkeys(("EXACT_SCHEMA", "META_CONFIG_HASH", "exact_rows_to_arrow", "load_done", "load_marker",
                      "marker_url", "read_scores"), "outputs"),
@@ -24,7 +24,7 @@ _EXPORTS = {
     **dict.fromkeys(("MAX_SPLIT_BLOCKS", "STATS", "TOO_LONG_STATUS", "ScoringSettings", "example_keys", "split_blocks_for", "key_hashes", "reason_cause",
                      "score_matrix", "score_table", "scorer_for", "scores_schema", "unit_stats"), "scores"),
     **dict.fromkeys(("TEST_TASK_SLEEP_ENV", "UnitContext", "UnitWork", "brief", "encode_outputs", "hashes_of",
-                     "reload_unit", "score_slice", "score_unit", "unit_input"), "task"),
+                     "reload_unit", "score_slice", "score_unit", "split_input", "unit_input"), "task"),
 }
 __all__ = sorted(_EXPORTS)
 

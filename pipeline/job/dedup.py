@@ -28,10 +28,11 @@ class HashCollisionError(RuntimeError):
     examples): reported, never resolved by guessing."""
 
 
-def later_duplicates(units: list[int], *hashes: np.ndarray) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    """``{unit: (hashes, first units)}`` for every unit holding a key hash that an earlier unit
-    (in ``units`` order, the input order) holds too: those hashes, and for each the earliest unit
-    holding it.  ``hashes[k]``: unit ``units[k]``'s key hashes (within a unit, keys are distinct)."""
+def later_duplicates(units: list, *hashes: np.ndarray) -> dict[int, tuple]:
+    """``{unit index: (hashes, first unit indices, {index: WorkUnit})}`` for every unit holding a
+    key hash that an earlier unit (in ``units`` order, the input order) holds too: those hashes,
+    for each the earliest unit holding it, and those units.  ``units``: WorkUnits (or indices);
+    ``hashes[k]``: unit ``units[k]``'s key hashes (within a unit, keys are distinct)."""
     if len(units) != len(hashes):
         raise ValueError(f"{len(units)} units but {len(hashes)} hash arrays")
     sizes = np.array([len(h) for h in hashes], dtype=np.int64)
@@ -48,13 +49,23 @@ def later_duplicates(units: list[int], *hashes: np.ndarray) -> dict[int, tuple[n
     start = np.flatnonzero(np.concatenate([[True], ~same]))
     run_first = np.repeat(owner[start], np.diff(np.append(start, len(h))))
     later = np.flatnonzero(owner != run_first)
-    out: dict[int, tuple[list, list]] = {}
+    def index(u):
+        return u if isinstance(u, int) else u.index
+
+    out: dict[int, tuple[list, list, dict]] = {}
     for i in later.tolist():
-        u = units[int(owner[i])]
-        hs, firsts = out.setdefault(u, ([], []))
+        hs, firsts, by_index = out.setdefault(index(units[int(owner[i])]), ([], [], {}))
+        first = units[int(run_first[i])]
         hs.append(h[i])
-        firsts.append(units[int(run_first[i])])
-    return {u: (np.array(hs, dtype=np.uint64), np.array(fs, dtype=np.int64)) for u, (hs, fs) in sorted(out.items())}
+        firsts.append(index(first))
+        by_index[index(first)] = first
+    return {u: (np.array(hs, dtype=np.uint64), np.array(fs, dtype=np.int64), by_index)
+            for u, (hs, fs, by_index) in sorted(out.items())}
+
+
+def duplicate_units(found: dict) -> list[int]:
+    """The units :func:`later_duplicates` found (what the client needs of it)."""
+    return sorted(found)
 
 
 def _keys(table: pa.Table, unit: WorkUnit):
@@ -67,13 +78,12 @@ def _keys(table: pa.Table, unit: WorkUnit):
             keys.column("row").to_numpy())
 
 
-def confirm_drops(spec, unit: WorkUnit, table: pa.Table, candidates: tuple[np.ndarray, np.ndarray],
-                  firsts: dict[int, WorkUnit]) -> WorkUnit:
+def confirm_drops(spec, unit: WorkUnit, table: pa.Table, candidates: tuple) -> WorkUnit:
     """``unit`` with ``drop_rows``: the rows of ``table`` (its canonical table, read without
-    drops) whose key the earlier unit named in ``candidates`` (:func:`later_duplicates`) holds,
-    each with where that first occurrence is.  ``firsts``: those earlier units by index.
-    Raises :class:`HashCollisionError` if a hash is shared by different keys."""
-    cand_hashes, cand_first = candidates
+    drops) whose key the earlier unit named in ``candidates`` (its :func:`later_duplicates`
+    entry) holds, each with where that first occurrence is.  Raises :class:`HashCollisionError`
+    if a hash is shared by different keys."""
+    cand_hashes, cand_first, firsts = candidates
     first_of = dict(zip(np.asarray(cand_hashes, dtype=np.uint64).tolist(), np.asarray(cand_first).tolist()))
     hashes, systems, ids, rows = _keys(table, unit)
     mine = np.flatnonzero(np.isin(hashes, np.asarray(cand_hashes, dtype=np.uint64)))

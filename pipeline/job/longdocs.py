@@ -6,18 +6,18 @@ from __future__ import annotations
 import numpy as np
 
 from pipeline.io.spec import WorkUnit
-from pipeline.job.outputs import check_stop
+from pipeline.job.outputs import RunStopped, check_stop
 from pipeline.job.scores import ScoringSettings, scorer_for
-from pipeline.job.task import UnitContext, score_slice, unit_input
+from pipeline.job.task import UnitContext, score_slice
 from pipeline.scoring import split
 
-def prepare_split(spec, unit: WorkUnit, k: int, ctx: UnitContext, target_cost: float) -> dict | None:
-    """The texts of an oversized slice's one example and its references' sentence counts."""
-    table, _, _, bounds = unit_input(spec, unit, ctx, target_cost)
-    lo, hi = bounds[k]
-    if hi - lo != 1:  # its example was dropped (a duplicate): finish_split writes the empty slice
+
+def prepare_split(pre: dict, ctx: UnitContext) -> dict | None:
+    """The texts of an oversized slice's one example and its references' sentence counts
+    (``pre``: its rows as :func:`pipeline.job.task.split_input` gives them)."""
+    row = pre["rows"]
+    if row.num_rows != 1:  # its example was dropped (a duplicate): finish_split writes the empty slice
         return None
-    row = table.slice(lo, 1)
     refs = row.column("references")[0].as_py()
     cand = row.column("candidate")[0].as_py()
     return {"candidate": cand, "references": refs,
@@ -36,16 +36,17 @@ def split_block(prep: dict | None, k: int, n_blocks: int, settings: ScoringSetti
     return out
 
 
-def finish_split(spec, unit: WorkUnit, k: int, ctx: UnitContext, target_cost: float, prep: dict | None,
-                 *blocks) -> dict:
-    """Score and write oversized slice ``k`` of ``unit`` from its blocks."""
-    check_stop(ctx)
-    table, quarantine, slices, bounds = unit_input(spec, unit, ctx, target_cost)
-    lo, hi = bounds[k]
-    positions = None
-    if prep is not None:
-        positions = [[None if b[r] is None else np.asarray(b[r], dtype=np.int64) for b in blocks]
-                     for r in range(len(prep["references"]))]
-    result = score_slice(table.slice(lo, hi - lo), quarantine, unit, k, len(slices), ctx, split_positions=positions)
-    result["slices"] = len(slices)
+def finish_split(unit: WorkUnit, k: int, ctx: UnitContext, pre: dict, prep: dict | None, *blocks) -> dict:
+    """Score and write oversized slice ``k`` of ``unit`` from its blocks (no read: ``pre`` holds
+    its rows); ``"split_examples"``: 1, or 0 when the example was dropped as a duplicate."""
+    try:
+        check_stop(ctx)
+        positions = None
+        if prep is not None:
+            positions = [[None if b[r] is None else np.asarray(b[r], dtype=np.int64) for b in blocks]
+                         for r in range(len(prep["references"]))]
+        result = score_slice(pre["rows"], pre["quarantine"], unit, k, pre["slices"], ctx, split_positions=positions)
+    except RunStopped:
+        return {"stopped": True, "rows": 0, "tasks": 0, "skipped": 0}
+    result["split_examples"] = int(prep is not None)
     return result

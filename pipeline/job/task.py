@@ -20,9 +20,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline.io import readers, writers
-from pipeline.io.spec import WorkUnit
+from pipeline.io.spec import QUARANTINE_SCHEMA, WorkUnit
 from pipeline.job import dedup
-from pipeline.job.outputs import check_stop, load_done, pause_point, write_task_files
+from pipeline.job.outputs import RunStopped, check_stop, load_done, pause_point, remove_slices, write_task_files
 from pipeline.job.plan import estimate_costs, split_by_cost
 from pipeline.job.results import merge_results
 from pipeline.job.scores import ScoringSettings, _reason_counts, key_hashes, score_table, split_blocks_for, unit_stats
@@ -52,16 +52,15 @@ class UnitWork:
     ``slices`` None is wave 1: every slice but those it leaves (oversized examples cut in blocks,
     and slices past the first ``first``; None: none past), resuming the ``done`` ones from their
     markers.  Otherwise exactly those slices (wave 2; no resume: the driver sends only what is
-    left).  ``duplicates``: the unit's hashes held by earlier units and those units
-    (:func:`dedup.later_duplicates`, ``firsts``), confirmed and dropped before scoring; every
-    slice is then scored (and written) again."""
+    left).  ``again``: the unit holds ids an earlier unit holds (:func:`dedup.later_duplicates`):
+    what it wrote is removed, those rows are dropped (confirmed on the ids), and every slice is
+    scored and written again."""
 
     target_cost: float
     first: int | None = None
     done: frozenset = frozenset()
     slices: tuple | None = None
-    duplicates: tuple | None = None
-    firsts: dict = field(default_factory=dict)
+    again: bool = False
 
 
 # TEST HOOK (tests/integration/test_faults.py, benchmarks/soak.py only): seconds to sleep at the start of
@@ -128,15 +127,40 @@ def encode_outputs(scores: pa.Table, quarantine: pa.Table, ctx: UnitContext,
     }
 
 
-def score_slice(table: pa.Table, quarantine: pa.Table, unit: WorkUnit, k: int, n: int, ctx: UnitContext,
+def score_slice(table: pa.Table, quarantine: pa.Table | None, unit: WorkUnit, k: int, n: int, ctx: UnitContext,
                 hashes: np.ndarray | None = None, split_positions=None) -> dict:
     """Score and write slice ``k`` of ``n`` (``table``: its rows; ``quarantine``: the unit's,
-    written with slice 0).  A unit with ``drop_rows`` replaces what wave 1 wrote of it."""
-    q = quarantine if k == 0 else quarantine.schema.empty_table()
-    scores, q = _score_rows(table, q, ctx, unit.format, split_positions)
-    same_rows = hashes is not None and scores.num_rows == table.num_rows  # none too long
-    return write_task_files(encode_outputs(scores, q, ctx, hashes if same_rows else None), unit.index, k, n, ctx,
-                            replace=bool(unit.drop_rows))
+    written with slice 0)."""
+    if k != 0 or quarantine is None:
+        quarantine = QUARANTINE_SCHEMA.empty_table()
+    scores, q = _score_rows(table, quarantine, ctx, unit.format, split_positions)
+    held = ()
+    if scores.num_rows != table.num_rows:
+        # rows scored away (too long): their keys are the unit's still, for a rerun's duplicate search
+        held = np.setdiff1d(_hashes(table), _hashes(scores)).tolist()
+        hashes = None
+    prepared = encode_outputs(scores, q, ctx, hashes)
+    prepared["held"] = held
+    return write_task_files(prepared, unit.index, k, n, ctx)
+
+
+def _hashes(table: pa.Table) -> np.ndarray:
+    hashes = key_hashes(table.select(["system", "id"]))
+    if hashes is None:  # the readers never let a null system or id through
+        raise ValueError("a canonical table holds a null system or id")
+    return hashes
+
+
+def _load_slices(unit: WorkUnit, n: int, ctx: UnitContext) -> list | None:
+    """Every slice's result from its marker and parts (:func:`load_done`), or None if one is
+    missing or of another slice count."""
+    results = []
+    for k in range(n):
+        r = load_done(unit.index, k, ctx)
+        if r is None or r["slices"] != n:
+            return None
+        results.append(r)
+    return results
 
 
 def _resumed(unit: WorkUnit, ctx: UnitContext, done: frozenset) -> dict | None:
@@ -144,23 +168,18 @@ def _resumed(unit: WorkUnit, ctx: UnitContext, done: frozenset) -> dict | None:
     first = load_done(unit.index, 0, ctx) if 0 in done else None
     if first is None or not set(range(first["slices"])) <= done:
         return None
-    results = [first]
-    for k in range(1, first["slices"]):
-        r = load_done(unit.index, k, ctx)
-        if r is None or r["slices"] != first["slices"]:
-            return None
-        results.append(r)
+    results = _load_slices(unit, first["slices"], ctx)
+    if results is None:
+        return None
     for r in results:
         r["skipped"] = 1
     return _unit_result(unit, first["slices"], results, np.concatenate([r.pop("hashes") for r in results]), [])
 
 
-def _unit_result(unit: WorkUnit, n: int, results: list, hashes, left: list, drops=None) -> dict:
+def _unit_result(unit: WorkUnit, n: int, results: list, hashes, left: list, split: dict | None = None) -> dict:
     out = merge_results(*results) or merge_results(_empty_result(unit.index))
     out["tasks"] = len(results)
-    out.update(unit=unit.index, slices=n, left=left, hashes=hashes)
-    if drops is not None:
-        out["drop_rows"] = drops
+    out.update(unit=unit.index, slices=n, left=left, hashes=hashes, split=split or {})
     return out
 
 
@@ -171,14 +190,24 @@ def _empty_result(index: int) -> dict:
             "systems": [], "cand_tokens": 0, "ref_tokens": 0, "files": [], "stats": StatsAccumulator.empty()}
 
 
-def score_unit(spec, unit: WorkUnit, ctx: UnitContext, work: UnitWork) -> dict:
+def score_unit(spec, unit: WorkUnit, ctx: UnitContext, work: UnitWork, duplicates: dict | None = None) -> dict:
     """Read ``unit`` once, cut it by cost, score and write its slices as :class:`UnitWork` says.
 
     Returns the merged result of the slices written (or resumed) here with ``"slices"`` (the
-    unit's slice count), ``"left"`` (``[(slice, blocks)]`` for wave 2; blocks > 1: an oversized example
-    cut in blocks of reference sentences), ``"hashes"``
-    (the key hashes of the unit's rows; wave 1 only) and, after duplicates were dropped,
-    ``"drop_rows"`` (what the unit's wave-2 slices must read with)."""
+    unit's slice count), ``"left"`` (``[(slice, blocks)]`` for wave 2; blocks > 1: an oversized
+    example cut in blocks of reference sentences, whose rows are in ``"split"``) and
+    ``"hashes"`` (the key hashes of the unit's rows; wave 1 only).  ``duplicates``: the result of
+    :func:`dedup.later_duplicates` (``work.again``).  A run stopped meanwhile gets an empty result
+    marked ``"stopped"``, and nothing more is written."""
+    try:
+        return _score_unit(spec, unit, ctx, work, duplicates)
+    except RunStopped:
+        out = _unit_result(unit, 0, [], np.zeros(0, dtype=np.uint64), [])
+        out["stopped"] = True
+        return out
+
+
+def _score_unit(spec, unit: WorkUnit, ctx: UnitContext, work: UnitWork, duplicates: dict | None) -> dict:
     _test_sleep()
     check_stop(ctx)
     pause_point("task", unit.index)
@@ -187,16 +216,17 @@ def score_unit(spec, unit: WorkUnit, ctx: UnitContext, work: UnitWork) -> dict:
         resumed = _resumed(unit, ctx, work.done)
         if resumed is not None:
             return resumed
-    drops, full = None, None
-    if work.duplicates is not None:
+    full = None
+    if work.again:
         full, _ = readers.read_unit(spec, dataclasses.replace(unit, drop_rows=()))
-        unit = dedup.confirm_drops(spec, unit, full, work.duplicates, work.firsts)
-        drops = unit.drop_rows
+        unit = dedup.confirm_drops(spec, unit, full, duplicates[unit.index])
     table, quarantine, slices, bounds = unit_input(spec, unit, ctx, work.target_cost, full)
-    hashes = key_hashes(readers.unit_keys(table, unit))
-    if hashes is None:  # the readers never let a null system or id through
-        raise ValueError(f"unit {unit.key}: its canonical table holds a null system or id")
-    results, left, scored = [], [], 0
+    if work.again:
+        # what the unit wrote goes first (its markers first of all): a rerun after a kill
+        # part-way reads the unit again rather than trust slices of both kinds
+        remove_slices(unit.index, len(slices), ctx)
+    hashes = _hashes(table) if wave1 and not work.again else None
+    results, left, split, scored = [], [], {}, 0
     for s, (lo, hi) in zip(slices, bounds):
         k = s.index
         if not wave1 and k not in work.slices:
@@ -210,20 +240,32 @@ def score_unit(spec, unit: WorkUnit, ctx: UnitContext, work: UnitWork) -> dict:
                 continue
         blocks = split_blocks_for(s, ctx.scoring, work.target_cost)
         if wave1 and blocks > 1:
-            left.append((k, blocks))   # an oversized example: its blocks on several workers
+            # an oversized example: its blocks on several workers, from the rows kept here
+            left.append((k, blocks))
+            split[k] = {"rows": table.take(np.arange(lo, hi)), "quarantine": quarantine if k == 0 else None,
+                        "slices": len(slices)}
             continue
         if wave1 and work.first is not None and scored >= work.first:
             left.append((k, 1))
             continue
-        results.append(score_slice(table.slice(lo, hi - lo), quarantine, unit, k, len(slices), ctx, hashes[lo:hi]))
+        rows = table.slice(lo, hi - lo)
+        results.append(score_slice(rows, quarantine, unit, k, len(slices), ctx,
+                                   hashes[lo:hi] if hashes is not None else None))
         scored += 1
-    return _unit_result(unit, len(slices), results, hashes if wave1 else None, left, drops)
+    return _unit_result(unit, len(slices), results, hashes, left, split)
 
 
 def brief(result: dict) -> dict:
-    """What the client needs of a unit's result (its statistics and hashes stay on the workers)."""
+    """What the client needs of a unit's result (its statistics, hashes and rows stay on the workers)."""
     return {k: result.get(k) for k in ("unit", "slices", "left", "rows", "quarantined", "tasks", "skipped",
-                                       "drop_rows")}
+                                       "split_examples", "stopped")}
+
+
+def split_input(result: dict, k: int) -> dict:
+    """Oversized slice ``k``'s rows, as :func:`score_unit` kept them for its blocks."""
+    if result.get("stopped"):
+        raise RunStopped("the run was stopped")
+    return result["split"][k]
 
 
 def hashes_of(result: dict) -> np.ndarray:
@@ -234,11 +276,9 @@ def hashes_of(result: dict) -> np.ndarray:
 def reload_unit(unit: WorkUnit, n_slices: int, ctx: UnitContext) -> dict:
     """A unit's result from the files its slices wrote (every one must be there): the statistics
     of a run whose wave 2 dropped duplicates from units wave 1 had written whole."""
-    results = []
-    for k in range(n_slices):
-        r = load_done(unit.index, k, ctx)
-        if r is None:
-            raise RuntimeError(f"unit {unit.key}: slice {k} of {n_slices} has no complete marker and parts")
+    results = _load_slices(unit, n_slices, ctx)
+    if results is None:
+        raise RuntimeError(f"unit {unit.key}: one of its {n_slices} slices has no complete marker and parts")
+    for r in results:
         r.pop("hashes")
-        results.append(r)
     return merge_results(*results) or merge_results(_empty_result(unit.index))

@@ -98,10 +98,12 @@ def test_reader_never_crashes_and_accounts_for_every_line(raw_lines, target_rows
         # read with those rows dropped (confirmed on the ids)
         tables = [read_unit(spec, u)[0] for u in units]
         hashes = [job.key_hashes(readers.unit_keys(t, u)) for t, u in zip(tables, units)]
-        later = job.later_duplicates([u.index for u in units], *hashes)
-        by_index = {u.index: u for u in units}
-        units = [job.confirm_drops(spec, u, t, later[u.index], by_index) if u.index in later else u
+        later = job.later_duplicates(units, *hashes)
+        exact = readers.find_duplicates(units, [readers.unit_keys(t, u) for t, u in zip(tables, units)])
+        units = [job.confirm_drops(spec, u, t, later[u.index]) if u.index in later else u
                  for u, t in zip(units, tables)]
+        # the same drops as the exact search over every id (the specification)
+        assert {u.index: u.drop_rows for u in units if u.drop_rows} == exact
         rows, quarantined, keys = [], [], []
         for u in units:
             table, q = read_unit(spec, u)

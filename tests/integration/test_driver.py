@@ -114,7 +114,7 @@ def test_each_unit_is_read_scored_and_written_by_one_wave_1_task(corpus, client2
     units = {k: v for k, v in units.items() if "-brief-" not in k}
     assert len(units) == a.summary["units"] and len({w for w, _, _ in units.values()}) == 2
     kinds = {str(t["key"]).split("-")[1] for t in ts.data}
-    assert kinds <= {"unit", "hashes", "duplicates", "merge", "final"}, kinds   # no plan pass, no wave 2
+    assert kinds <= {"unit", "hashes", "duplicates", "duplicate", "merge", "final"}, kinds   # no plan pass, no wave 2
     by_unit = {int(k.rsplit("-", 1)[1]): v for k, v in units.items()}
     markers = sorted((tmp_path / "dask" / "_done").glob("unit-*.json"))
     assert len(markers) == a.summary["tasks"] >= len(by_unit)
@@ -583,3 +583,93 @@ def test_packed_small_shards_give_the_scores_and_statistics_of_one_file(tmp_path
         oracle = scorer.score(by_id[row["id"]]["references"][0], by_id[row["id"]]["candidate"])
         for ty, s in oracle.items():
             assert (row[f"{ty}_precision"], row[f"{ty}_recall"], row[f"{ty}_fmeasure"]) == tuple(s), (row["id"], ty)
+
+
+def test_after_the_run_a_wave_1_task_dask_would_rerun_writes_nothing(client2, tmp_path, monkeypatch):
+    """A wave-1 result lost with its worker is computed again by Dask while something still
+    wants it.  Once the duplicates are known (or the run has ended) such a rerun must not write
+    its unit's rows back: the run's stop flags are set, and the rerun writes nothing."""
+    from pipeline.execution import driver as drv
+
+    made = []
+
+    class Recording(drv.Waves):
+        def __init__(self, *a, **k):
+            super().__init__(*a, **k)
+            made.append(self)
+
+    monkeypatch.setattr(drv, "Waves", Recording)
+    corpus = _dup_shards(tmp_path / "in")
+    cfg = _cfg(corpus, tmp_path / "run", execution={"target_rows": 100})
+    r = run(cfg, client2, progress=False, log=_log)
+    assert r.summary["duplicate_units"] == 2 and (tmp_path / "run" / "_SUCCESS").exists()
+    (w,) = made
+    before = {p: p.stat().st_mtime_ns for p in (tmp_path / "run").rglob("*")}
+    unit = w.units[2]   # c: only duplicates, scored again and now without a score part
+    for ctx in (w.ctx1, w.ctx):   # the wave-1 task as Dask would rerun it; any task of the run
+        again = client2.submit(job.score_unit, w.spec, unit, ctx, job.UnitWork(w.target_cost), pure=False).result()
+        assert again["stopped"] and again["rows"] == 0
+    assert {p: p.stat().st_mtime_ns for p in (tmp_path / "run").rglob("*")} == before
+    assert not list((tmp_path / "run" / "scores").glob("*/part-00002-*.parquet"))
+
+
+def test_a_unit_scored_again_and_killed_half_way_resumes_without_its_duplicates(tmp_path, monkeypatch):
+    """A unit holding earlier units' ids is written again without them; killed after its
+    first slice, the rerun must not trust the slices of both kinds: the same files as a
+    clean run, every id once."""
+    from pipeline.job import task as task_module
+
+    root = tmp_path / "in"
+    root.mkdir()
+    rec = lambda i, cand: json.dumps({"id": i, "candidate": cand, "references": ["the cat sat on the mat"]})  # noqa: E731
+    (root / "a.jsonl").write_text("\n".join([rec("x", "the cat"), rec("y", "a mat")]) + "\n")
+    # b: x in its first slice, y in its second (one example a slice at this target)
+    (root / "b.jsonl").write_text("\n".join([rec("x", "cat sat"), rec("y", "sat on"), rec("z", "on the")]) + "\n")
+    corpus = {"records": str(root / "*.jsonl")}
+    ex = {"target_rows": 100, "target_cost": 1}   # one example a slice (rouge1: none cut in blocks)
+    sc = {"rouge_types": ["rouge1"]}
+    clean = run(_cfg(corpus, tmp_path / "clean", execution=ex, scoring=sc), None, progress=False, log=_log)
+    assert clean.summary["rows"] == 3 and clean.summary["quarantined"] == 2 and clean.summary["tasks"] == 5
+    orig = task_module.write_task_files
+    calls = {"n": 0}
+
+    def killed_after_one_slice(prepared, unit_index, k, n, ctx):
+        if unit_index == 1 and k == 1 and calls["n"] == 1:
+            raise KeyboardInterrupt   # the process dies here (not an error a retry would see)
+        calls["n"] += unit_index == 1 and k == 0 and prepared["rows"] == 0   # b's slice 0 without x
+        return orig(prepared, unit_index, k, n, ctx)
+
+    monkeypatch.setattr(task_module, "write_task_files", killed_after_one_slice)
+    with pytest.raises(KeyboardInterrupt):
+        run(_cfg(corpus, tmp_path / "run", execution=ex, scoring=sc), None, progress=False, log=_log)
+    monkeypatch.setattr(task_module, "write_task_files", orig)
+    assert calls["n"] == 1, "killed after writing b's first slice again, without x"
+    r = run(_cfg(corpus, tmp_path / "run", execution=ex, scoring=sc), None, progress=False, log=_log)
+    assert (r.summary["rows"], r.summary["quarantined"]) == (3, 2)
+    assert _sorted_scores(tmp_path / "run").column("id").to_pylist() == ["x", "y", "z"]
+    assert _outputs(tmp_path / "run", markers=True) == _outputs(tmp_path / "clean", markers=True)
+
+
+def test_a_first_occurrence_scored_away_as_too_long_still_counts_on_resume(tmp_path):
+    """Parts hold no row scored away as too long; the resumed unit's key must still count for
+    the duplicate search (its marker keeps those keys), or a later unit's copy would be kept."""
+    words = [f"w{i % 5000}" for i in range(2_000_000)]   # its rougeLsum pair too long to backtrack
+    huge = json.dumps({"id": "x", "candidate": " ".join(words), "references": [" ".join(words[:5000])]})
+    root = tmp_path / "in"
+    root.mkdir()
+    (root / "a.jsonl").write_text(huge + "\n")
+    (root / "b.jsonl").write_text(json.dumps({"id": "x", "candidate": "a b", "references": ["a"]}) + "\n"
+                                  + json.dumps({"id": "y", "candidate": "a b", "references": ["a"]}) + "\n")
+    corpus = {"records": str(root / "*.jsonl")}
+    ex = {"target_rows": 100}
+    clean = run(_cfg(corpus, tmp_path / "clean", execution=ex), None, progress=False, log=_log)
+    assert (clean.summary["rows"], clean.summary["quarantined"]) == (1, 2)   # x too long; b's x a duplicate
+    assert json.loads((tmp_path / "clean" / "_done" / "unit-00000-0000.json").read_text())["held"]
+    # a resumed, b scored again: as after a kill before b's task
+    shutil.copytree(tmp_path / "clean", tmp_path / "run")
+    for p in [*(tmp_path / "run").glob("_done/unit-00001-*.json"), tmp_path / "run" / "_SUCCESS"]:
+        p.unlink()
+    r = run(_cfg(corpus, tmp_path / "run", execution=ex), None, progress=False, log=_log)
+    assert r.summary["tasks_resumed"] == 1
+    assert (r.summary["rows"], r.summary["quarantined"]) == (1, 2)
+    assert _outputs(tmp_path / "run", markers=True) == _outputs(tmp_path / "clean", markers=True)

@@ -283,16 +283,12 @@ def check_stop(ctx) -> None:
         raise RunStopped(f"the run writing {ctx.run_url} was stopped")
 
 
-def write_task_files(prepared: dict, unit_index: int, slice_index: int, n_slices: int, ctx,
-                     replace: bool = False) -> dict:
+def write_task_files(prepared: dict, unit_index: int, slice_index: int, n_slices: int, ctx) -> dict:
     """Write a slice's encoded output (:func:`pipeline.job.task.encode_outputs`) under its names,
-    then its completion marker; returns the slice's result.  ``replace``: the slice was written
-    before with other rows (a unit scored again without its later duplicates): the files its
-    earlier marker names and this output does not are removed (a system or a quarantine part
-    it no longer has)."""
+    then its completion marker; returns the slice's result.  ``prepared["held"]``: the key
+    hashes of rows it scored away (too long), kept in the marker for a rerun's duplicate search."""
     so = ctx.storage_options
     run = ctx.run_url.rstrip("/")
-    earlier = load_marker(run, unit_index, slice_index, so) if replace else None
     files = []
     for system, data in prepared["parts"]:
         u = names.score_part_url(run, system, unit_index, slice_index)
@@ -310,24 +306,34 @@ def write_task_files(prepared: dict, unit_index: int, slice_index: int, n_slices
     # No statistics in the marker: they are a function of the part files (load_done), and
     # packing them (~0.6 MB of JSON per 12,500 examples) cost about a third of what a task
     # adds to scoring.
-    if isinstance(earlier, dict) and earlier.get("plan") == ctx.plan_id:
-        stale = [f for f in earlier.get("files") or () if isinstance(f, str) and f not in files and is_run_file(f)
-                 and names.PART.match(f)]
-        if stale:
-            check_stop(ctx)
-            fs, _ = get_fs(run, so)
-            for rel in stale:
-                try:
-                    fs.rm_file(get_fs(f"{run}/{rel}", so)[1])
-                except FileNotFoundError:
-                    pass
     check_stop(ctx)
     writers.write_json_atomic({**result, "marker": MARKER_FORMAT, "plan": ctx.plan_id,
-                               "config_hash": ctx.metadata.get(META_CONFIG_HASH, "")},
+                               "config_hash": ctx.metadata.get(META_CONFIG_HASH, ""),
+                               "held": [int(h) for h in prepared.get("held", ())]},
                               marker_url(run, unit_index, slice_index), so)
     result["stats"] = prepared["stats"]
     result["skipped"] = 0
     return result
+
+
+def remove_slices(unit_index: int, n_slices: int, ctx) -> None:
+    """Remove what this run's plan wrote of a unit (each slice's marker, then the parts it
+    names): the unit is written again (duplicates across units dropped)."""
+    run = ctx.run_url.rstrip("/")
+    so = ctx.storage_options
+    fs, _ = get_fs(run, so)
+    for k in range(n_slices):
+        marker = load_marker(run, unit_index, k, so)
+        if not isinstance(marker, dict) or marker.get("plan") != ctx.plan_id:
+            continue
+        mine = [f for f in marker.get("files") or () if isinstance(f, str) and names.PART.match(f)
+                and names.PART.match(f).groups() == (f"{unit_index:05d}", f"{k:04d}")]
+        check_stop(ctx)
+        for rel in [names.marker_url(run, unit_index, k)[len(run) + 1:], *mine]:
+            try:
+                fs.rm_file(get_fs(f"{run}/{rel}", so)[1])
+            except FileNotFoundError:
+                pass
 
 
 def load_marker(run_url: str, unit_index: int, slice_index: int, storage_options: dict) -> dict | None:
@@ -344,6 +350,8 @@ def load_done(unit_index: int, slice_index: int, ctx) -> dict | None:
     system and every score the statistics are made of, as float64, so the result equals the
     one the slice returned (integer sums, exact extrema and counts; a test checks it).
     ``"hashes"``: the key hashes of its scored rows (the cross-unit duplicate search's input)."""
+    import numpy as np
+
     from pipeline.job.scores import STATS, key_hashes, scores_schema, unit_stats  # the scorer: not for the CLI
 
     run = ctx.run_url.rstrip("/")
@@ -377,9 +385,10 @@ def load_done(unit_index: int, slice_index: int, ctx) -> dict | None:
         return None
     for k in ("marker", "plan", "config_hash"):
         result.pop(k)
+    held = result.pop("held", None) or []
     hashes = key_hashes(scores.select(["system", "id"]))
     result["stats"] = unit_stats(scores, ctx, hashes)
-    result["hashes"] = hashes
+    result["hashes"] = np.concatenate([hashes, np.array(held, dtype=np.uint64)]) if held else hashes
     return result
 
 

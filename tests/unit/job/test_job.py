@@ -127,7 +127,9 @@ def test_later_duplicates_names_each_later_unit_its_hashes_and_the_first_unit():
     h = lambda *v: np.array(v, dtype=np.uint64)  # noqa: E731
     # unit order is input order, not the order of the arrays' values; within a unit, no repeats
     got = job.later_duplicates([3, 5, 8, 9], h(10, 11), h(12, 11), h(11, 13, 10), h(14))
-    assert {u: (a.tolist(), b.tolist()) for u, (a, b) in got.items()} == {5: ([11], [3]), 8: ([10, 11], [3, 3])}
+    assert {u: (a.tolist(), b.tolist(), sorted(c)) for u, (a, b, c) in got.items()} == \
+        {5: ([11], [3], [3]), 8: ([10, 11], [3, 3], [3])}
+    assert job.duplicate_units(got) == [5, 8]
     assert job.later_duplicates([0, 1], h(1, 2), h(3)) == {}
     assert job.later_duplicates([], ) == {} and job.later_duplicates([0], h()) == {}
     # a hash repeated inside one unit (two different keys) is no duplicate across units
@@ -152,13 +154,14 @@ def test_confirm_drops_compares_the_ids_not_only_their_hashes(tmp_path):
     ta, tb = read_unit(spec, ua)[0], read_unit(spec, ub)[0]
     ha = job.key_hashes(readers.unit_keys(ta, ua))
     hb = job.key_hashes(readers.unit_keys(tb, ub))
-    cand = job.later_duplicates([ua.index, ub.index], ha, hb)[ub.index]
-    dropped = job.confirm_drops(spec, ub, tb, cand, {ua.index: ua})
+    cand = job.later_duplicates([ua, ub], ha, hb)[ub.index]
+    assert cand[2] == {ua.index: ua}
+    dropped = job.confirm_drops(spec, ub, tb, cand)
     assert dropped.drop_rows == ((1, f"{ua.file} line 2"),)
     # a hash that an earlier unit holds for another key: reported, never guessed
-    fake = (np.array([hb[0]], dtype=np.uint64), np.array([ua.index]))
+    fake = (np.array([hb[0]], dtype=np.uint64), np.array([ua.index]), {ua.index: ua})
     with pytest.raises(job.HashCollisionError, match="shares its 64-bit hash"):
-        job.confirm_drops(spec, ub, tb, fake, {ua.index: ua})
+        job.confirm_drops(spec, ub, tb, fake)
 
 
 def test_score_unit_writes_each_slice_at_once_and_resumes_from_markers(tmp_path):
