@@ -1,0 +1,233 @@
+"""Finished runs read back for comparison (issues #7, #18): :class:`RunData` (a run's
+``_run.json``, statistics and per-example scores), the finders of a run's history, and the
+texts of chosen examples read again from a run's input."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline.io.writers import read_json
+
+STATS = ("precision", "recall", "fmeasure")
+
+
+class CompareError(RuntimeError):
+    """A run cannot be read or the runs cannot be compared (exit status 2)."""
+
+
+
+@dataclass
+class RunData:
+    url: str
+    info: dict            # _run.json
+    stats: dict | None    # stats/stats.json
+    summary: dict | None  # _summary.json
+    scores: pd.DataFrame  # every system's per-example scores
+
+    @property
+    def rouge_types(self) -> list[str]:
+        return list(self.info.get("config", {}).get("scoring", {}).get("rouge_types") or [])
+
+    @property
+    def signature(self) -> str:
+        return self.info.get("signature", "")
+
+    @property
+    def recorded_time(self) -> str:
+        """When the run finished (``_summary.json``), else when it began (``_run.json``); ISO UTC."""
+        return str((self.summary or {}).get("finished_at") or self.info.get("started_at") or "")
+
+    @property
+    def order(self) -> tuple[str, str]:
+        """Where the run stands in a history: when it began (``_run.json``), then its URL."""
+        return (str(self.info.get("started_at") or self.recorded_time), self.url)
+
+    def means(self) -> dict[tuple[str, str], float]:
+        """``{(system, type): mean F}`` over the run's finite scores."""
+        out = {}
+        if not len(self.scores):
+            return out
+        for system, g in self.scores.groupby("system", sort=True):
+            for t in self.rouge_types:
+                c = f"{t}_fmeasure"
+                if c in g:
+                    v = g[c].to_numpy(np.float64)
+                    v = v[np.isfinite(v)]
+                    if len(v):
+                        out[(system, t)] = float(v.mean())
+        return out
+
+
+def read_scores(url: str, storage_options: dict | None = None) -> pd.DataFrame:
+    """Every system's per-example scores of a run folder as one DataFrame (``id``, ``system``,
+    the score and diagnostics columns).  The one place that knows the ``scores/`` layout."""
+    from pipeline.io.paths import get_fs
+
+    fs, path = get_fs(f"{url}/scores", storage_options)
+    files = sorted(p for p in fs.find(path) if p.rsplit("/", 1)[-1].startswith("part-")) if fs.exists(path) else []
+    tables = []
+    for p in files:
+        with fs.open(p, "rb") as f:
+            tables.append(pq.read_table(f).replace_schema_metadata(None))
+    if tables:
+        return pa.concat_tables(tables, promote_options="default").to_pandas()
+    return pd.DataFrame({"id": pd.Series([], dtype=object), "system": pd.Series([], dtype=object)})
+
+
+def load_run(url: str, storage_options: dict | None = None) -> RunData:
+    """A finished run (``_SUCCESS``): its ``_run.json``, statistics and per-example scores."""
+    from pipeline.job.outputs import OldLayoutError, check_layout, is_complete
+
+    url = str(url).rstrip("/")
+    try:
+        if not is_complete(url, storage_options):
+            raise CompareError(f"{url} is not a finished run (no _SUCCESS)")
+        info = read_json(f"{url}/_run.json", storage_options)
+        if info is None:
+            raise CompareError(f"{url}: no _run.json")
+        try:
+            check_layout(url, info)
+        except OldLayoutError as e:
+            raise CompareError(str(e)) from None
+        df = read_scores(url, storage_options)
+        return RunData(url, info, read_json(f"{url}/stats/stats.json", storage_options),
+                       read_json(f"{url}/_summary.json", storage_options), df)
+    except CompareError:
+        raise
+    except (OSError, ValueError) as e:
+        raise CompareError(f"{url}: cannot read the run ({e})") from e
+
+
+def same_run(a: str, b: str) -> bool:
+    """Whether two run URLs name the same folder (local paths compared absolute, ``file://`` dropped)."""
+    import os
+
+    def norm(u: str) -> str:
+        u = str(u).rstrip("/").removeprefix("file://")
+        return u if "://" in u else os.path.abspath(u)
+
+    return norm(a) == norm(b)
+
+
+def _is_run(fs, path: str) -> bool:
+    return fs.exists(f"{path.rstrip('/')}/_SUCCESS")
+
+
+def find_runs(specs: list[str], storage_options: dict | None = None, exclude: str | None = None) -> list[RunData]:
+    """The finished runs named by ``specs`` (run folders, folders of run folders such as a nightly
+    root, or globs of either), sorted by their recorded time (then URL); ``exclude`` (a run URL)
+    and unfinished folders are left out.  A spec that names nothing is an error."""
+    from pipeline.io.paths import get_fs
+
+    urls: list[str] = []
+    for spec in specs:
+        spec = str(spec).rstrip("/")
+        fs, path = get_fs(spec, storage_options)
+        proto = spec.split("://", 1)[0] if "://" in spec else "file"
+
+        def url_of(p: str) -> str:
+            return p if proto == "file" else f"{proto}://{p}"
+
+        if any(c in path for c in "*?["):
+            found = sorted(fs.glob(path))
+        else:
+            found = [path]
+        hit = []
+        for p in found:
+            if _is_run(fs, p):
+                hit.append(p)
+            elif fs.isdir(p):
+                hit += sorted(c for c in fs.ls(p, detail=False) if _is_run(fs, c))
+        if not hit and not found:
+            raise CompareError(f"history: nothing matches {spec}")
+        urls += [url_of(p).rstrip("/") for p in hit]
+    seen, runs = set(), []
+    for u in urls:
+        if u in seen or (exclude is not None and same_run(u, exclude)):
+            continue
+        seen.add(u)
+        runs.append(load_run(u, storage_options))
+    runs.sort(key=lambda r: (r.recorded_time, r.url))
+    return runs
+
+
+def previous_runs(new_url: str, storage_options: dict | None = None) -> list[RunData]:
+    """The finished sibling run folders of ``new_url`` whose names sort before it (dated nightly
+    folders), oldest first: the history of a nightly run."""
+    from pipeline.io.paths import get_fs
+
+    new_url = str(new_url).rstrip("/")
+    parent, name = new_url.rsplit("/", 1) if "/" in new_url else (".", new_url)
+    fs, path = get_fs(parent, storage_options)
+    try:
+        children = sorted(fs.ls(path, detail=False))
+    except FileNotFoundError:
+        return []
+    urls = [f"{parent}/{c.rstrip('/').rsplit('/', 1)[-1]}" for c in children
+            if c.rstrip("/").rsplit("/", 1)[-1] < name and _is_run(fs, c)]
+    return [load_run(u, storage_options) for u in urls]
+
+
+def history_runs(new: RunData, specs: list[str] | None = None, previous: bool = False,
+                 storage_options: dict | None = None) -> list[RunData]:
+    """The history of ``new``: the runs of ``specs`` (:func:`find_runs`) and, with ``previous``,
+    its earlier sibling folders (:func:`previous_runs`), each once, keeping only runs that began
+    before ``new`` (:attr:`RunData.order`; the new run and later runs are never part of its
+    band), sorted by their recorded time (then URL)."""
+    runs = (previous_runs(new.url, storage_options) if previous else []) + \
+        (find_runs(specs, storage_options) if specs else [])
+    seen, out = [], []
+    for r in runs:
+        if same_run(r.url, new.url) or any(same_run(r.url, u) for u in seen) or r.order >= new.order:
+            continue
+        seen.append(r.url)
+        out.append(r)
+    out.sort(key=lambda r: (r.recorded_time, r.url))
+    return out
+
+
+def _input_spec(info: dict):
+    from pipeline.io.spec import InputSpec
+    from pipeline.redaction import without_redacted
+
+    cfg = info.get("config", {})
+    inp = dict(cfg.get("input") or {})
+    inp["storage_options"] = without_redacted({**(cfg.get("storage_options") or {}),
+                                               **(inp.get("storage_options") or {})})
+    cwd = info.get("cwd")
+    if cwd:   # relative local paths are relative to where the run was started, not to here
+        import os
+
+        for key in ("paths", "candidates", "references"):
+            v = inp.get(key)
+            if v:
+                vs = [v] if isinstance(v, str) else list(v)
+                vs = [os.path.join(cwd, u) if "://" not in u and not os.path.isabs(u) else u for u in vs]
+                inp[key] = vs[0] if isinstance(v, str) else vs
+    return InputSpec.from_config(inp)
+
+
+def read_texts(info: dict, wanted: set[tuple[str, str]]) -> dict[tuple[str, str], dict]:
+    """``{(system, id): {"candidate", "references", "source"}}`` for the wanted examples,
+    read from the run's input (every unit is read once; only the wanted rows are kept)."""
+    from pipeline.io.readers import plan_units, read_unit
+
+    spec = _input_spec(info)
+    out = {}
+    for unit in plan_units(spec):
+        table, _ = read_unit(spec, unit)
+        sys_, ids = table.column("system").to_pylist(), table.column("id").to_pylist()
+        hit = [k for k, key in enumerate(zip(sys_, ids)) if key in wanted]
+        if not hit:
+            continue
+        cand, refs = table.column("candidate").to_pylist(), table.column("references").to_pylist()
+        src = table.column("source").to_pylist()
+        for k in hit:
+            out[(sys_[k], ids[k])] = {"candidate": cand[k], "references": refs[k], "source": src[k]}
+        if len(out) == len(wanted):
+            break
+    return out
