@@ -7,9 +7,9 @@ from pipeline.stats.rouge_score_bootstrap import AggregateScore, BootstrapAggreg
 
 # The accumulator (numba) is imported on first use: ``pipeline.compute`` and the
 # BootstrapAggregator need NumPy only.
-_LAZY = {"CI_METHOD": "accumulator", "QUANTILES": "accumulator", "ROW_KEYS": "accumulator",
-         "STATS": "accumulator", "StatsAccumulator": "accumulator", "rows_to_arrow": "accumulator",
-         "stats_schema": "accumulator", "stats_to_json": "accumulator", "FIXED_BITS": "fixedpoint"}
+_LAZY = {"CI_METHOD": "accumulator", "QUANTILES": "finalize", "ROW_KEYS": "rows",
+         "STATS": "accumulator", "StatsAccumulator": "accumulator", "rows_to_arrow": "rows",
+         "stats_schema": "rows", "stats_to_json": "rows", "FIXED_BITS": "fixedpoint"}
 
 
 def __getattr__(name):
