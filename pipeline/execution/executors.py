@@ -6,7 +6,10 @@ An executor's ``submit(fn, *args, key=..., retries=..., **hints)`` returns a fut
 ``status``, ``result()``, ``exception()``); futures among ``args`` are passed as their results;
 ``hints`` (``workers``, ``allow_other_workers``, ``priority``) are placement preferences the sync
 executor ignores.  A task that still fails after its retries gives a future whose ``status`` is
-``"error"`` and whose ``exception()`` is the task's own last exception.
+``"error"`` and whose ``exception()`` is the task's own last exception.  ``as_completed`` yields
+futures as they end (``add`` takes more); ``new_flag`` makes a stop flag the tasks check before
+they write (a ``distributed.Event``; None in process) and ``stop`` sets flags, waits for the
+futures given and releases them.
 """
 from __future__ import annotations
 
