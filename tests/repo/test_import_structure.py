@@ -124,3 +124,15 @@ def test_validating_scoring_settings_loads_no_numpy():
             "print(json.dumps([m for m in ('numpy', 'numba', 'pyarrow') if m in sys.modules]))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert json.loads(out.stdout) == []
+
+
+def test_the_run_folder_module_imports_only_io_at_module_level():
+    """docs/ARCHITECTURE.md's layering puts job.outputs below config: its module-level imports
+    reach only pipeline.io (and itself); the scorer and statistics are imported where used."""
+    for path in sorted((PKG / "job" / "outputs").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+        names = [n.module for n in top if isinstance(n, ast.ImportFrom) and n.module] + \
+                [a.name for n in top if isinstance(n, ast.Import) for a in n.names]
+        inner = [n for n in names if n.startswith("pipeline")]
+        assert all(n.startswith(("pipeline.io", "pipeline.job.outputs")) for n in inner), (path.name, inner)
