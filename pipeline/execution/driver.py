@@ -308,7 +308,8 @@ def _run_held(cfg, ex, progress, log, stream, lease, inputs: dict, t_start: floa
         def read(system, columns):
             return job.read_scores(run_url, system, columns, so)
 
-        with_retries(lambda: profile.write_outputs(run_url, final["systems"], cfg.scoring, cfg.stats, read, so),
+        docs = profile.extra_outputs(final["systems"], cfg.scoring, cfg.stats, read)
+        with_retries(lambda: outputs.write_profile_outputs(run_url, docs, profile.outputs, so),
                      retries, f"writing {', '.join(profile.outputs)}", log)
     exact_rows = []
     if cfg.stats.bootstrap == "exact" and cfg.stats.n_boot > 0:

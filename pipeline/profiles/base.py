@@ -27,7 +27,7 @@ class Profile:
 
     name: str = ""
     default_multi_ref: str = "max_f"  # scoring.multi_ref when not set
-    outputs: tuple[str, ...] = ()     # files of its own in the run folder (write_outputs)
+    outputs: tuple[str, ...] = ()     # files of its own in the run folder (extra_outputs)
 
     def check(self, s: "ScoringSettings") -> None:
         """``ConfigError`` naming ``scoring.<key>`` for a setting this profile cannot honour.
@@ -46,10 +46,12 @@ class Profile:
         are :class:`pipeline.signature.Signature`'s own."""
         return {"profile": self.name}
 
-    def write_outputs(self, run_url: str, systems, s: "ScoringSettings", stats,
-                      read_scores: Callable[[str, list], Any], storage_options: dict) -> None:
-        """Write :attr:`outputs` into a finished run folder; ``read_scores(system, columns)``
-        reads a system's per-example scores (an Arrow table, or None)."""
+    def extra_outputs(self, systems, s: "ScoringSettings", stats,
+                      read_scores: Callable[[str, list], Any]) -> dict[str, Any]:
+        """``{name: JSON document}`` for each of :attr:`outputs`, from a finished run's scores
+        (``read_scores(system, columns)``: a system's per-example scores, an Arrow table or None);
+        the run folder's owner (:mod:`pipeline.job.outputs`) writes them."""
+        return {}
 
 
 def rouge_score_scorer(s: "ScoringSettings", tokenizer=None):

@@ -24,6 +24,7 @@ def _options(s):
 class Rouge155Profile(Profile):
     name = "rouge155"
     default_multi_ref = "A"
+    # job.outputs.names.ROUGE155_CORPUS, a run-format file (not imported: config checks stay free of Arrow)
     outputs = ("rouge155_corpus.json",)
 
     def check(self, s) -> None:
@@ -58,10 +59,10 @@ class Rouge155Profile(Profile):
         return {"tok": "rouge155", "stem": "rouge155-porter+wordnet2.0exc" if s.use_stemmer else "no",
                 "profile": SIGNATURE_NAME, "opts": perl_options(opts)}
 
-    def write_outputs(self, run_url, systems, s, stats, read_scores, storage_options) -> None:
-        from pipeline.rouge155.family import write_corpus_json  # as _options
+    def extra_outputs(self, systems, s, stats, read_scores) -> dict:
+        from pipeline.rouge155.family import corpus_outputs  # as _options
 
-        write_corpus_json(run_url, systems, s, stats.n_boot, stats.confidence, read_scores, storage_options)
+        return {self.outputs[0]: corpus_outputs(systems, s, stats.n_boot, stats.confidence, read_scores)}
 
 
 PROFILE = Rouge155Profile()

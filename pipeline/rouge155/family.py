@@ -37,7 +37,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline.io import writers
 from pipeline.rouge155 import kernels as K
 from pipeline.rouge155.corpus import corpus_average
 from pipeline.rouge155.fast import RULES, Rouge155Encoder, Rouge155Scores, _flatten, option_metrics, score_encoded
@@ -201,9 +200,9 @@ def corpus_json(table, rouge_types, metric_names, opts: Rouge155Options) -> dict
             "confidence": opts.confidence, "counting_unit": 0, "n_pairs": len(ids), "systems": out}
 
 
-def write_corpus_json(run_url: str, systems, scoring, n_boot: int, confidence: float, read_scores,
-                      storage_options: dict | None = None) -> dict:
-    """``RUN/rouge155_corpus.json``: :func:`corpus_json` of a finished run's per-example scores.
+def corpus_outputs(systems, scoring, n_boot: int, confidence: float, read_scores) -> dict:
+    """What ``RUN/rouge155_corpus.json`` holds (:mod:`pipeline.job.outputs` writes it):
+    :func:`corpus_json` of a finished run's per-example scores.
 
     ``scoring``: the run's scoring settings; ``-r`` is ``stats.n_boot`` (1000 by default, as
     ROUGE-1.5.5) and ``-c`` is ``stats.confidence`` in percent.  ``read_scores(system, columns)``:
@@ -228,5 +227,4 @@ def write_corpus_json(run_url: str, systems, scoring, n_boot: int, confidence: f
         table = table.filter(pa.array(ok))
     out = corpus_json(table, types, names, opts) if tables and table.num_rows else {"systems": {}}
     out["options"] = perl_options(opts) + f" -c {opts.confidence:g} -r {opts.resamples} -t 0"
-    writers.write_json_atomic(out, f"{run_url}/rouge155_corpus.json", storage_options or {})
     return out

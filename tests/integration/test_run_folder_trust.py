@@ -681,7 +681,7 @@ def test_a_final_write_that_fails_leaves_no_success(tmp_path, inputs, monkeypatc
         monkeypatch.setattr(outputs, "write_stats", broken)
     elif what == "rouge155 corpus":
         sections = {"scoring": {"profile": "rouge155", "rouge_types": ["rouge1"]}}
-        monkeypatch.setattr(family, "write_corpus_json", broken)
+        monkeypatch.setattr(family, "corpus_outputs", broken)
     else:
         orig = writers.write_json_atomic
 

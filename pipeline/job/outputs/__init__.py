@@ -5,7 +5,7 @@ from pipeline.job.outputs.folder import (  # noqa: F401
     EXACT_SCHEMA, OldLayoutError, RunFolderError, RunStopped, TEST_PAUSE_ENV, check_layout, check_stop, done_slices, exact_rows_to_arrow,
     folder_files, foreign_files, is_complete, load_done, load_marker, mark_success, pause_point,
     precheck_run_folder, prepare_run_folder, read_plan, read_run_info, read_scores, remove_run_files, remove_slices,
-    remove_temp_files, utc_now, verify_parts, write_exact, write_plan, write_stats, write_summary, write_task_files,
+    remove_temp_files, utc_now, verify_parts, write_exact, write_plan, write_profile_outputs, write_stats, write_summary, write_task_files,
 )
 from pipeline.job.outputs.inputs import (  # noqa: F401
     changed_inputs, check_output_vs_inputs, fingerprint, glob_prefix, input_urls, list_inputs, normalise, plan_id,

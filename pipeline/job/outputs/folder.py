@@ -474,6 +474,15 @@ def write_stats(run_url: str, rows: list[dict], sig: str, chash: str, confidence
                               url(run_url, STATS_JSON), so)
 
 
+def write_profile_outputs(run_url: str, docs: dict, declared: tuple, so: dict) -> None:
+    """A profile's own files (``docs``: ``{name: JSON document}``, each one of the names it
+    ``declared``), written into the run folder as JSON."""
+    for name, doc in docs.items():
+        if name not in declared or "/" in name or name.startswith("."):
+            raise ValueError(f"a profile output {name!r} that the profile did not declare as a file name")
+        writers.write_json_atomic(doc, url(run_url, name), so)
+
+
 def write_exact(run_url: str, rows: list[dict], sig: str, chash: str, so: dict) -> None:
     meta = {META_SIGNATURE: sig, META_CONFIG_HASH: chash}
     writers.write_parquet_atomic(exact_rows_to_arrow(rows), url(run_url, EXACT_PARQUET), so, meta)

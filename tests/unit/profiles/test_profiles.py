@@ -46,10 +46,8 @@ class ToyProfile(Profile):
     def signature_parts(self, s):
         return {"tok": "punct", "profile": self.name}
 
-    def write_outputs(self, run_url, systems, s, stats, read_scores, storage_options):
-        rows = {system: read_scores(system, ["id"]).num_rows for system in systems}
-        with open(f"{run_url}/toy_rows.json", "w") as f:
-            json.dump(rows, f)
+    def extra_outputs(self, systems, s, stats, read_scores):
+        return {"toy_rows.json": {system: read_scores(system, ["id"]).num_rows for system in systems}}
 
 
 def _oracle(tokenizer=None, use_stemmer=False, types=TYPES):
@@ -177,3 +175,12 @@ def test_multi_ref_default_is_the_profiles_through_every_entry_point(tmp_path, c
     assert RougeScorer(["rouge1"], profile="rouge155").score_multi(refs, cand) == pooled
     got = compute([cand], [refs], rouge_types=["rouge1"], profile="rouge155", use_aggregator=False)
     assert got == {"rouge1": [pooled["rouge1"].fmeasure]}
+
+
+def test_the_rouge155_profiles_file_is_a_run_format_file():
+    """The profile names its own output; the run folder's owner must know it as one of its files
+    (--overwrite deletes only those)."""
+    from pipeline.job.outputs import names
+
+    assert profiles.get("rouge155").outputs == (names.ROUGE155_CORPUS,)
+    assert names.is_run_file(names.ROUGE155_CORPUS)
