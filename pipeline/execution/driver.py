@@ -235,9 +235,12 @@ def _run_held(cfg, ex, progress, log, stream, lease, inputs: dict, t_start: floa
                        t0=t_plan)
         waves = Waves(ex, spec, units, ctx, cfg.execution.target_cost or job.DEFAULT_TARGET_COST, retries, done,
                       cfg.stats.confidence, WAVE1_SLICES if ex.distributed else None, bar, log)
+        lease.on_lost = waves.halt   # another run took the folder: stop writing now, not at the end
         try:
             outcome = waves.run()
         except TaskFailed as e:
+            if lease.lost is not None:
+                lease.check()   # raises: this run lost its lease
             raise _task_error(e.error, e.what, retries) from e.error
         finally:
             bar.close()

@@ -8,7 +8,7 @@ An executor's ``submit(fn, *args, key=..., retries=..., **hints)`` returns a fut
 executor ignores.  A task that still fails after its retries gives a future whose ``status`` is
 ``"error"`` and whose ``exception()`` is the task's own last exception.  ``as_completed`` yields
 futures as they end (``add`` takes more); ``new_flag`` makes a stop flag the tasks check before
-they write (a ``distributed.Event``; None in process) and ``stop`` sets flags, waits for the
+they write (a ``distributed.Event``; a ``threading.Event`` in process) and ``stop`` sets flags, waits for the
 futures given and releases them.
 """
 from __future__ import annotations
@@ -112,9 +112,14 @@ class SyncExecutor:
         return Completed(futures)
 
     def new_flag(self, name: str):
-        return None  # in process, the first failure ends the run: nothing else runs meanwhile
+        import threading
+
+        return threading.Event()   # set from another thread (the lease's heartbeat)
 
     def stop(self, futures, flags=(), drain: bool = True) -> None:
+        for flag in flags:
+            if flag is not None:
+                flag.set()
         for f in futures:
             f.cancel()
 

@@ -80,7 +80,7 @@ class Waves:
         self.first, self.bar, self.log = first, bar, log or (lambda _m: None)
         self.nonce = uuid.uuid4().hex[:8]
         self.wave1_flag = ex.new_flag(f"rouge-stop-wave1-{self.nonce}")
-        self.ctx1 = dataclasses.replace(ctx, stop=self.wave1_flag) if self.wave1_flag is not None else ctx
+        self.ctx1 = dataclasses.replace(ctx, stop=self.wave1_flag)
         # every task that writes, until it ends: its brief -> (what, unit index, its result's future)
         self.pending: dict = {}
         self.counts: dict = {}      # unit -> [slices, rows]
@@ -249,6 +249,10 @@ class Waves:
         except Exception as e:  # noqa: BLE001
             raise TaskFailed("merging the statistics", e) from e
         return out
+
+    def halt(self) -> None:
+        """Set the run's stop flags (the lease was lost): every task stops at its next write."""
+        self.ex.stop([], flags=(self.ctx.stop, self.wave1_flag), drain=False)
 
     def close(self) -> None:
         """After a run: its stop flags set, so a task Dask would still run (a result lost with

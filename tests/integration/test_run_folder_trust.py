@@ -763,3 +763,49 @@ def test_folders_and_paired_layouts_rescore_a_new_reference_file(tmp_path, capsy
         assert code == 0 and "the inputs changed since" in err, err
         assert score(capsys, cfg, fresh)[0] == 0
         assert run_outputs(out) == run_outputs(fresh) and (out / "stats" / "stats.json").read_bytes() != before
+
+
+def test_a_run_that_loses_its_lease_stops_writing_at_once(tmp_path, monkeypatch):
+    """Another run takes the folder (it broke this run's lease as stale): the heartbeat notices,
+    the run's stop flag is set, the slices left write nothing, and the run exits 6, not at the
+    check before _SUCCESS after writing everything."""
+    from pipeline.config import load_config
+    from pipeline.execution import driver
+    from pipeline.job import task as task_module
+
+    monkeypatch.setattr(outputs.lease, "LEASE_HEARTBEAT_S", 0.02)
+    inp = tmp_path / "in"
+    inp.mkdir()
+    for k in range(6):
+        (inp / f"s{k}.jsonl").write_text(json.dumps({"id": f"d{k}", "candidate": "a b", "references": ["a"]}) + "\n")
+    out = tmp_path / "run"
+    orig = task_module.write_task_files
+    taken = []
+
+    def write_then_lose(prepared, unit_index, *args):
+        r = orig(prepared, unit_index, *args)
+        if unit_index == 1 and not taken:   # another run takes the folder after this unit
+            taken.append(_lease(out))
+            deadline = time.monotonic() + 30
+            while not taken or not getattr(driver_lease[0], "lost", None):
+                assert time.monotonic() < deadline, "the heartbeat never noticed"
+                time.sleep(0.01)
+        return r
+
+    driver_lease = []
+    orig_lease = outputs.Lease
+
+    def recording_lease(*a, **k):
+        driver_lease.append(orig_lease(*a, **k))
+        return driver_lease[-1]
+
+    monkeypatch.setattr(outputs, "Lease", recording_lease)
+    monkeypatch.setattr(task_module, "write_task_files", write_then_lose)
+    monkeypatch.setattr("pipeline.io.records.PACK_BYTES", 0)   # one unit a file
+    cfg = load_config(_cfg(tmp_path, str(inp / "*.jsonl"), execution={"mode": "sync"}), [f"output.url={out}"])
+    with pytest.raises(outputs.RunFolderBusyError, match="lost its lease"):
+        driver.run(cfg, None, progress=False, log=lambda _m: None)
+    written = sorted(p.name for p in (out / "_done").glob("unit-*.json"))
+    assert written == ["unit-00000-0000.json", "unit-00001-0000.json"], written
+    assert not (out / "_SUCCESS").exists()
+    assert json.loads((out / outputs.LEASE).read_text()) == taken[0]   # the other run's lease, left alone

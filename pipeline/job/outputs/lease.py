@@ -139,6 +139,8 @@ class Lease:
         self.run_id = uuid.uuid4().hex[:12]
         self.started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         self.lost: str | None = None
+        # called (from the heartbeat thread) once the lease is found lost: the run stops writing
+        self.on_lost = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.held = False
@@ -351,6 +353,11 @@ class Lease:
             if lost is not None:
                 self.lost = lost
                 self.log(f"lease lost: {lost}")
+                if self.on_lost is not None:
+                    try:
+                        self.on_lost()
+                    except Exception as e:  # noqa: BLE001 - the check before _SUCCESS still refuses
+                        self.log(f"lease lost: could not stop the run's tasks: {type(e).__name__}: {e}")
                 return
 
     def stop_heartbeat(self) -> None:
