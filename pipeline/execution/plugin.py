@@ -17,12 +17,13 @@ class WorkerVersionError(RuntimeError):
 
 class WorkerSetup(WorkerPlugin):
     """``settings``: the run's scoring settings (its scorer is built, its kernels loaded);
-    ``version``: the client's ``pipeline.__version__`` (a worker with another is refused)."""
+    ``version``: the client's ``pipeline.__version__`` (a worker with another is refused);
+    ``initial``: the workers there at registration (their errors reach the client, which stops)."""
 
     name = NAME
 
-    def __init__(self, settings, version: str):
-        self.settings, self.version = settings, version
+    def __init__(self, settings, version: str, initial: frozenset = frozenset()):
+        self.settings, self.version, self.initial = settings, version, frozenset(initial)
 
     def setup(self, worker) -> None:
         for k, v in WORKER_ENV.items():  # before the kernels' thread pools start
@@ -30,8 +31,13 @@ class WorkerSetup(WorkerPlugin):
         import pipeline
 
         if pipeline.__version__ != self.version:
+            late = worker.address not in self.initial
+            if late:
+                # Dask only logs a later worker's setup error, and the worker would then take
+                # tasks: it closes itself, its nanny too (a restart would run the same code)
+                worker.loop.add_callback(worker.close, nanny=True, reason="rouge-pipeline version mismatch")
             raise WorkerVersionError(f"worker {worker.address} runs rouge-pipeline {pipeline.__version__}, "
-                                     f"this client {self.version}")
+                                     f"this client {self.version}" + ("; it closes itself" if late else ""))
         from pipeline.warmup import warmup
 
         warmup(self.settings)
@@ -42,4 +48,5 @@ def register(client, settings) -> None:
     previous run's plugin)."""
     import pipeline
 
-    client.register_plugin(WorkerSetup(settings, pipeline.__version__), name=NAME)
+    initial = frozenset(client.scheduler_info()["workers"])
+    client.register_plugin(WorkerSetup(settings, pipeline.__version__, initial), name=NAME)

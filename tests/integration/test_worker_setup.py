@@ -38,3 +38,37 @@ def test_a_worker_that_joins_later_is_warmed_by_the_plugin():
             assert got == built, "the worker that joined later was not warmed"
     finally:
         cluster.close()
+
+
+def test_a_worker_of_another_version_that_joins_later_closes_itself():
+    """A worker that joins later has its plugin's setup error only logged by Dask, and would
+    take tasks: one running another rouge-pipeline closes itself, nanny included.  A worker
+    there at registration is left alone (its error reaches the client, and the run stops)."""
+    import pytest
+
+    from pipeline.execution import plugin
+
+    calls = []
+
+    class Loop:
+        def add_callback(self, fn, *args, **kwargs):
+            calls.append((fn, kwargs))
+
+    class Worker:
+        address = "tcp://127.0.0.1:1"
+        loop = Loop()
+
+        async def close(self, **kwargs):
+            pass
+
+    worker = Worker()
+    with pytest.raises(plugin.WorkerVersionError, match="runs rouge-pipeline .* this client 0.0.0-other; it closes"):
+        plugin.WorkerSetup(job.ScoringSettings(), "0.0.0-other", frozenset({"tcp://127.0.0.1:2"})).setup(worker)
+    assert [(fn.__name__, kw) for fn, kw in calls] == [("close", {"nanny": True,
+                                                                 "reason": "rouge-pipeline version mismatch"})]
+    calls.clear()
+    with pytest.raises(plugin.WorkerVersionError):
+        plugin.WorkerSetup(job.ScoringSettings(), "0.0.0-other", frozenset({worker.address})).setup(worker)
+    assert calls == [], "a worker there at registration is not closed"
+    plugin.WorkerSetup(job.ScoringSettings(rouge_types=("rouge1",)), __import__("pipeline").__version__).setup(worker)
+    assert calls == []
