@@ -29,32 +29,16 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-from soak import RssSampler, write_corpus  # noqa: E402
+from soak import timed_local_run, write_corpus  # noqa: E402
 
 
 def run_job(glob: str, out: Path, n_workers: int) -> dict:
-    import distributed
-
     from pipeline.config import RunConfig
-    from pipeline.execution.cluster import local_cluster
-    from pipeline.execution.driver import run
 
     cfg = RunConfig.from_dict({"input": {"layout": "records", "paths": glob}, "output": {"url": str(out)},
                                "execution": {"mode": "local", "n_workers": n_workers}})
     lines: list[str] = []
-    sampler = RssSampler()
-    sampler.start()
-    cluster = local_cluster(n_workers, dashboard_address=None)
-    try:
-        with distributed.Client(cluster) as client:
-            client.run(lambda: __import__("pipeline.warmup").warmup.warmup())
-            t0 = time.perf_counter()
-            res = run(cfg, client=client, progress=False, log=lines.append)
-            seconds = time.perf_counter() - t0
-    finally:
-        cluster.close()
-        sampler.stop.set()
-        sampler.join()
+    res, seconds, sampler = timed_local_run(cfg, n_workers, lines.append)
     plan = next((m for m in lines if m.startswith("plan: ")), "") + f"; {res.summary['tasks']} slices"
     return {"rows": res.summary["rows"], "seconds": seconds, "rate": res.summary["rows"] / seconds,
             "client_rss_mib": sampler.client_peak / 2**20, "plan": plan}

@@ -44,7 +44,7 @@ sys.path.insert(0, str(HERE))
 # the code measured: this checkout's, or the tree --old-tree's children are given
 sys.path.insert(0, os.environ.get("ROUGE_PIPELINE_BENCH_TREE") or str(HERE.parent))
 
-from soak import RssSampler, write_corpus  # noqa: E402
+from soak import timed_local_run, write_corpus  # noqa: E402
 
 
 def single_process_rate(glob: str, diagnostics: bool) -> float:
@@ -83,11 +83,7 @@ def sync_job_rate(glob: str, out: Path, diagnostics: bool) -> float:
 
 
 def run_job(glob: str, out: Path, n_workers: int, diagnostics: bool) -> dict:
-    import distributed
-
     from pipeline.config import RunConfig
-    from pipeline.execution.cluster import local_cluster
-    from pipeline.execution.driver import run
 
     cfg = RunConfig.from_dict({
         "input": {"layout": "records", "paths": glob},
@@ -95,19 +91,7 @@ def run_job(glob: str, out: Path, n_workers: int, diagnostics: bool) -> dict:
         "scoring": {"diagnostics": diagnostics},
         "execution": {"mode": "local", "n_workers": n_workers},
     })
-    sampler = RssSampler()
-    sampler.start()
-    cluster = local_cluster(n_workers, dashboard_address=None)
-    try:
-        with distributed.Client(cluster) as client:
-            client.run(lambda: __import__("pipeline.warmup").warmup.warmup())
-            t0 = time.perf_counter()
-            res = run(cfg, client=client, progress=False, log=lambda _: None)
-            seconds = time.perf_counter() - t0
-    finally:
-        cluster.close()
-        sampler.stop.set()
-        sampler.join()
+    res, seconds, sampler = timed_local_run(cfg, n_workers)
     return {"rows": res.summary["rows"], "seconds": seconds, "rate": res.summary["rows"] / seconds,
             "client_rss_mib": sampler.client_peak / 2**20,
             "worker_rss_mib": max(sampler.peaks.values(), default=0) / 2**20}

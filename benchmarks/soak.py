@@ -83,6 +83,31 @@ class RssSampler(threading.Thread):
             self.stop.wait(self.interval)
 
 
+def timed_local_run(cfg, n_workers: int, log=lambda _m: None):
+    """``(result, seconds, sampler)``: ``cfg`` run on a fresh local cluster of ``n_workers``,
+    warmed first (so the time is the job's), with this process's and the workers' peak RSS
+    sampled throughout (``sampler.client_peak``, ``sampler.peaks``)."""
+    import distributed
+
+    from pipeline.execution.cluster import local_cluster
+    from pipeline.execution.driver import run
+
+    sampler = RssSampler()
+    sampler.start()
+    cluster = local_cluster(n_workers, dashboard_address=None)
+    try:
+        with distributed.Client(cluster) as client:
+            client.run(lambda: __import__("pipeline.warmup").warmup.warmup())
+            t0 = time.perf_counter()
+            res = run(cfg, client=client, progress=False, log=log)
+            seconds = time.perf_counter() - t0
+    finally:
+        cluster.close()
+        sampler.stop.set()
+        sampler.join()
+    return res, seconds, sampler
+
+
 def _markers(run_dir: Path) -> int:
     d = run_dir / "_done"
     return len(list(d.glob("unit-*.json"))) if d.is_dir() else 0
