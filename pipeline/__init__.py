@@ -1,6 +1,7 @@
 """rouge-pipeline: exact, fast ROUGE from a laptop to a Dask cluster."""
 __version__ = "0.1.0"
 
+from pipeline.lazy import lazy_getattr  # noqa: E402
 from pipeline.scorer import RougeScorer, Score  # noqa: E402
 
 # NumPy is imported on first use of these (``import pipeline`` and a first small ``score`` load none)
@@ -9,15 +10,7 @@ _LAZY = {"compute": "pipeline.api", "RougeResult": "pipeline.api",
          "AggregateScore": "pipeline.stats.rouge_score_bootstrap"}
 
 
-def __getattr__(name):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'pipeline' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr("pipeline", _LAZY, globals(), prefix="")
 
 
 __all__ = ["AggregateScore", "BootstrapAggregator", "RougeResult", "RougeScorer", "Score", "compute",

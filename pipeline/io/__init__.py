@@ -5,7 +5,7 @@ fsspec and Arrow (and numba for the JSONL byte check): this package must never i
 (only ``pipeline.execution`` does).  The names below load their module on first use, so that
 importing a light module (``pipeline.io.paths``) does not load the readers.
 """
-import importlib
+from pipeline.lazy import lazy_getattr
 
 _EXPORTS = {
     "plan_units": "readers", "read_unit": "readers",
@@ -15,8 +15,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'pipeline.io' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"pipeline.io.{module}"), name)
+__getattr__ = lazy_getattr("pipeline.io", _EXPORTS, globals())

@@ -11,7 +11,7 @@
 The names below are the job's interface for the executors (``pipeline.execution``); each loads
 its module on first use, so that importing :mod:`.outputs` (the CLI, config checks) stays light.
 """
-import importlib
+from pipeline.lazy import lazy_getattr
 
 _EXPORTS = {
     **dict.fromkeys(("HashCollisionError", "confirm_drops", "duplicate_units", "later_duplicates"), "dedup"),
@@ -29,10 +29,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'pipeline.job' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"pipeline.job.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr("pipeline.job", _EXPORTS, globals())
