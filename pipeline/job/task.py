@@ -24,7 +24,7 @@ from pipeline.io.spec import QUARANTINE_SCHEMA, WorkUnit
 from pipeline.job import dedup
 from pipeline.job.outputs import RunStopped, check_stop, load_done, pause_point, remove_slices, write_task_files
 from pipeline.job.plan import estimate_costs, split_by_cost
-from pipeline.job.results import merge_results
+from pipeline.job.results import empty_result, merge_results
 from pipeline.job.scores import ScoringSettings, _reason_counts, key_hashes, score_table, split_blocks_for, unit_stats
 
 
@@ -177,17 +177,10 @@ def _resumed(unit: WorkUnit, ctx: UnitContext, done: frozenset) -> dict | None:
 
 
 def _unit_result(unit: WorkUnit, n: int, results: list, hashes, left: list, split: dict | None = None) -> dict:
-    out = merge_results(*results) or merge_results(_empty_result(unit.index))
+    out = merge_results(*results) or empty_result(unit.index)
     out["tasks"] = len(results)
     out.update(unit=unit.index, slices=n, left=left, hashes=hashes, split=split or {})
     return out
-
-
-def _empty_result(index: int) -> dict:
-    from pipeline.stats import StatsAccumulator
-
-    return {"unit": index, "tasks": 0, "skipped": 0, "rows": 0, "quarantined": 0, "quarantine_reasons": {},
-            "systems": [], "cand_tokens": 0, "ref_tokens": 0, "files": [], "stats": StatsAccumulator.empty()}
 
 
 def score_unit(spec, unit: WorkUnit, ctx: UnitContext, work: UnitWork, duplicates: dict | None = None) -> dict:
@@ -281,4 +274,4 @@ def reload_unit(unit: WorkUnit, n_slices: int, ctx: UnitContext) -> dict:
         raise RuntimeError(f"unit {unit.key}: one of its {n_slices} slices has no complete marker and parts")
     for r in results:
         r.pop("hashes")
-    return merge_results(*results) or merge_results(_empty_result(unit.index))
+    return merge_results(*results) or empty_result(unit.index)
