@@ -67,7 +67,7 @@ def model(m: dict, pairs: float, files: float, systems: int, workers: int, pairs
         "scheduler tasks": 3 * units + 1 + merges + 1,
         "_plan.json": units * m["plan_entry_bytes"],
         "client: units + futures pending at the start (~1 KB each)": units * (m["plan_entry_bytes"] + 3 * 1024),
-        "client: per finished unit (2 integers)": units * 2 * 28,
+        "client: per finished unit (3 integers)": units * 3 * 28,
         "duplicate search, one worker: hashes": pairs * m["hash_bytes"],
         "  its sort (s)": pairs * m["any_equal_s_per_hash"],
         "statistics per unit (all systems)": systems * m["stats_bytes_per_system"],

@@ -3,8 +3,8 @@
 Wave 1 maps :func:`pipeline.job.score_unit` over the units; its results feed the statistics tree
 (:func:`pipeline.job.merge_results`, on the workers), the duplicate search
 (:func:`pipeline.job.later_duplicates`, one task) and, through a small :func:`pipeline.job.brief`
-each, the client, which holds only the futures still pending and two integers per unit (its
-slice count and rows, for the part check and the progress).  Wave 2 scores what wave 1 left:
+each, the client, which holds only the futures still pending and three integers per unit (its
+slice count, rows and slices resumed: the part check, the progress and the summary).  Wave 2 scores what wave 1 left:
 slices past a unit's first few, oversized examples (:mod:`pipeline.job.longdocs`) and the units
 holding a later duplicate, scored again with it dropped.  Every task that writes checks the run's
 stop flag first; a failure sets it and waits for what still runs (:func:`stop`).
@@ -83,7 +83,7 @@ class Waves:
         self.ctx1 = dataclasses.replace(ctx, stop=self.wave1_flag)
         # every task that writes, until it ends: its brief -> (what, unit index, its result's future)
         self.pending: dict = {}
-        self.counts: dict = {}      # unit -> [slices, rows]
+        self.counts: dict = {}      # unit -> [slices, rows, slices resumed]
         self.eager = not ex.distributed
         self.workers = max(1, ex.n_workers)
 
@@ -146,7 +146,7 @@ class Waves:
             b = f.result()
             del self.pending[f]
             if b.get("stopped"):
-                raise TaskFailed(what, RuntimeError("it was stopped by another client of the run's stop flag"))
+                raise TaskFailed(what, RuntimeError("it was stopped (the run's stop flag is set)"))
             for extra in on_brief(b, u, fut) or ():
                 completed.add(extra)
 
@@ -168,7 +168,7 @@ class Waves:
         oversized: list = []   # (unit, slice, blocks, the future of the result holding its rows)
 
         def on_wave1(b, u, fut):
-            self.counts[u] = [b["slices"], b["rows"]]
+            self.counts[u] = [b["slices"], b["rows"], b["skipped"]]
             out.tasks += b["tasks"]
             out.resumed += b["skipped"]
             for k, blocks in b["left"]:
@@ -219,7 +219,8 @@ class Waves:
                 for k, blocks in b["left"]:
                     extra.append(self._blocks(by_index[u], k, blocks, fut))
                 rows = b["rows"] - self.counts[u][1]
-                self.counts[u] = [b["slices"], b["rows"]]
+                out.resumed -= self.counts[u][2]   # what wave 1 resumed of it is written again
+                self.counts[u] = [b["slices"], b["rows"], 0]
             else:
                 out.tasks += b["tasks"]
                 out.split += b.get("split_examples") or 0

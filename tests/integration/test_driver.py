@@ -673,3 +673,26 @@ def test_a_first_occurrence_scored_away_as_too_long_still_counts_on_resume(tmp_p
     assert r.summary["tasks_resumed"] == 1
     assert (r.summary["rows"], r.summary["quarantined"]) == (1, 2)
     assert _outputs(tmp_path / "run", markers=True) == _outputs(tmp_path / "clean", markers=True)
+
+
+def test_a_resumed_unit_that_is_scored_again_is_not_reported_resumed(tmp_path, monkeypatch):
+    """Killed before wave 2, a rerun resumes every unit from its markers, then scores again the
+    one holding an earlier unit's id: the summary counts only what it did not write again."""
+    from pipeline.job import task as task_module
+
+    corpus = _dup_shards(tmp_path / "in")
+    ex = {"target_rows": 100}
+    orig = task_module._score_unit
+
+    def killed_in_wave_2(spec, unit, ctx, work, duplicates):
+        if work.again:
+            raise KeyboardInterrupt   # the process dies as wave 2 starts
+        return orig(spec, unit, ctx, work, duplicates)
+
+    monkeypatch.setattr(task_module, "_score_unit", killed_in_wave_2)
+    with pytest.raises(KeyboardInterrupt):
+        run(_cfg(corpus, tmp_path / "run", execution=ex), None, progress=False, log=_log)
+    monkeypatch.setattr(task_module, "_score_unit", orig)
+    r = run(_cfg(corpus, tmp_path / "run", execution=ex), None, progress=False, log=_log)
+    assert r.summary["duplicate_units"] == 2 and r.summary["tasks"] == 3
+    assert r.summary["tasks_resumed"] == 1, "only a's slice was resumed; b and c were written again"
