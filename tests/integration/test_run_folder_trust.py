@@ -785,6 +785,7 @@ def test_a_run_that_loses_its_lease_stops_writing_at_once(tmp_path, monkeypatch)
     def write_then_lose(prepared, unit_index, *args):
         r = orig(prepared, unit_index, *args)
         if unit_index == 1 and not taken:   # another run takes the folder after this unit
+            (out / outputs.LEASE).unlink()   # as a run that broke a stale lease: a new file, not this one
             taken.append(_lease(out))
             deadline = time.monotonic() + 30
             while not taken or not getattr(driver_lease[0], "lost", None):
