@@ -3,7 +3,7 @@
     python benchmarks/bench_diagnostics.py
     python benchmarks/bench_diagnostics.py --sizes 10000 100000 --rounds 3 --old-rev <commit>
 
-The old module is ``pipeline/diagnostics.py`` as of ``--old-rev`` (default: the parent of the commit
+The old module is ``pipeline/scoring/diagnostics.py`` as of ``--old-rev`` (default: the parent of the commit
 that added ``copy_stats``), read with ``git show`` and imported under another name in this process
 only.  Both score the same examples with the same scorer (``diagnostics.compute``: encoding the
 source included), in alternating rounds; printed: seconds (median over rounds) and old/new ratios,
@@ -42,9 +42,9 @@ def _git(*args) -> str:
 
 def load_old(rev: str | None):
     if rev is None:
-        added = _git("log", "--format=%H", "-S", "def copy_stats", "--", "pipeline/diagnostics.py").split()
+        added = _git("log", "--format=%H", "-S", "def copy_stats", "--", "pipeline/scoring/diagnostics.py").split()
         rev = f"{added[-1]}^" if added else "HEAD"
-    src = _git("show", f"{rev}:pipeline/diagnostics.py")
+    src = _git("show", f"{rev}:pipeline/scoring/diagnostics.py")
     path = os.path.join(tempfile.mkdtemp(prefix="bench-diag-"), "diagnostics_old.py")
     with open(path, "w", encoding="utf-8") as f:
         f.write(src)
@@ -90,7 +90,7 @@ def main() -> int:
                     help="time the old path once when its first round takes longer than this")
     args = ap.parse_args()
 
-    from pipeline import diagnostics as new
+    from pipeline.scoring import diagnostics as new
     from pipeline.scorer import RougeScorer
 
     old, rev = load_old(args.old_rev)
@@ -108,7 +108,7 @@ def main() -> int:
     for mod in (old, new):
         time_compute(mod, scorer, c0, s0, r0)
 
-    print(f"old: pipeline/diagnostics.py at {rev}; new: this tree; median of {args.rounds} alternating rounds")
+    print(f"old: pipeline/scoring/diagnostics.py at {rev}; new: this tree; median of {args.rounds} alternating rounds")
     print(f"{'case':42s} {'old s':>9s} {'new s':>9s} {'old/new':>8s}  columns equal")
     for name, cands, sources in cases:
         res = scorer.score_arrays([["x y"]] * len(cands), cands)

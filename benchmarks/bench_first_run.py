@@ -55,7 +55,7 @@ def _timed(argv: list[str], env: dict) -> tuple[float, str]:
 
 
 def _sample(work: str, name: str, env: dict, *extra: str) -> tuple[float, str]:
-    cmd = [sys.executable, "-m", "pipeline.cli", "score", "--config", "configs/sample.yaml", "--output",
+    cmd = [sys.executable, "-m", "pipeline.cli.main", "score", "--config", "configs/sample.yaml", "--output",
            os.path.join(work, name), "--no-progress", "--overwrite", *extra]
     return _timed(cmd, env)
 

@@ -26,7 +26,7 @@ sys.path.insert(0, str(HERE))
 
 def time_reads(glob: str, repeats: int) -> dict:
     from pipeline.io.readers import plan_units, read_unit
-    from pipeline.io.spec import InputSpec
+    from pipeline.io.input_spec import InputSpec
 
     spec = InputSpec.from_config({"layout": "records", "paths": glob})
     unit = next(u for u in plan_units(spec) if u.files)

@@ -51,7 +51,7 @@ def single_process_rate(glob: str, diagnostics: bool) -> float:
     """Pairs/s of one process doing a task's work (read + score) over the whole corpus."""
     from pipeline import job
     from pipeline.io import readers
-    from pipeline.io.spec import InputSpec
+    from pipeline.io.input_spec import InputSpec
 
     spec = InputSpec.from_config({"layout": "records", "paths": glob})
     settings = job.ScoringSettings(diagnostics=diagnostics)

@@ -31,7 +31,7 @@ def measure() -> dict:
     import pyarrow as pa
 
     from pipeline import job
-    from pipeline.io.spec import WorkUnit
+    from pipeline.io.input_spec import WorkUnit
     from pipeline.stats import poisson
 
     unit = WorkUnit(index=12345, layout="records", file="s3://bucket/corpus/part-012345.jsonl.zst",

@@ -4,7 +4,7 @@ Every key, its default and what it changes: docs/configuration.md (checked again
 classes by tests/repo/test_configuration_doc.py: add a row there with a new key).
 
 ```yaml
-input:            # pipeline.io.spec.InputSpec    (layout, paths | candidates+references, format, columns, ...)
+input:            # pipeline.io.input_spec.InputSpec    (layout, paths | candidates+references, format, columns, ...)
   layout: records
   paths: s3://bucket/corpus/*.jsonl.gz
 output:
@@ -25,7 +25,7 @@ scoring:
   language: en                        # ISO 639 code: unicode profile, Snowball stemmer, sentencex
   stemming: none                      # none | snowball (unicode profile; rouge-score: use_stemmer)
   cjk: chars                          # chars | segmenter (unicode profile: jieba for zh, newmm for th)
-  diagnostics: true                   # per-example diagnostics columns (pipeline/diagnostics.py)
+  diagnostics: true                   # per-example diagnostics columns (pipeline/scoring/diagnostics.py)
 stats:
   seed: 12345                         # 0 .. 2**63-1 (2**32-1 with bootstrap: exact)
   n_boot: 1000                        # 0: no bootstrap; at most 20,000
@@ -65,9 +65,9 @@ import yaml
 from pipeline import __version__, profiles
 from pipeline.checks import ConfigError, check_bool, check_choice, check_int, check_str, type_name
 from pipeline.io.paths import check_keys, check_scheme
-from pipeline.io.spec import InputSpec
-from pipeline.job.outputs import names as run_folder_names
-from pipeline.job.outputs.inputs import check_output_vs_inputs, input_urls
+from pipeline.io.input_spec import InputSpec
+from pipeline.runfolder import names as run_folder_names
+from pipeline.runfolder.inputs import check_output_vs_inputs, input_urls
 from pipeline.redaction import REDACTED, redact_record  # noqa: F401 - REDACTED: the recorded placeholder
 from pipeline.settings import MULTI_REF, SENTENCE_SPLITTERS, TOKENIZERS, ScoringSettings  # noqa: F401
 

@@ -33,7 +33,7 @@ class ScoringSettings:
     language: str = "en"
     stemming: str = "none"
     cjk: str = "chars"
-    diagnostics: bool = True  # pipeline.diagnostics columns after the score columns
+    diagnostics: bool = True  # pipeline.scoring.diagnostics columns after the score columns
     alpha: float = 0.5  # F = PR / ((1-alpha) P + alpha R); alpha = 1 / (1 + beta^2)
     remove_stopwords: bool = False  # profile rouge155: -s
     length_limit_words: int | None = None  # profile rouge155: -l N

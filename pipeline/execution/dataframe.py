@@ -181,7 +181,7 @@ def read_run(run_url: str, storage_options: dict | None = None):
     from pipeline.io.paths import get_fs
 
     from pipeline.io.writers import read_json
-    from pipeline.job.outputs import check_layout
+    from pipeline.runfolder import check_layout
 
     so = storage_options or {}
     check_layout(run_url, read_json(f"{run_url.rstrip('/')}/_run.json", so))

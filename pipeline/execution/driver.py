@@ -1,6 +1,6 @@
 """Run a :class:`pipeline.config.RunConfig`: units, wave 1, wave 2, statistics, outputs.
 
-The run folder's names and files: :mod:`pipeline.job.outputs`.  The job as plain Dask waves::
+The run folder's names and files: :mod:`pipeline.runfolder`.  The job as plain Dask waves::
 
     units (from the input listing)
       -> wave 1: score_unit per unit (read, cut by cost, score and write each slice at once)
@@ -44,8 +44,8 @@ from pipeline.io.readers import listed_sizes
 from pipeline.io.readers import plan_units as plan_units_of
 from pipeline.execution.executors import DaskExecutor, SyncExecutor
 from pipeline.execution.waves import TaskFailed, Waves
-from pipeline.job import outputs
-from pipeline.job.outputs import (  # noqa: F401 - the driver's errors, re-exported for the CLI
+from pipeline import runfolder as outputs
+from pipeline.runfolder import (  # noqa: F401 - the driver's errors, re-exported for the CLI
     META_CONFIG_HASH, META_SIGNATURE, RunFolderBusyError, RunFolderError, RunStopped,
 )
 from pipeline.redaction import HiddenOptions
@@ -177,7 +177,7 @@ def _executor(client, log):
 def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream=None,
         execution: str | None = None) -> RunResult:
     """Run ``cfg`` on ``client`` (``None``: synchronously, in this process), holding the run
-    folder's lease (:class:`pipeline.job.outputs.Lease`) throughout; ``execution``: how
+    folder's lease (:class:`pipeline.runfolder.Lease`) throughout; ``execution``: how
     :func:`run_config` chose where (the summary's ``execution``)."""
     t_start = time.perf_counter()
     run_url = cfg.output.url.rstrip("/")
@@ -309,7 +309,7 @@ def _run_held(cfg, ex, progress, log, stream, lease, inputs: dict, t_start: floa
     profile = profiles.get(cfg.scoring.profile)
     if profile.outputs:  # the profile's own files (rouge155: ROUGE-1.5.5's printed averages)
         def read(system, columns):
-            return job.read_scores(run_url, system, columns, so)
+            return outputs.read_scores(run_url, system, columns, so)
 
         docs = profile.extra_outputs(final["systems"], cfg.scoring, cfg.stats, read)
         with_retries(lambda: outputs.write_profile_outputs(run_url, docs, profile.outputs, so),
@@ -385,7 +385,7 @@ def run_config(cfg, progress: bool | None = True, log=_log_default, stream=None)
     ex = cfg.execution
     mode, note = choose_mode(cfg, log)
     if mode != "scheduler":  # this machine compiles once, before any local worker starts
-        from pipeline.warmup import ensure_compiled
+        from pipeline.execution.warmup import ensure_compiled
 
         ensure_compiled(job.ScoringSettings.from_config(cfg.scoring), log)
     with open_client(mode, ex.scheduler, ex.n_workers, ex.memory_limit, worker_profile=ex.worker_profile) as client:

@@ -188,7 +188,7 @@ class DaskExecutor:
         (:mod:`pipeline.execution.plugin`).  ``per_host`` (an existing cluster): one worker per
         host warms first, so a host's workers load its cache instead of all compiling at once."""
         from pipeline.execution import plugin
-        from pipeline.warmup import warmup
+        from pipeline.execution.warmup import warmup
 
         if per_host:
             by_host: dict[str, str] = {}

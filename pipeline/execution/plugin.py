@@ -38,7 +38,7 @@ class WorkerSetup(WorkerPlugin):
                 worker.loop.add_callback(worker.close, nanny=True, reason="rouge-pipeline version mismatch")
             raise WorkerVersionError(f"worker {worker.address} runs rouge-pipeline {pipeline.__version__}, "
                                      f"this client {self.version}" + ("; it closes itself" if late else ""))
-        from pipeline.warmup import warmup
+        from pipeline.execution.warmup import warmup
 
         warmup(self.settings)
 

@@ -1,5 +1,5 @@
 """Input layouts -> the canonical example table, and atomic, deterministic file writing
-(the run folder's names and files: :mod:`pipeline.job.outputs`).
+(the run folder's names and files: :mod:`pipeline.runfolder`).
 
 fsspec and Arrow (and numba for the JSONL byte check): this package must never import Dask
 (only ``pipeline.execution`` does).  The names below load their module on first use, so that

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from pipeline.io.spec import CANONICAL_SCHEMA, KEY_SEPARATOR, QUARANTINE_SCHEMA, ROW_KEY_BITS
+from pipeline.io.input_spec import CANONICAL_SCHEMA, KEY_SEPARATOR, QUARANTINE_SCHEMA, ROW_KEY_BITS
 
 
 class BadRecord(Exception):

@@ -37,7 +37,7 @@ from __future__ import annotations
 import re
 
 from pipeline.io.paths import compression_of, list_folder
-from pipeline.io.spec import WorkUnit
+from pipeline.io.input_spec import WorkUnit
 from pipeline.io.streams import open_input, reading
 
 

@@ -9,7 +9,7 @@ import posixpath
 
 from pipeline.io.canonical import Out
 from pipeline.io.paths import compression_of, expand, file_stem, infer_format, parent_name
-from pipeline.io.spec import InputSpec, WorkUnit
+from pipeline.io.input_spec import InputSpec, WorkUnit
 from pipeline.io.streams import iter_lines, row_ranges, scan_lines
 
 

@@ -8,7 +8,7 @@ import bisect
 from pipeline.io.canonical import BadRecord, Out, get_id, get_refs, get_str, location
 from pipeline.io.paths import expand, infer_format
 from pipeline.io.records import each_record, iter_records, shard_units
-from pipeline.io.spec import InputSpec, WorkUnit
+from pipeline.io.input_spec import InputSpec, WorkUnit
 from pipeline.io.streams import row_ranges
 
 

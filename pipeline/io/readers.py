@@ -79,7 +79,7 @@ from pipeline.io import folders, lines, paired, records
 from pipeline.io.canonical import Out, location
 from pipeline.io.paths import expand, infer_format, list_folder
 from pipeline.io.records import parse_json_line
-from pipeline.io.spec import ROW_KEY_BITS, InputSpec, WorkUnit
+from pipeline.io.input_spec import ROW_KEY_BITS, InputSpec, WorkUnit
 from pipeline.io.streams import iter_lines, open_input, reading
 
 

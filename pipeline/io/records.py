@@ -18,7 +18,7 @@ from numba import njit
 
 from pipeline.io.canonical import BadRecord, BadText, Out, get_id, get_refs, get_str, get_system, location
 from pipeline.io.paths import compression_of, expand, infer_format
-from pipeline.io.spec import CANONICAL_SCHEMA, KEY_SEPARATOR, ROW_KEY_BITS, InputSpec, UnreadableFileError, WorkUnit
+from pipeline.io.input_spec import CANONICAL_SCHEMA, KEY_SEPARATOR, ROW_KEY_BITS, InputSpec, UnreadableFileError, WorkUnit
 from pipeline.io.streams import iter_lines, lines_of, open_input, reading, row_ranges, scan_lines, size_of
 
 # Small files are packed into units of about this many (listed) bytes: a unit costs a task and a

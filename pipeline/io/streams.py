@@ -1,6 +1,6 @@
 """Opening input files: decompression by file extension (gzip, bz2, xz, zstd), lines of a
 file or of a byte range of it, line counts for planning, and the one error of a file that
-cannot be decoded at all (:class:`~pipeline.io.spec.UnreadableFileError`).  Storage errors
+cannot be decoded at all (:class:`~pipeline.io.input_spec.UnreadableFileError`).  Storage errors
 stay ``OSError`` so that callers can retry them.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from pipeline.io import paths as _paths
 from pipeline.io.paths import compression_of
-from pipeline.io.spec import UnreadableFileError
+from pipeline.io.input_spec import UnreadableFileError
 
 
 _CORRUPT = (EOFError, zlib.error, lzma.LZMAError, gzip.BadGzipFile, pa.ArrowInvalid, IsADirectoryError,

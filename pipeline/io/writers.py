@@ -1,6 +1,6 @@
 """Atomic, deterministic output files (fsspec + Arrow; never Dask).
 
-* Callers give every file a deterministic name (the run folder's: :mod:`pipeline.job.outputs`),
+* Callers give every file a deterministic name (the run folder's: :mod:`pipeline.runfolder`),
   so a retried task overwrites its own output and never adds a second copy.
 * Local (and other non-object-store) file systems: write :func:`temp_path` (``.tmp-<name>-<uuid>``,
   the one temp-name rule: :func:`is_temp_name`) in the same folder, then rename (``os.replace`` on local disks: atomic).  Object stores

@@ -6,18 +6,15 @@
 * :mod:`.dedup`: duplicate ids across units, from the key hashes wave 1 returns.
 * :mod:`.longdocs`: an oversized example's rougeLsum in blocks of reference sentences.
 * :mod:`.results`: task results merged and finalised; the exact bootstrap.
-* :mod:`.outputs`: the run folder, the only code that knows its names and files.
 
 The names below are the job's interface for the executors (``pipeline.execution``); each loads
-its module on first use, so that importing :mod:`.outputs` (the CLI, config checks) stays light.
+its module on first use, so that importing the package stays light (the run folder is :mod:`pipeline.runfolder`).
 """
 from pipeline.lazy import lazy_getattr
 
 _EXPORTS = {
     **dict.fromkeys(("HashCollisionError", "confirm_drops", "duplicate_units", "later_duplicates"), "dedup"),
     **dict.fromkeys(("finish_split", "prepare_split", "split_block"), "longdocs"),
-    **dict.fromkeys(("EXACT_SCHEMA", "META_CONFIG_HASH", "exact_rows_to_arrow", "load_done", "load_marker",
-                     "marker_url", "read_scores"), "outputs"),
     **dict.fromkeys(("BYTES_PER_TOKEN", "DEFAULT_TARGET_COST", "SOURCE_TOKEN_COST", "Slice", "estimate_costs",
                      "split_by_cost", "unit_from_dict", "unit_to_dict"), "plan"),
     **dict.fromkeys(("exact_bootstrap", "finalize_results", "merge_results"), "results"),

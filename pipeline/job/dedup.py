@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 
 from pipeline.io import readers
 from pipeline.io.canonical import location
-from pipeline.io.spec import WorkUnit
+from pipeline.io.input_spec import WorkUnit
 from pipeline.job.scores import key_hashes
 
 

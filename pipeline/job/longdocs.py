@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from pipeline.io.spec import WorkUnit
-from pipeline.job.outputs import RunStopped, check_stop
+from pipeline.io.input_spec import WorkUnit
+from pipeline.runfolder import RunStopped, check_stop
 from pipeline.job.scores import ScoringSettings, scorer_for
 from pipeline.job.task import UnitContext, score_slice
 from pipeline.scoring import split

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.io.spec import WorkUnit
+from pipeline.io.input_spec import WorkUnit
 
 # Estimated cost units per task (~ candidate tokens x reference tokens summed over examples).
 # A constant, not a function of the cluster size, so the plan (and every output file) is the
@@ -52,7 +52,7 @@ class Slice:
 def estimate_costs(table: pa.Table, source: bool = True) -> np.ndarray:
     """Estimated cost per example: (candidate tokens + 1) x (reference tokens + 1), tokens
     estimated as UTF-8 bytes / 6 (a cheap proxy for the LCS table size), plus, with ``source``
-    (diagnostics on), ``SOURCE_TOKEN_COST`` per source token (linear: pipeline.diagnostics).  Bytes, not
+    (diagnostics on), ``SOURCE_TOKEN_COST`` per source token (linear: pipeline.scoring.diagnostics).  Bytes, not
     characters: they come from the Arrow offsets without reading the text (counting characters
     was ~2.7 ms per 12,500 short pairs of the plan pass), are the same for ASCII, and are
     nearer the token count for CJK text, whose characters are tokens of their own."""

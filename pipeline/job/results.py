@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pipeline.job.outputs import read_scores
+from pipeline.runfolder import read_scores
 from pipeline.job.scores import STATS
 from pipeline.stats import StatsAccumulator, bootstrap_aggregate
 

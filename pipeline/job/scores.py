@@ -10,9 +10,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline import diagnostics as diag
+from pipeline.scoring import diagnostics as diag
 from pipeline import profiles
-from pipeline.io.spec import QUARANTINE_SCHEMA
+from pipeline.io.input_spec import QUARANTINE_SCHEMA
 from pipeline.scorer import RougeScorer
 from pipeline.scoring import split
 from pipeline.scoring.batch import MAX_BACKTRACK_WORDS, STATUS_OK

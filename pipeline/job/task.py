@@ -2,7 +2,7 @@
 
 :func:`score_unit` reads a unit, cuts it by cost into slices (:func:`pipeline.job.plan.split_by_cost`),
 scores each slice and writes it at once under its (unit, slice) names
-(:func:`pipeline.job.outputs.write_task_files`), then returns the unit's counts, its mergeable
+(:func:`pipeline.runfolder.write_task_files`), then returns the unit's counts, its mergeable
 statistics (a ``StatsAccumulator``), its key hashes (for the duplicates across units:
 :mod:`pipeline.job.dedup`) and the slices it left for wave 2 (oversized examples, and, on a
 cluster, slices past its first few).  The same function scores those slices in wave 2, and a unit
@@ -20,9 +20,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline.io import readers, writers
-from pipeline.io.spec import QUARANTINE_SCHEMA, WorkUnit
+from pipeline.io.input_spec import QUARANTINE_SCHEMA, WorkUnit
 from pipeline.job import dedup
-from pipeline.job.outputs import RunStopped, check_stop, load_done, pause_point, remove_slices, write_task_files
+from pipeline.runfolder import RunStopped, check_stop, load_done, pause_point, remove_slices, write_task_files
 from pipeline.job.plan import estimate_costs, split_by_cost
 from pipeline.job.results import empty_result, merge_results
 from pipeline.job.scores import ScoringSettings, _reason_counts, key_hashes, score_table, split_blocks_for, unit_stats

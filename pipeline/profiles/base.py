@@ -50,7 +50,7 @@ class Profile:
                       read_scores: Callable[[str, list], Any]) -> dict[str, Any]:
         """``{name: JSON document}`` for each of :attr:`outputs`, from a finished run's scores
         (``read_scores(system, columns)``: a system's per-example scores, an Arrow table or None);
-        the run folder's owner (:mod:`pipeline.job.outputs`) writes them."""
+        the run folder's owner (:mod:`pipeline.runfolder`) writes them."""
         return {}
 
 

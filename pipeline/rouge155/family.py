@@ -201,7 +201,7 @@ def corpus_json(table, rouge_types, metric_names, opts: Rouge155Options) -> dict
 
 
 def corpus_outputs(systems, scoring, n_boot: int, confidence: float, read_scores) -> dict:
-    """What ``RUN/rouge155_corpus.json`` holds (:mod:`pipeline.job.outputs` writes it):
+    """What ``RUN/rouge155_corpus.json`` holds (:mod:`pipeline.runfolder` writes it):
     :func:`corpus_json` of a finished run's per-example scores.
 
     ``scoring``: the run's scoring settings; ``-r`` is ``stats.n_boot`` (1000 by default, as

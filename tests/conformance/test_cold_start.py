@@ -217,7 +217,7 @@ def test_hypothesis_two_letters_and_line_breaks(unlimited, ref, cand):
 
 
 def test_warmup_loads_the_kernels_with_the_tier_on():
-    code = ("import pipeline.warmup as w; w.warmup()\n"
+    code = ("import pipeline.execution.warmup as w; w.warmup()\n"
             "from pipeline.text import csr, intrinsics\n"
             "print(bool(csr.map_ids.signatures), bool(intrinsics.str_to_utf8.signatures))")
     out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, ROUGE_PIPELINE_COLD_START="1"),

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from pipeline import job
 from pipeline.io import readers
 from pipeline.io.readers import plan_units, read_unit
-from pipeline.io.spec import InputSpec, UnreadableFileError
+from pipeline.io.input_spec import InputSpec, UnreadableFileError
 
 rouge_scorer = pytest.importorskip("rouge_score.rouge_scorer")
 rouge_tokenizers = pytest.importorskip("rouge_score.tokenizers")

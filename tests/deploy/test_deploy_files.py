@@ -51,7 +51,7 @@ def test_dockerfile_lints_clean_and_a_typo_fails(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     text = good.read_text()
     assert "FROM python:3.11.7-slim-bookworm" in text and "tini" in text and "OMP_NUM_THREADS=1" in text
-    assert "python -m pipeline.warmup" in text and "NUMBA_CACHE_DIR" in text and "USER 10001" in text
+    assert "python -m pipeline.execution.warmup" in text and "NUMBA_CACHE_DIR" in text and "USER 10001" in text
     assert "DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False" in text  # workers of the image's clusters
     assert "DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION=1.0" in text  # its scheduler
     from pipeline.execution.cluster import LOCAL_HOUSEKEEPING   # and the local cluster's intervals
@@ -226,8 +226,8 @@ def test_every_scheduled_spec_runs_the_gate():
 def test_nightly_validates_its_job_file_at_run_time_with_did_you_mean(tmp_path, capsys):
     import jsonschema
 
-    from pipeline import nightly
-    from pipeline.cli import main
+    from pipeline.cli import nightly
+    from pipeline.cli.main import main
 
     doc = yaml.safe_load((REPO / "jobs/nightly.yaml").read_text())
     path = tmp_path / "job.yaml"
@@ -254,7 +254,7 @@ def test_nightly_validates_its_job_file_at_run_time_with_did_you_mean(tmp_path, 
 
 
 def test_nightly_command_writes_dated_folders_and_keeps_the_previous(tmp_path, capsys):
-    from pipeline.cli import main
+    from pipeline.cli.main import main
 
     assert main(["nightly", str(REPO / "jobs/nightly.yaml"), "--date", "2026-08-15", "--dry-run"]) == 0
     assert capsys.readouterr().out.strip().splitlines() == [
@@ -276,9 +276,9 @@ def test_nightly_command_writes_dated_folders_and_keeps_the_previous(tmp_path, c
 
 
 def test_nightly_timeout_stops_the_scoring_with_one_line_and_exit_124(tmp_path, capsys, monkeypatch):
-    from pipeline import nightly
-    from pipeline.cli import main
-    from pipeline.job import outputs as runfolder
+    from pipeline.cli import nightly
+    from pipeline.cli.main import main
+    from pipeline import runfolder
 
     job = {"name": "sample-nightly", "config": str(REPO / "configs/sample.yaml"), "schedule": "30 2 * * *",
            "output_root": str(tmp_path / "nightly"), "timeout_minutes": 1}
@@ -299,7 +299,7 @@ def test_nightly_timeout_stops_the_scoring_with_one_line_and_exit_124(tmp_path, 
 
 
 def test_nightly_refuses_keep_previous_false(tmp_path, capsys):
-    from pipeline.cli import main
+    from pipeline.cli.main import main
 
     job = {"name": "sample-nightly", "config": str(REPO / "configs/sample.yaml"), "schedule": "30 2 * * *",
            "output_root": str(tmp_path / "nightly"), "keep_previous": False}
@@ -317,7 +317,7 @@ def test_nightly_compares_with_the_previous_run_and_fails_loudly_when_it_moved(t
     """Issue #7: the nightly job gates on `compare` against the latest earlier finished run."""
     import json
 
-    from pipeline.cli import main
+    from pipeline.cli.main import main
 
     # the bundled synthetic sample (licence-clean, in the repository), so this runs on a fresh clone
     rows = [json.loads(line) for line in (REPO / "configs" / "sample" / "part-0.jsonl").open()][:80]

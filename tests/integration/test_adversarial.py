@@ -26,9 +26,9 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from pipeline import cli
-from pipeline.job import outputs
-from pipeline.cli import EXIT_CONFIG, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NO_ROWS, EXIT_OK, main
+from pipeline.cli import main as cli
+from pipeline import runfolder as outputs
+from pipeline.cli.main import EXIT_CONFIG, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NO_ROWS, EXIT_OK, main
 
 zstd = pytest.importorskip("zstandard")
 
@@ -541,7 +541,7 @@ def _streamed(data: bytes) -> bytes:
 @pytest.mark.parametrize("how", ["whole", "pieces"])
 def test_zstd_reader_whole_frames_only(tmp_path, how):
     from pipeline.io import streams
-    from pipeline.io.spec import UnreadableFileError
+    from pipeline.io.input_spec import UnreadableFileError
 
     a, b = lines_text(2000), lines_text(3000, "dog")
     sized, streamed = COMPRESS["zst"](a), _streamed(b)

@@ -14,6 +14,7 @@ import pytest
 
 from support.bootstrap_definition import direct_ci
 from support.pipeline_corpus import config, run_outputs, write_lines, write_paired, write_records
+from pipeline import runfolder
 from pipeline import job
 from pipeline.config import RunConfig
 from pipeline.execution.driver import RunFolderError, StrictModeError, run
@@ -197,7 +198,7 @@ def test_exact_bootstrap_matches_rouge_score(corpus, client2, tmp_path):
     res = run(cfg, client2, progress=False, log=_log)
     types = cfg.scoring.rouge_types
     for system in res.summary["systems"]:
-        t = job.read_scores(str(tmp_path / "ex"), system)
+        t = runfolder.read_scores(str(tmp_path / "ex"), system)
         np.random.seed(cfg.stats.seed)
         agg = rouge_scoring.BootstrapAggregator(n_samples=100)
         for i in range(t.num_rows):
@@ -222,7 +223,7 @@ def test_partition_sizes_give_identical_scores_and_statistics(corpus, client2, t
     assert _sorted_scores(tmp_path / "a").equals(_sorted_scores(tmp_path / "b"))
     assert a.rows == b.rows and a.signature == b.signature
     for system in a.summary["systems"]:   # the parts in (unit, slice) order: the input's order
-        assert job.read_scores(str(tmp_path / "a"), system).equals(job.read_scores(str(tmp_path / "b"), system))
+        assert runfolder.read_scores(str(tmp_path / "a"), system).equals(runfolder.read_scores(str(tmp_path / "b"), system))
     assert (tmp_path / "a/stats/stats.json").read_bytes() == (tmp_path / "b/stats/stats.json").read_bytes()
     assert (tmp_path / "a/stats/stats.parquet").read_bytes() == (tmp_path / "b/stats/stats.parquet").read_bytes()
 

@@ -20,7 +20,7 @@ from support.pipeline_corpus import config, write_records
 from support.processes import DaskCluster
 
 import pipeline
-from pipeline.cli import main
+from pipeline.cli.main import main
 from pipeline.config import load_config
 from pipeline.execution.driver import run
 

@@ -26,7 +26,7 @@ from support.pipeline_corpus import config, run_outputs, write_records
 from pipeline import job
 from pipeline.config import RunConfig
 from pipeline.execution.driver import RunFailedError, run
-from pipeline.io.spec import UnreadableFileError
+from pipeline.io.input_spec import UnreadableFileError
 
 distributed = pytest.importorskip("distributed")
 

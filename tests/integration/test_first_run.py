@@ -7,7 +7,7 @@ import json
 import pytest
 
 from support.pipeline_corpus import config, run_outputs, write_records
-from pipeline import warmup
+from pipeline.execution import warmup
 from pipeline.config import RunConfig
 from pipeline.execution import driver
 

@@ -10,9 +10,9 @@ import fsspec
 import pytest
 
 from pipeline.io.readers import plan_units
-from pipeline.io.spec import InputSpec
+from pipeline.io.input_spec import InputSpec
 from pipeline.io.writers import write_json_atomic, write_parquet_atomic
-from pipeline.job.outputs import is_complete, mark_success, part_name, partition_path
+from pipeline.runfolder import is_complete, mark_success, part_name, partition_path
 from support.records import read_all, recs
 
 

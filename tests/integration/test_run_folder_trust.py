@@ -25,8 +25,8 @@ import yaml  # noqa: E402
 
 from support.pipeline_corpus import run_outputs  # noqa: E402
 from support.storage_servers import gcs_endpoint, moto_endpoint, s3_bucket  # noqa: E402,F401  (fixtures)
-from pipeline import cli  # noqa: E402
-from pipeline.job import outputs  # noqa: E402
+from pipeline.cli import main as cli  # noqa: E402
+from pipeline import runfolder as outputs  # noqa: E402
 
 REPO = Path(__file__).parents[2]
 

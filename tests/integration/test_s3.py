@@ -15,7 +15,7 @@ import yaml
 from support.pipeline_corpus import config, write_records
 from support.storage_servers import (AWS_VARS, S3_SECRET, cli, download_tree, moto_endpoint, s3_bucket,  # noqa: F401
                               s3_env, s3_fs, upload_tree)
-from pipeline.cli import main
+from pipeline.cli.main import main
 from pipeline.config import RunConfig
 from pipeline.execution.driver import run
 

@@ -209,7 +209,7 @@ def test_the_objects_sent_to_workers_do_not_show_credentials():
     """Dask's workers log a failed task's arguments (their repr) on their own stderr, which the
     command's redactor does not see: the input spec and the task context hide their options."""
     from pipeline import job
-    from pipeline.io.spec import InputSpec
+    from pipeline.io.input_spec import InputSpec
 
     so, secrets = _credential_options()
     spec = InputSpec.from_config({"layout": "records", "paths": "/data/x.jsonl", "storage_options": so})

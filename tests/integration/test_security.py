@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from support.pipeline_corpus import config
+from pipeline import runfolder
 from pipeline import job
 from pipeline.config import ConfigError, RunConfig, load_config
 from pipeline.execution.driver import run
@@ -91,7 +92,7 @@ def test_system_names_and_ids_never_leave_the_run_folder(tmp_path):
     folders = sorted(p.name for p in (run_dir / "scores").iterdir())
     assert folders == sorted(f"system-{escape_system(s)}" for s in SYSTEMS)
     for s in SYSTEMS:
-        t = job.read_scores(str(run_dir), s)
+        t = runfolder.read_scores(str(run_dir), s)
         want = sorted(r["id"] for r in recs if r["system"] == s)
         assert sorted(t.column("id").to_pylist()) == want and set(t.column("system").to_pylist()) == {s}
     # only JSON and Parquet (and the empty _SUCCESS) were written: no pickle anywhere

@@ -14,9 +14,9 @@ import pytest
 
 from support.newsroom_runs import DOC_KEY, records, score, write
 from support.shared import needs_data
-from pipeline import cli
-from pipeline.compare import CompareError, load_run
-from pipeline.significance import doc_keys, holm, significance
+from pipeline.cli import main as cli
+from pipeline.gate.compare import CompareError, load_run
+from pipeline.gate.significance import doc_keys, holm, significance
 from pipeline.stats import poisson
 
 pytestmark = needs_data

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from pipeline.config import _SECTIONS, _TOP_KEYS, RunConfig
-from pipeline.io.spec import COLUMN_KEYS, InputSpec
+from pipeline.io.input_spec import COLUMN_KEYS, InputSpec
 from pipeline.signature import Signature
 
 DOC = Path(__file__).parents[2] / "docs" / "configuration.md"

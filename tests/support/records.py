@@ -4,7 +4,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from pipeline.io.readers import plan_units, read_unit
-from pipeline.io.spec import CANONICAL_SCHEMA, QUARANTINE_SCHEMA, InputSpec
+from pipeline.io.input_spec import CANONICAL_SCHEMA, QUARANTINE_SCHEMA, InputSpec
 
 
 def recs(n, start=0, system=None, refs=lambda i: [f"ref {i} a", f"ref {i} b"]):

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 from rouge_score import rouge_scorer, scoring
 
-from pipeline import cli
+from pipeline.cli import main as cli
 
 TYPES = ["rouge1", "rouge2", "rougeL", "rougeLsum"]
 REFS1 = ["the cat sat on the mat", "the fast fox jumped over the lazy dog", "hello world", "a b c d"]
@@ -84,7 +84,7 @@ def test_eval_table_several_reference_files(files, capsys):
 
 def test_eval_reads_stdin_in_a_real_process(files):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    out = subprocess.run([sys.executable, "-m", "pipeline.cli", "eval", "-r", str(files / "r1.txt"), "-f", "csv",
+    out = subprocess.run([sys.executable, "-m", "pipeline.cli.main", "eval", "-r", str(files / "r1.txt"), "-f", "csv",
                           "--per-example", "-t", "rouge2"], input="\n".join(HYPS) + "\n", capture_output=True,
                          text=True, timeout=120, env=env)
     assert out.returncode == 0, out.stderr
@@ -185,7 +185,7 @@ def test_a_closed_stdout_is_no_traceback(tmp_path, files):
         r, w = os.pipe()
         os.close(r)  # the reader is gone before the first write, as when `head` has exited
         try:
-            out = subprocess.run([sys.executable, "-m", "pipeline.cli", *argv], stdout=w, stderr=subprocess.PIPE,
+            out = subprocess.run([sys.executable, "-m", "pipeline.cli.main", *argv], stdout=w, stderr=subprocess.PIPE,
                                  text=True, timeout=120, env=env)
         finally:
             os.close(w)

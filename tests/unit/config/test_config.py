@@ -166,7 +166,7 @@ def test_config_hash_changes_with_the_statistics_format(tmp_path, monkeypatch):
             m.setattr(accumulator, name, value)
             assert cfg.config_hash() != h, name
     # and the task markers' format (1 held the statistics; 2 is read by job.load_done)
-    from pipeline.job.outputs import names
+    from pipeline.runfolder import names
 
     assert cfg.hashed_settings()["marker_format"] == names.MARKER_FORMAT
     with monkeypatch.context() as m:

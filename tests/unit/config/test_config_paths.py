@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from pipeline import cli
+from pipeline.cli import main as cli
 from pipeline.config import load_config
 
 REPO = Path(__file__).parents[3]

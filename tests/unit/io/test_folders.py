@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.io.readers import plan_units, read_unit
-from pipeline.io.spec import InputSpec
+from pipeline.io.input_spec import InputSpec
 
 from support.shared import DATA, needs_data
 
@@ -95,7 +95,7 @@ def test_folders_run_with_rouge155_profile_matches_goldens(tmp_path):
     """pyrouge-style folders of DUC-2004 summaries, profile rouge155: the per-pair goldens."""
     from pipeline.config import RunConfig
     from pipeline.execution.driver import run
-    from pipeline.job import read_scores
+    from pipeline.runfolder import read_scores
 
     ds = "duc2004_pyrouge_tests"
     recs = [json.loads(line) for line in open(DATA / ds / f"{ds}.jsonl", encoding="utf-8")][:12]

@@ -18,9 +18,9 @@ import pytest
 
 from pipeline.io import readers
 from pipeline.io.readers import plan_units, read_unit
-from pipeline.io.spec import InputSpec, WorkUnit
+from pipeline.io.input_spec import InputSpec, WorkUnit
 from pipeline.io.writers import escape_system, unescape_system, write_json_atomic, write_parquet_atomic
-from pipeline.job.outputs import is_complete, mark_success, part_name, partition_path
+from pipeline.runfolder import is_complete, mark_success, part_name, partition_path
 
 from support.records import read_all, recs
 from support.shared import DATA, needs_data

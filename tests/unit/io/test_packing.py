@@ -12,7 +12,7 @@ import pytest
 
 from pipeline.io import readers, records
 from pipeline.io.readers import find_duplicates, plan_units, read_unit, unit_keys
-from pipeline.io.spec import InputSpec
+from pipeline.io.input_spec import InputSpec
 
 
 def _rec(i, system="A"):

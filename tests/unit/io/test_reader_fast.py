@@ -5,7 +5,7 @@ import pyarrow as pa
 import pytest
 
 from pipeline.io import canonical, readers, records
-from pipeline.io.spec import InputSpec
+from pipeline.io.input_spec import InputSpec
 
 
 def _both(spec, monkeypatch, expect_fast=None):

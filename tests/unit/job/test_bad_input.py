@@ -18,7 +18,7 @@ import pytest
 from support.pipeline_corpus import config
 from pipeline.config import ConfigError, RunConfig, load_config
 from pipeline.execution.driver import StrictModeError, run
-from pipeline.io.spec import UnreadableFileError
+from pipeline.io.input_spec import UnreadableFileError
 
 
 # --------------------------------------------------------------------------- helpers

@@ -12,14 +12,15 @@ import pyarrow.parquet as pq
 import pytest
 
 from support.pipeline_corpus import write_records
+from pipeline import runfolder
 from pipeline import job
 from pipeline.io import readers
 from pipeline.io.readers import plan_units, read_unit
-from pipeline.io.spec import InputSpec, WorkUnit
+from pipeline.io.input_spec import InputSpec, WorkUnit
 
 
 def test_job_never_imports_dask():
-    code = "import sys, pipeline.job, pipeline.cli; assert not [m for m in sys.modules if m.startswith(('dask', 'distributed'))]"
+    code = "import sys, pipeline.job, pipeline.cli.main; assert not [m for m in sys.modules if m.startswith(('dask', 'distributed'))]"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -207,12 +208,12 @@ def test_score_unit_writes_each_slice_at_once_and_resumes_from_markers(tmp_path)
     assert "stats" not in marker and marker["slices"] == results[0]["slices"]
     for bad in ({**marker, "marker": 4}, {**marker, "rows": marker["rows"] + 1}, {**marker, "slice": 1}):
         marker_path.write_text(json.dumps(bad))
-        assert job.load_done(0, 0, ctx) is None
+        assert runfolder.load_done(0, 0, ctx) is None
         redo = job.score_unit(spec, units[0], ctx, job.UnitWork(400, done=frozenset(range(results[0]["slices"]))))
         assert redo["skipped"] == redo["tasks"] - 1 and redo["stats"] == results[0]["stats"]
     data = part.read_bytes()
     part.write_bytes(data[: len(data) // 2])
-    assert job.load_done(0, 0, ctx) is None
+    assert runfolder.load_done(0, 0, ctx) is None
     # statistics do not depend on the split
     res2 = [job.score_unit(spec, u, _ctx(tmp_path / "run2"), job.UnitWork(1e12)) for u in units]
     assert all(r["slices"] == 1 for r in res2)
@@ -264,7 +265,7 @@ def test_warmup_with_the_runs_settings_builds_what_its_tasks_use():
     """The driver warms every worker with the run's settings before planning: a unicode
     profile's compiled batch encoder must then exist, with tokens in its vocabulary, in the
     very scorer a task gets from scorer_for."""
-    from pipeline.warmup import warmup
+    from pipeline.execution.warmup import warmup
 
     settings = job.ScoringSettings(profile="unicode", language="de", stemming="snowball")
     job.scorer_for.cache_clear()

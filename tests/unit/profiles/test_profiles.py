@@ -12,7 +12,9 @@ import pytest
 import yaml
 from rouge_score import rouge_scorer
 
-from pipeline import RougeScorer, cli, compute, job, profiles
+from pipeline import runfolder
+from pipeline import RougeScorer, compute, job, profiles
+from pipeline.cli import main as cli
 from pipeline.config import ConfigError, RunConfig, load_config
 from pipeline.execution import driver
 from pipeline.profiles.base import Profile, rouge_score_scorer
@@ -71,7 +73,7 @@ def _cfg(src, out, **scoring):
 
 def _run_scores(cfg):
     driver.run(cfg, None, progress=False, log=lambda _m: None)
-    table = job.read_scores(cfg.output.url, "")
+    table = runfolder.read_scores(cfg.output.url, "")
     return np.array([[[table.column(f"{t}_{s}")[i].as_py() for s in ("precision", "recall", "fmeasure")]
                       for t in TYPES] for i in range(table.num_rows)])
 
@@ -180,7 +182,7 @@ def test_multi_ref_default_is_the_profiles_through_every_entry_point(tmp_path, c
 def test_the_rouge155_profiles_file_is_a_run_format_file():
     """The profile names its own output; the run folder's owner must know it as one of its files
     (--overwrite deletes only those)."""
-    from pipeline.job.outputs import names
+    from pipeline.runfolder import names
 
     assert profiles.get("rouge155").outputs == (names.ROUGE155_CORPUS,)
     assert names.is_run_file(names.ROUGE155_CORPUS)

@@ -385,7 +385,7 @@ def test_pipeline_run_rouge155_profile(tmp_path):
     sig = Signature.from_config(cfg)
     assert sig.profile == "rouge155-1.5.5" and sig.opts == "-n 2 -m -f A -p 0.5"
     run(cfg, None, progress=False, log=lambda m: None)
-    from pipeline.job import read_scores
+    from pipeline.runfolder import read_scores
 
     table = read_scores(str(out), "").to_pandas()
     assert table["id"].tolist() == [f"{k}.1" for k in range(1, len(recs) + 1)]

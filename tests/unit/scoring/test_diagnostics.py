@@ -1,4 +1,4 @@
-"""pipeline.diagnostics against values computed by hand (small cases), and the job wiring."""
+"""pipeline.scoring.diagnostics against values computed by hand (small cases), and the job wiring."""
 from __future__ import annotations
 
 import math
@@ -9,7 +9,7 @@ import pytest
 
 from support.shared import DATA, load_records, needs_data
 
-from pipeline import diagnostics as D
+from pipeline.scoring import diagnostics as D
 from pipeline import job
 
 

@@ -218,7 +218,8 @@ def _related_encodings(case):
     candidates, ROUGE-1.5.5's -b quirk stream beside its limited texts."""
     import pyarrow as pa
 
-    from pipeline import diagnostics, job
+    from pipeline import job
+    from pipeline.scoring import diagnostics
     from pipeline.scoring import engine as scorer_mod  # the encoders per process
     from pipeline.rouge155.fast import Rouge155Scorer
     from pipeline.rouge155.options import Rouge155Options

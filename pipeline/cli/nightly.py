@@ -1,6 +1,6 @@
 """``rouge-pipeline nightly jobs/nightly.yaml``: a scheduled run into a dated run folder, then the gate.
 
-It validates the job file against its JSON schema (``pipeline/nightly.schema.json``, also at
+It validates the job file against its JSON schema (``pipeline/cli/nightly.schema.json``, also at
 ``jobs/nightly.schema.json``) at run time -- unknown keys are refused with a "did you mean" --
 then runs ``score --config <config> --output <output_root>/<date>`` (date: today in UTC, formatted
 with ``date_format``).  Each day gets a new folder; earlier folders are never touched, and a rerun
@@ -23,7 +23,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from pipeline.exits import EXIT_CONFIG, EXIT_FAILED, EXIT_NOT_COMPARABLE, EXIT_OK, EXIT_TIMEOUT
+from pipeline.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_NOT_COMPARABLE, EXIT_OK, EXIT_TIMEOUT
 
 SCHEMA_PATH = Path(__file__).with_name("nightly.schema.json")
 COMPARE_FLAGS = {"band": "--band", "min_effect": "--min-effect", "min_coverage": "--min-coverage", "k": "--k",

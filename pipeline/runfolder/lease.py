@@ -17,8 +17,8 @@ import uuid
 
 from pipeline.io.paths import get_fs, is_local
 from pipeline.io.writers import temp_path
-from pipeline.job.outputs.inputs import TIME_KEYS as _TIME_KEYS
-from pipeline.job.outputs.names import LEASE, url
+from pipeline.runfolder.inputs import TIME_KEYS as _TIME_KEYS
+from pipeline.runfolder.names import LEASE, url
 
 # A lease whose heartbeat is older than this is stale (the run holding it is gone).
 LEASE_TIMEOUT_S = 120.0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pipeline.runs import CompareError
+from pipeline.gate.runs import CompareError
 
 _CHUNK = 4096
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from support.newsroom_runs import HEADER, injected, records, score, write
-from pipeline import cli
-from pipeline.compare import load_run, compare
+from pipeline.cli import main as cli
+from pipeline.gate.compare import load_run, compare
 
 REPO = Path(__file__).parents[3]
 FAST = dict(n_boot=500, n_perm=500)

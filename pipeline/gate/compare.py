@@ -50,12 +50,12 @@ import math
 import numpy as np
 import pandas as pd
 
-from pipeline.bands import (BAND_METHODS, DEFAULT_K, DEFAULT_METHOD, DEFAULT_WINDOW, MIN_HISTORY, history_band,
+from pipeline.gate.bands import (BAND_METHODS, DEFAULT_K, DEFAULT_METHOD, DEFAULT_WINDOW, MIN_HISTORY, history_band,
                             outside_chart, paired_bootstrap, replicate_band, sign_flip_pvalues)
-from pipeline.compare_format import NO_SYSTEM, band_text, format_result, system_label, verdict_text
+from pipeline.gate.format import NO_SYSTEM, band_text, format_result, system_label, verdict_text
 from pipeline.config import DEFAULT_MIN_EFFECT  # also the CLI's default
-from pipeline.diagnostics import DIAG_NAMES
-from pipeline.runs import (STATS, CompareError, RunData, find_runs, history_runs, load_run, previous_runs,
+from pipeline.scoring.diagnostics import DIAG_NAMES
+from pipeline.gate.runs import (STATS, CompareError, RunData, find_runs, history_runs, load_run, previous_runs,
                            read_scores, read_texts, same_run)
 
 # the names other modules and tests import from here; they live in runs, bands and compare_format

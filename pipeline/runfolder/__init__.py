@@ -1,19 +1,19 @@
 """The run folder: the only code that knows its names and files (:mod:`.names`), what a run
 writes and reads back there (:mod:`.folder`), its lease (:mod:`.lease`) and the inputs it
 records (:mod:`.inputs`).  fsspec and Arrow only; never Dask."""
-from pipeline.job.outputs.folder import (  # noqa: F401
+from pipeline.runfolder.folder import (  # noqa: F401
     EXACT_SCHEMA, OldLayoutError, RunFolderError, RunStopped, TEST_PAUSE_ENV, check_layout, check_stop, done_slices, exact_rows_to_arrow,
     folder_files, foreign_files, is_complete, load_done, load_marker, mark_success, pause_point,
     precheck_run_folder, prepare_run_folder, read_plan, read_run_info, read_scores, remove_run_files, remove_slices,
     remove_temp_files, utc_now, verify_parts, write_exact, write_plan, write_profile_outputs, write_stats, write_summary, write_task_files,
 )
-from pipeline.job.outputs.inputs import (  # noqa: F401
+from pipeline.runfolder.inputs import (  # noqa: F401
     changed_inputs, check_output_vs_inputs, fingerprint, glob_prefix, input_urls, list_inputs, normalise, plan_id,
 )
-from pipeline.job.outputs.lease import (  # noqa: F401
+from pipeline.runfolder.lease import (  # noqa: F401
     LEASE_HEARTBEAT_S, LEASE_TIMEOUT_S, Lease, RunFolderBusyError, holder_text, lease_is_stale,
 )
-from pipeline.job.outputs.names import (  # noqa: F401
+from pipeline.runfolder.names import (  # noqa: F401
     LAYOUT, LEASE, MARKER_FORMAT, META_CONFIG_HASH, META_SIGNATURE, ROUGE155_CORPUS, RUN_FORMAT, SAMPLE_FILES,
     SUCCESS, describe, is_run_file, marker_url, part_name, part_order, partition_path, url,
 )

@@ -22,8 +22,8 @@ import os
 import sys
 import traceback
 
-from pipeline import nightly
-from pipeline.exits import (EXIT_BUSY, EXIT_CONFIG, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NO_ROWS,  # noqa: F401
+from pipeline.cli import nightly
+from pipeline.errors import (EXIT_BUSY, EXIT_CONFIG, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NO_ROWS,  # noqa: F401
                             EXIT_NOT_COMPARABLE, EXIT_OK, EXIT_PIPE_CLOSED, EXIT_RUN_FOLDER, EXIT_STRICT)
 
 DEBUG_ENV = "ROUGE_PIPELINE_DEBUG"
@@ -37,7 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--debug", action="store_true",
                    help=f"print the traceback of a failure too (or set {DEBUG_ENV}=1)")
     sub = p.add_subparsers(dest="command", required=True)
-    from pipeline import quick
+    from pipeline.cli import eval as quick
 
     quick.add_parser(sub)
     s = sub.add_parser("score", help="score a corpus into a run folder: a YAML config, or input files and -o RUN")
@@ -70,7 +70,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _add_compare_parsers(sub) -> None:
-    """``compare`` (exit 0 inside the band, 1 moved, 2 error) and ``report`` (pipeline.compare, .report)."""
+    """``compare`` (exit 0 inside the band, 1 moved, 2 error) and ``report`` (pipeline.gate.compare, .report)."""
     from pipeline.config import DEFAULT_MIN_EFFECT
 
     c = sub.add_parser("compare", help="did the outputs move? is A better than B? can these runs be compared?",
@@ -122,7 +122,7 @@ def _add_compare_parsers(sub) -> None:
 
 
 def _compare(args) -> int:
-    from pipeline import compare as cmp
+    from pipeline.gate import compare as cmp
 
     try:
         if not 0 < args.confidence < 1 or args.n_boot < 0 or (args.n_perm is not None and args.n_perm < 0):
@@ -153,7 +153,7 @@ def _compare(args) -> int:
                              allow_different_settings=args.allow_different_settings, history=history,
                              replicates=replicates, **chart)
         if args.html:
-            from pipeline.report import compare_report
+            from pipeline.gate.report import compare_report
 
             _write_text(args.html, compare_report(result, base, new))
     except (cmp.CompareError, OSError, ValueError) as e:
@@ -185,8 +185,8 @@ def _write_text(url: str, text: str) -> None:
 
 
 def _significance(args) -> int:
-    from pipeline import compare as cmp
-    from pipeline import significance as sig
+    from pipeline.gate import compare as cmp
+    from pipeline.gate import significance as sig
 
     systems = [s.strip() for s in args.systems.split(",")]
     runs = [cmp.load_run(u) for u in args.runs]
@@ -196,7 +196,7 @@ def _significance(args) -> int:
                               seed=args.seed, confidence=args.confidence, min_coverage=args.min_coverage,
                               allow_different_settings=args.allow_different_settings)
     if args.html:
-        from pipeline.report import significance_report
+        from pipeline.gate.report import significance_report
 
         _write_text(args.html, significance_report(result))
     if args.json:
@@ -212,8 +212,8 @@ def _significance(args) -> int:
 
 
 def _report(args) -> int:
-    from pipeline.compare import CompareError, history_runs, load_run
-    from pipeline.report import run_report
+    from pipeline.gate.compare import CompareError, history_runs, load_run
+    from pipeline.gate.report import run_report
 
     try:
         run = load_run(args.run)
@@ -234,7 +234,7 @@ def _fmt(v, digits=4) -> str:
 
 def format_stats_table(rows: list[dict], exact_rows: list[dict] | None = None) -> str:
     """One line per (system, type): mean P/R/F and the F-measure confidence interval."""
-    from pipeline.compare import system_label
+    from pipeline.gate.compare import system_label
 
     by = {}
     for r in rows:
@@ -326,7 +326,7 @@ def _score(args) -> int:
 
 def _show(args) -> int:
     from pipeline.io.writers import read_json
-    from pipeline.job.outputs import is_complete
+    from pipeline.runfolder import is_complete
 
     run = args.run.rstrip("/")
 
@@ -383,7 +383,7 @@ def failure(e: BaseException, command: str = "score") -> tuple[int, str]:
     from pipeline.config import ConfigError
 
     driver = sys.modules.get("pipeline.execution.driver")  # not imported: none of its errors
-    run_folder = sys.modules.get("pipeline.job.outputs.lease")
+    run_folder = sys.modules.get("pipeline.runfolder.lease")
     unexpected = EXIT_CONFIG if command == "compare" else EXIT_FAILED  # compare's 1 means "moved"
     if isinstance(e, KeyboardInterrupt):
         return EXIT_INTERRUPTED, "interrupted" + ("; rerun the same command to resume" if command == "score" else "")
@@ -459,7 +459,7 @@ def _stdout_closed() -> int:
 
 def _dispatch(args) -> int:
     if args.command == "eval":
-        from pipeline import quick
+        from pipeline.cli import eval as quick
 
         return quick.run(args)
     if args.command == "score":

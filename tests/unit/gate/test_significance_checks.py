@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipeline import significance as sig
-from pipeline.compare import RunData
+from pipeline.gate import significance as sig
+from pipeline.gate.compare import RunData
 from pipeline.stats import poisson
 
 SIG = "rouge:1|tok:default|seed:12345"

@@ -36,7 +36,7 @@ import re
 
 import numpy as np
 
-from pipeline.compare import STATS, CompareError, RunData, settings_check, system_label
+from pipeline.gate.compare import STATS, CompareError, RunData, settings_check, system_label
 
 _CHUNK = 2_000_000   # elements of a weight / sign matrix built at once
 

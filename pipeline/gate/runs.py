@@ -80,7 +80,7 @@ def read_scores(url: str, storage_options: dict | None = None) -> pd.DataFrame:
 
 def load_run(url: str, storage_options: dict | None = None) -> RunData:
     """A finished run (``_SUCCESS``): its ``_run.json``, statistics and per-example scores."""
-    from pipeline.job.outputs import OldLayoutError, check_layout, is_complete
+    from pipeline.runfolder import OldLayoutError, check_layout, is_complete
 
     url = str(url).rstrip("/")
     try:
@@ -191,7 +191,7 @@ def history_runs(new: RunData, specs: list[str] | None = None, previous: bool = 
 
 
 def _input_spec(info: dict):
-    from pipeline.io.spec import InputSpec
+    from pipeline.io.input_spec import InputSpec
     from pipeline.redaction import without_redacted
 
     cfg = info.get("config", {})

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from support.pipeline_corpus import config, write_records
-from pipeline import cli
+from pipeline.cli import main as cli
 
 
 @pytest.fixture(scope="module")

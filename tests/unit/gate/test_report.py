@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from support.newsroom_runs import DOC_KEY, injected, records, resampled, score, write
-from pipeline import cli
+from pipeline.cli import main as cli
 
 ARTIFACTS = Path(__file__).parents[2] / "artifacts"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -95,8 +95,8 @@ def test_run_report_with_history_draws_the_trend_and_band(reports):
 
 
 def test_no_mover_says_so_not_the_top_0(tmp_path):
-    from pipeline.compare import compare, load_run
-    from pipeline.report import compare_report
+    from pipeline.gate.compare import compare, load_run
+    from pipeline.gate.report import compare_report
 
     base = load_run(str(score(write(tmp_path / "a.jsonl", records()[:14]), tmp_path / "a")))
     res = compare(base, base, n_boot=50, n_perm=50)
@@ -107,7 +107,7 @@ def test_no_mover_says_so_not_the_top_0(tmp_path):
 def test_identical_histograms_show_the_legend_colours_side_by_side():
     import numpy as np
 
-    from pipeline.report import COLORS, histogram_svg
+    from pipeline.gate.report import COLORS, histogram_svg
 
     v = np.array([0.1, 0.1, 0.5, 0.55, 0.9])
     svg = histogram_svg([v, v], "same", labels=["base", "new"])
@@ -120,7 +120,7 @@ def test_identical_histograms_show_the_legend_colours_side_by_side():
 
 
 def test_highlight_marks_the_lcs_and_other_matches():
-    from pipeline.report import highlight
+    from pipeline.gate.report import highlight
 
     out = highlight("The cat sat on the mat, sat.", "the cat on a mat sat")
     # LCS of (the cat sat on the mat sat) and (the cat on a mat sat): the cat on mat sat (5)

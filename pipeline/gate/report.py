@@ -14,8 +14,8 @@ import math
 
 import numpy as np
 
-from pipeline.compare import system_label
-from pipeline.diagnostics import summarize
+from pipeline.gate.compare import system_label
+from pipeline.scoring.diagnostics import summarize
 
 BINS = 20
 COLORS = ("#4c78a8", "#f58518")
@@ -118,7 +118,7 @@ def _diag_section(df) -> list[str]:
     if not rows:
         return ["<h2>Diagnostics</h2><p>No diagnostics columns in this run (scoring.diagnostics: false).</p>"]
     body = ["<h2>Diagnostics</h2>",
-            "<p>Per example, next to the scores (see <code>pipeline/diagnostics.py</code>): length ratio, share of "
+            "<p>Per example, next to the scores (see <code>pipeline/scoring/diagnostics.py</code>): length ratio, share of "
             "repeated 3-grams (padding, duplicated lines), Grusky et al. 2018 extractive coverage/density/compression "
             "and novel n-grams against the source, longest copied span; with several references, each reference "
             "scored against the others (the agreement band).</p>"]
@@ -143,7 +143,7 @@ def history_trend(run, history: list, k: float | None = None, window: int | None
                   min_history: int | None = None) -> dict:
     """The trend of every system's mean F over ``history`` (earlier ``RunData``, oldest first) and
     ``run``, with the history band where there are enough runs (as ``compare --history``)."""
-    from pipeline import compare as cmp
+    from pipeline.gate import compare as cmp
 
     k = cmp.DEFAULT_K if k is None else k
     window = cmp.DEFAULT_WINDOW if window is None else window
@@ -162,7 +162,7 @@ def history_trend(run, history: list, k: float | None = None, window: int | None
 
 
 def run_report(run, title: str | None = None, history: list | None = None) -> str:
-    """HTML for one finished run (``pipeline.compare.RunData``); with ``history`` (earlier runs,
+    """HTML for one finished run (``pipeline.gate.compare.RunData``); with ``history`` (earlier runs,
     oldest first), the trend of each system's mean F with the band."""
     df = run.scores
     types = _types_of(df, run.rouge_types)
@@ -356,8 +356,8 @@ def _mover_html(k: int, m: dict) -> str:
 
 
 def compare_report(result: dict, base, new, title: str | None = None) -> str:
-    """HTML for a comparison (``pipeline.compare.compare`` result and the two ``RunData``)."""
-    from pipeline.compare import band_text, verdict_text
+    """HTML for a comparison (``pipeline.gate.compare.compare`` result and the two ``RunData``)."""
+    from pipeline.gate.compare import band_text, verdict_text
 
     verdict = result.get("verdict", "moved" if result["moved"] else "no change")
     badge = {"moved": ("alarm", "MOVED"), "not comparable": ("alarm", "NOT COMPARABLE"),
@@ -434,7 +434,7 @@ def compare_report(result: dict, base, new, title: str | None = None) -> str:
 
 
 def significance_report(result: dict, title: str | None = None) -> str:
-    """HTML for ``pipeline.significance.significance``: one table per rouge type and statistic."""
+    """HTML for ``pipeline.gate.significance.significance``: one table per rouge type and statistic."""
     st = result["settings"]
     pct = int(round(st["confidence"] * 100))
     body = [f"<h1>{esc(title or 'ROUGE: system vs system')}</h1>",

@@ -1,5 +1,5 @@
 """The run folder's files: what a run writes there, reads back, checks and removes
-(fsspec only; never Dask).  Names: :mod:`pipeline.job.outputs.names`.
+(fsspec only; never Dask).  Names: :mod:`pipeline.runfolder.names`.
 
 * **What is ours.** :func:`names.is_run_file` names every file the run format writes;
   ``--overwrite`` deletes only those, and refuses a folder that holds anything else
@@ -23,9 +23,9 @@ import pyarrow.parquet as pq
 
 from pipeline.io import writers
 from pipeline.io.paths import check_scheme, get_fs, is_local
-from pipeline.job.outputs import names
-from pipeline.job.outputs.inputs import changed_inputs
-from pipeline.job.outputs.names import (
+from pipeline.runfolder import names
+from pipeline.runfolder.inputs import changed_inputs
+from pipeline.runfolder.names import (
     DONE, EXACT_JSON, EXACT_PARQUET, LAYOUT, LEASE, MARKER_FORMAT, META_CONFIG_HASH, META_SIGNATURE,
     PLAN, QUARANTINE, RUN_FORMAT, RUN_INFO, SCORES, STATS_JSON, STATS_PARQUET, SUCCESS, SUMMARY,
     describe, is_run_file, marker_url, url,

@@ -17,7 +17,7 @@ import posixpath
 import re
 
 from pipeline.io.paths import get_fs, has_glob, list_folder
-from pipeline.job.outputs.names import SAMPLE_FILES
+from pipeline.runfolder.names import SAMPLE_FILES
 
 _CANONICAL = {"s3a": "s3", "gcs": "gs", "local": "file", "az": "abfs", "abfss": "abfs"}
 
