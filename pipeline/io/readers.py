@@ -69,6 +69,7 @@ truncated compression, not Parquet, a folder where a file is expected):
 from __future__ import annotations
 
 import difflib
+from typing import Callable, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -83,6 +84,21 @@ from pipeline.io.input_spec import ROW_KEY_BITS, InputSpec, WorkUnit
 from pipeline.io.streams import iter_lines, open_input, reading
 
 
+class Layout(NamedTuple):
+    """One input layout (``input_spec.LAYOUTS`` names them): how its files become units, and how a
+    unit becomes rows."""
+    plan: Callable[[InputSpec, int | None], list[WorkUnit]]
+    read: Callable[[InputSpec, WorkUnit, Out], None]
+
+
+READERS = {
+    "records": Layout(records.plan_records, records.read_records),
+    "paired": Layout(paired.plan_paired, paired.read_paired),
+    "lines": Layout(lines.plan_lines, lines.read_lines),
+    "folders": Layout(folders.plan_folders, folders.read_folders),
+}
+
+
 def _check_target_rows(target_rows):
     if target_rows is not None and (isinstance(target_rows, bool) or not isinstance(target_rows, int)
                                     or target_rows <= 0):
@@ -93,13 +109,7 @@ def plan_units(spec: InputSpec | dict, target_rows: int | None = None) -> list["
     """Deterministic list of work units for ``spec`` (see the module docstring)."""
     spec = InputSpec.from_config(spec)
     _check_target_rows(target_rows)
-    if spec.layout == "records":
-        return records.plan_records(spec, target_rows)
-    if spec.layout == "paired":
-        return paired.plan_paired(spec, target_rows)
-    if spec.layout == "folders":
-        return folders.plan_folders(spec, target_rows)
-    return lines.plan_lines(spec, target_rows)
+    return READERS[spec.layout].plan(spec, target_rows)
 
 
 def listed_sizes(spec: InputSpec | dict) -> dict[str, int | None]:
@@ -121,8 +131,8 @@ def listed_sizes(spec: InputSpec | dict) -> dict[str, int | None]:
 
 # --------------------------------------------------------------------------- duplicates across units
 def unit_keys(table: pa.Table, unit: WorkUnit | None = None) -> pa.Table:
-    """The ``(system, id, row)`` columns of a unit's canonical table (what the plan pass sends
-    back); for a pack, ``row`` holds the row keys (:meth:`WorkUnit.row_key`)."""
+    """The ``(system, id, row)`` columns of a unit's canonical table (the exact duplicate search's
+    input); for a pack, ``row`` holds the row keys (:meth:`WorkUnit.row_key`)."""
     keys = table.select(["system", "id", "row"])
     if unit is None or not unit.files:
         return keys
@@ -174,16 +184,10 @@ def read_unit(spec: InputSpec | dict, unit: WorkUnit) -> tuple[pa.Table, pa.Tabl
     out = Out(unit.drop_rows, unit.files)
     for q in unit.extra_quarantine:
         out.quarantine(*q)
-    if unit.layout == "records":
-        records.read_records(spec, unit, out)
-    elif unit.layout == "paired":
-        paired.read_paired(spec, unit, out)
-    elif unit.layout == "lines":
-        lines.read_lines(spec, unit, out)
-    elif unit.layout == "folders":
-        folders.read_folders(spec, unit, out)
-    else:
+    layout = READERS.get(unit.layout)
+    if layout is None:
         raise ValueError(f"unknown unit layout {unit.layout!r}")
+    layout.read(spec, unit, out)
     return out.tables()
 
 

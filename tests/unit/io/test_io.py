@@ -468,3 +468,9 @@ def test_find_duplicates_across_units_and_separator_lookalikes():
     dup = [_key_table([("a", "1"), ("a", "2")]), _key_table([("b", "1"), ("a", "2")]),
            _key_table([("a", "1"), ("x\x1fy", "z"), ("x", "y\x1fz")])]
     assert readers.find_duplicates(units, dup) == {1: ((1, "f0.jsonl line 2"),), 2: ((0, "f0.jsonl line 1"),)}
+
+
+def test_every_layout_the_spec_accepts_has_one_reader():
+    from pipeline.io.input_spec import LAYOUTS
+    from pipeline.io.readers import READERS
+    assert tuple(READERS) == LAYOUTS
