@@ -14,6 +14,6 @@ from pipeline.runfolder.lease import (  # noqa: F401
     LEASE_HEARTBEAT_S, LEASE_TIMEOUT_S, Lease, RunFolderBusyError, holder_text, lease_is_stale,
 )
 from pipeline.runfolder.names import (  # noqa: F401
-    LAYOUT, LEASE, MARKER_FORMAT, META_CONFIG_HASH, META_SIGNATURE, ROUGE155_CORPUS, RUN_FORMAT, SAMPLE_FILES,
+    LAYOUT, LEASE, MARKER_FORMAT, META_CONFIG_HASH, META_SIGNATURE, PLAN_FORMAT, ROUGE155_CORPUS, RUN_FORMAT, SAMPLE_FILES,
     SUCCESS, describe, is_run_file, marker_url, part_name, part_order, partition_path, url,
 )

@@ -33,6 +33,8 @@ LAYOUT = 2
 # config hash and plan id; 2 in layout 1 (``system=`` folders); 1 also held the statistics.
 # Part of the config hash: a run folder with markers of another format is not resumed.
 MARKER_FORMAT = 5
+# _plan.json: the units (2 held the tasks, cut by a plan pass)
+PLAN_FORMAT = 3
 
 RUN_INFO = "_run.json"
 PLAN = "_plan.json"
