@@ -3,8 +3,8 @@ writes and reads back there (:mod:`.folder`), its lease (:mod:`.lease`) and the 
 records (:mod:`.inputs`).  fsspec and Arrow only; never Dask."""
 from pipeline.runfolder.folder import (  # noqa: F401
     EXACT_SCHEMA, OldLayoutError, RunFolderError, RunStopped, TEST_PAUSE_ENV, check_layout, check_stop, done_slices, exact_rows_to_arrow,
-    folder_files, foreign_files, is_complete, load_done, load_marker, mark_success, pause_point,
-    precheck_run_folder, prepare_run_folder, read_plan, read_run_info, read_scores, remove_run_files, remove_slices,
+    folder_files, foreign_files, is_complete, load_marker, mark_success, pause_point,
+    precheck_run_folder, prepare_run_folder, read_done_slice, read_plan, read_run_info, read_scores, remove_run_files, remove_slices,
     remove_temp_files, utc_now, verify_parts, write_exact, write_plan, write_profile_outputs, write_stats, write_summary, write_task_files,
 )
 from pipeline.runfolder.inputs import (  # noqa: F401

@@ -303,7 +303,7 @@ def write_task_files(prepared: dict, unit_index: int, slice_index: int, n_slices
     result = {"unit": unit_index, "slice": slice_index, "slices": n_slices, "tasks": 1, "files": files,
               **{k: prepared[k] for k in ("rows", "quarantined", "quarantine_reasons", "systems",
                                           "cand_tokens", "ref_tokens")}}
-    # No statistics in the marker: they are a function of the part files (load_done), and
+    # No statistics in the marker: they are a function of the part files (job.resume.load_done), and
     # packing them (~0.6 MB of JSON per 12,500 examples) cost about a third of what a task
     # adds to scoring.
     check_stop(ctx)
@@ -344,16 +344,12 @@ def load_marker(run_url: str, unit_index: int, slice_index: int, storage_options
         return None
 
 
-def load_done(unit_index: int, slice_index: int, ctx) -> dict | None:
-    """The result of a finished slice, or ``None`` if its marker or a file it wrote is missing
-    or unreadable.  Its statistics are computed again from its part files: they hold the id,
-    system and every score the statistics are made of, as float64, so the result equals the
-    one the slice returned (integer sums, exact extrema and counts; a test checks it).
-    ``"hashes"``: the key hashes of its scored rows (the cross-unit duplicate search's input)."""
-    import numpy as np
-
-    from pipeline.job.scores import STATS, key_hashes, scores_schema, unit_stats  # the scorer: not for the CLI
-
+def read_done_slice(unit_index: int, slice_index: int, ctx, schema: pa.Schema) -> tuple[dict, pa.Table] | None:
+    """A finished slice read back for a resume (:func:`pipeline.job.resume.load_done`): its
+    marker (without its bookkeeping: format, plan id, config hash) and the ``schema`` columns of
+    the part files it names, or ``None`` if the marker or a file it names is missing or
+    unreadable, of another format, plan, config or slice, or its parts hold other rows than it
+    counted: the slice is then scored again."""
     run = ctx.run_url.rstrip("/")
     result = load_marker(run, unit_index, slice_index, ctx.storage_options)
     chash = ctx.metadata.get(META_CONFIG_HASH, "")
@@ -363,16 +359,13 @@ def load_done(unit_index: int, slice_index: int, ctx) -> dict | None:
             or not isinstance(result.get("slices"), int) or not 0 <= slice_index < result["slices"]):
         return None  # another format, plan, config or slice: score it again
     fs, _ = get_fs(run, ctx.storage_options)
-    types = ctx.scoring.rouge_types
-    columns = ["id", "system", *(f"{t}_{s}" for t in types for s in STATS)]
-    schema = pa.schema([scores_schema(types).field(c) for c in columns])
     parts = []
     try:
         for rel in result.get("files", []):
             _, path = get_fs(f"{run}/{rel}", ctx.storage_options)
-            if rel.startswith("scores/"):  # read (a missing one raises FileNotFoundError)
+            if rel.startswith(f"{SCORES}/"):  # read (a missing one raises FileNotFoundError)
                 with fs.open(path, "rb") as f:
-                    part = pq.read_table(f, columns=columns)
+                    part = pq.read_table(f, columns=schema.names)
                 if (part.schema.metadata or {}).get(META_CONFIG_HASH.encode(), b"").decode() != chash:
                     return None  # a part of another config
                 parts.append(part)
@@ -385,12 +378,7 @@ def load_done(unit_index: int, slice_index: int, ctx) -> dict | None:
         return None
     for k in ("marker", "plan", "config_hash"):
         result.pop(k)
-    held = result.pop("held", None) or []
-    hashes = key_hashes(scores.select(["system", "id"]))
-    result["stats"] = unit_stats(scores, ctx, hashes)
-    result["hashes"] = np.concatenate([hashes, np.array(held, dtype=np.uint64)]) if held else hashes
-    return result
-
+    return result, scores
 
 
 # --------------------------------------------------------------------------- the run's end
