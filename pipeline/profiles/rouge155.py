@@ -24,7 +24,7 @@ def _options(s):
 class Rouge155Profile(Profile):
     name = "rouge155"
     default_multi_ref = "A"
-    # job.outputs.names.ROUGE155_CORPUS, a run-format file (not imported: config checks stay free of Arrow)
+    # runfolder.names.ROUGE155_CORPUS, a run-format file (not imported: config checks stay free of Arrow)
     outputs = ("rouge155_corpus.json",)
 
     def check(self, s) -> None:
