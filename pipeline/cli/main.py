@@ -325,26 +325,21 @@ def _score(args) -> int:
 
 
 def _show(args) -> int:
-    from pipeline.io.writers import read_json
-    from pipeline.runfolder import is_complete
+    from pipeline.runfolder import read as run_folder  # Arrow and fsspec: for show, not for --help
 
     run = args.run.rstrip("/")
-
-    def read(rel):
-        return read_json(f"{run}/{rel}")
-
-    stats = read("stats/stats.json")
-    if stats is None or not is_complete(run):
-        summary = read("_summary.json")
+    stats = run_folder.read_stats(run)
+    if stats is None or not run_folder.is_complete(run):
+        summary = run_folder.read_summary(run)
         status = f" (status: {summary['status']})" if summary else ""
-        print(f"rouge-pipeline: {run} is not a finished run (no _SUCCESS){status}", file=sys.stderr)
+        print(f"rouge-pipeline: {run_folder.not_finished(run)}{status}", file=sys.stderr)
         return EXIT_FAILED
-    exact = read("stats/bootstrap_exact.json")
+    exact = run_folder.read_exact(run)
     if args.json:
         print(json.dumps(stats, indent=2))
         return EXIT_OK
     print(format_stats_table(stats["rows"], exact["rows"] if exact else None))
-    summary = read("_summary.json")
+    summary = run_folder.read_summary(run)
     if summary:
         print()
         print(format_summary(summary))

@@ -12,19 +12,25 @@ scores = read_run("s3://bucket/runs/nightly")          # a finished run's per-ex
 """
 from __future__ import annotations
 
+import ast
+
+import dask
+import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+from dask import delayed
 
 from pipeline import job
+from pipeline.config import ConfigError
+from pipeline.runfolder import read as run_folder
+from pipeline.stats import StatsAccumulator
 
 DEFAULT_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
 
 
 def _settings(rouge_types, use_stemmer, tokenizer, sentence_splitter, **options) -> job.ScoringSettings:
     """The run configuration's ``scoring`` settings, validated as a config file's are."""
-    from pipeline.config import ConfigError
-
     if isinstance(rouge_types, str):
         rouge_types = [rouge_types]
     try:
@@ -49,8 +55,6 @@ def _as_refs(v):
 
 
 def _is_list_text(v) -> bool:
-    import ast
-
     if not (isinstance(v, str) and len(v) > 1 and v[0] == "[" and v[-1] == "]"):
         return False
     try:
@@ -128,8 +132,6 @@ def _partition_stats(df: pd.DataFrame, rouge_types, seed, n_boot, id_col, system
     for t, name in enumerate(types):
         for k, stat in enumerate(job.STATS):
             mat[:, t, k] = df[f"{name}_{stat}"].to_numpy(dtype=np.float64)
-    from pipeline.stats import StatsAccumulator
-
     bad = next((s for s in systems if "\x1f" in s), None)
     if bad is not None:  # two different (system, id) pairs could then share one example key
         raise ValueError(f"system name {bad!r} contains U+001F, which separates system and id in example keys")
@@ -138,8 +140,6 @@ def _partition_stats(df: pd.DataFrame, rouge_types, seed, n_boot, id_col, system
 
 
 def _merge_dicts(*ds: dict) -> dict:
-    from pipeline.stats import StatsAccumulator
-
     return StatsAccumulator.merge_all(StatsAccumulator.from_dict(d) for d in ds).to_dict()
 
 
@@ -148,11 +148,6 @@ def corpus_statistics(scored, rouge_types=DEFAULT_TYPES, seed: int = 12345, n_bo
                       split_every: int = 8) -> list[dict]:
     """Corpus statistics of a scored Dask DataFrame: one accumulator per partition, merged as a
     tree of ``split_every`` on the workers; the same rows whatever the partitioning."""
-    import dask
-    from dask import delayed
-
-    from pipeline.stats import StatsAccumulator
-
     if isinstance(rouge_types, str):
         rouge_types = [rouge_types]
     level = [delayed(_partition_stats)(p, tuple(rouge_types), seed, n_boot, id_col, system_col)
@@ -164,32 +159,15 @@ def corpus_statistics(scored, rouge_types=DEFAULT_TYPES, seed: int = 12345, n_bo
 
 
 def _read_part(url: str, storage_options: dict):
-    import pyarrow.parquet as pq
-
-    from pipeline.io.paths import get_fs
-
-    fs, path = get_fs(url, storage_options)
-    with fs.open(path, "rb") as f:
-        return pq.read_table(f).to_pandas()
+    return run_folder.read_part(url, storage_options).to_pandas()
 
 
 def read_run(run_url: str, storage_options: dict | None = None):
     """A finished run's per-example scores as a Dask DataFrame (one partition per part file)."""
-    import dask.dataframe as dd
-    import pyarrow.parquet as pq
-
-    from pipeline.io.paths import get_fs
-
-    from pipeline.io.writers import read_json
-    from pipeline.runfolder import check_layout
-
     so = storage_options or {}
-    check_layout(run_url, read_json(f"{run_url.rstrip('/')}/_run.json", so))
-    fs, path = get_fs(f"{run_url.rstrip('/')}/scores", so)
-    files = sorted(p for p in fs.find(path) if p.rsplit("/", 1)[-1].startswith("part-"))
-    if not files:
+    # a folder in any state, as read_run has always read (open_run checks the layout)
+    urls = run_folder.open_run(run_url, so, finished=False).part_urls()
+    if not urls:
         raise FileNotFoundError(f"{run_url}: no per-example scores")
-    urls = [fs.unstrip_protocol(p) for p in files]
-    with fs.open(files[0], "rb") as f:
-        meta = pq.read_schema(f).empty_table().to_pandas()
+    meta = run_folder.part_schema(urls[0], so).empty_table().to_pandas()
     return dd.from_map(_read_part, urls, storage_options=so, meta=meta)

@@ -48,6 +48,7 @@ from pipeline import runfolder as outputs
 from pipeline.runfolder import (  # noqa: F401 - the driver's errors, re-exported for the CLI
     META_CONFIG_HASH, META_SIGNATURE, RunFolderBusyError, RunFolderError, RunStopped,
 )
+from pipeline.runfolder.names import PLAN_FORMAT
 from pipeline.redaction import HiddenOptions
 from pipeline.signature import Signature
 
@@ -55,7 +56,6 @@ from pipeline.signature import Signature
 # the rest to wave 2 (at most one task a worker per unit, each reading the unit once), so a few
 # large files are spread over the workers; target_rows cuts large line files into byte ranges.
 WAVE1_SLICES = 2
-PLAN_FORMAT = 3   # _plan.json: the units (2 held the tasks, cut by a plan pass)
 
 
 class RunFailedError(RuntimeError):

@@ -3,14 +3,18 @@
 texts of chosen examples read again from a run's input."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 
-from pipeline.io.writers import read_json
+from pipeline.io.input_spec import InputSpec
+from pipeline.io.paths import get_fs
+from pipeline.io.readers import plan_units, read_unit
+from pipeline.redaction import without_redacted
+from pipeline.runfolder import OldLayoutError, RunFolderError
+from pipeline.runfolder import read as run_folder
 
 STATS = ("precision", "recall", "fmeasure")
 
@@ -64,48 +68,29 @@ class RunData:
 
 def read_scores(url: str, storage_options: dict | None = None) -> pd.DataFrame:
     """Every system's per-example scores of a run folder as one DataFrame (``id``, ``system``,
-    the score and diagnostics columns).  The one place that knows the ``scores/`` layout."""
-    from pipeline.io.paths import get_fs
-
-    fs, path = get_fs(f"{url}/scores", storage_options)
-    files = sorted(p for p in fs.find(path) if p.rsplit("/", 1)[-1].startswith("part-")) if fs.exists(path) else []
-    tables = []
-    for p in files:
-        with fs.open(p, "rb") as f:
-            tables.append(pq.read_table(f).replace_schema_metadata(None))
-    if tables:
-        return pa.concat_tables(tables, promote_options="default").to_pandas()
+    the score and diagnostics columns; :func:`pipeline.runfolder.read.read_all_scores`)."""
+    table = run_folder.read_all_scores(url, storage_options)
+    if table is not None:
+        return table.to_pandas()
     return pd.DataFrame({"id": pd.Series([], dtype=object), "system": pd.Series([], dtype=object)})
 
 
 def load_run(url: str, storage_options: dict | None = None) -> RunData:
-    """A finished run (``_SUCCESS``): its ``_run.json``, statistics and per-example scores."""
-    from pipeline.runfolder import OldLayoutError, check_layout, is_complete
-
+    """A finished run (:func:`pipeline.runfolder.read.open_run`): its ``_run.json``, statistics
+    and per-example scores."""
     url = str(url).rstrip("/")
     try:
-        if not is_complete(url, storage_options):
-            raise CompareError(f"{url} is not a finished run (no _SUCCESS)")
-        info = read_json(f"{url}/_run.json", storage_options)
-        if info is None:
-            raise CompareError(f"{url}: no _run.json")
-        try:
-            check_layout(url, info)
-        except OldLayoutError as e:
-            raise CompareError(str(e)) from None
+        run = run_folder.open_run(url, storage_options)
         df = read_scores(url, storage_options)
-        return RunData(url, info, read_json(f"{url}/stats/stats.json", storage_options),
-                       read_json(f"{url}/_summary.json", storage_options), df)
-    except CompareError:
-        raise
+        return RunData(url, run.info, run.stats(), run.summary(), df)
+    except (RunFolderError, OldLayoutError) as e:
+        raise CompareError(str(e)) from None
     except (OSError, ValueError) as e:
         raise CompareError(f"{url}: cannot read the run ({e})") from e
 
 
 def same_run(a: str, b: str) -> bool:
     """Whether two run URLs name the same folder (local paths compared absolute, ``file://`` dropped)."""
-    import os
-
     def norm(u: str) -> str:
         u = str(u).rstrip("/").removeprefix("file://")
         return u if "://" in u else os.path.abspath(u)
@@ -113,16 +98,10 @@ def same_run(a: str, b: str) -> bool:
     return norm(a) == norm(b)
 
 
-def _is_run(fs, path: str) -> bool:
-    return fs.exists(f"{path.rstrip('/')}/_SUCCESS")
-
-
 def find_runs(specs: list[str], storage_options: dict | None = None, exclude: str | None = None) -> list[RunData]:
     """The finished runs named by ``specs`` (run folders, folders of run folders such as a nightly
     root, or globs of either), sorted by their recorded time (then URL); ``exclude`` (a run URL)
     and unfinished folders are left out.  A spec that names nothing is an error."""
-    from pipeline.io.paths import get_fs
-
     urls: list[str] = []
     for spec in specs:
         spec = str(spec).rstrip("/")
@@ -138,10 +117,10 @@ def find_runs(specs: list[str], storage_options: dict | None = None, exclude: st
             found = [path]
         hit = []
         for p in found:
-            if _is_run(fs, p):
+            if run_folder.has_success(fs, p):
                 hit.append(p)
             elif fs.isdir(p):
-                hit += sorted(c for c in fs.ls(p, detail=False) if _is_run(fs, c))
+                hit += sorted(c for c in fs.ls(p, detail=False) if run_folder.has_success(fs, c))
         if not hit and not found:
             raise CompareError(f"history: nothing matches {spec}")
         urls += [url_of(p).rstrip("/") for p in hit]
@@ -158,8 +137,6 @@ def find_runs(specs: list[str], storage_options: dict | None = None, exclude: st
 def previous_runs(new_url: str, storage_options: dict | None = None) -> list[RunData]:
     """The finished sibling run folders of ``new_url`` whose names sort before it (dated nightly
     folders), oldest first: the history of a nightly run."""
-    from pipeline.io.paths import get_fs
-
     new_url = str(new_url).rstrip("/")
     parent, name = new_url.rsplit("/", 1) if "/" in new_url else (".", new_url)
     fs, path = get_fs(parent, storage_options)
@@ -168,7 +145,7 @@ def previous_runs(new_url: str, storage_options: dict | None = None) -> list[Run
     except FileNotFoundError:
         return []
     urls = [f"{parent}/{c.rstrip('/').rsplit('/', 1)[-1]}" for c in children
-            if c.rstrip("/").rsplit("/", 1)[-1] < name and _is_run(fs, c)]
+            if c.rstrip("/").rsplit("/", 1)[-1] < name and run_folder.has_success(fs, c)]
     return [load_run(u, storage_options) for u in urls]
 
 
@@ -191,17 +168,12 @@ def history_runs(new: RunData, specs: list[str] | None = None, previous: bool = 
 
 
 def _input_spec(info: dict):
-    from pipeline.io.input_spec import InputSpec
-    from pipeline.redaction import without_redacted
-
     cfg = info.get("config", {})
     inp = dict(cfg.get("input") or {})
     inp["storage_options"] = without_redacted({**(cfg.get("storage_options") or {}),
                                                **(inp.get("storage_options") or {})})
     cwd = info.get("cwd")
     if cwd:   # relative local paths are relative to where the run was started, not to here
-        import os
-
         for key in ("paths", "candidates", "references"):
             v = inp.get(key)
             if v:
@@ -214,8 +186,6 @@ def _input_spec(info: dict):
 def read_texts(info: dict, wanted: set[tuple[str, str]]) -> dict[tuple[str, str], dict]:
     """``{(system, id): {"candidate", "references", "source"}}`` for the wanted examples,
     read from the run's input (every unit is read once; only the wanted rows are kept)."""
-    from pipeline.io.readers import plan_units, read_unit
-
     spec = _input_spec(info)
     out = {}
     for unit in plan_units(spec):

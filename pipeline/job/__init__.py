@@ -3,6 +3,7 @@
 * :mod:`.scores`: a table of examples -> per-example scores (pinned schema) and statistics.
 * :mod:`.plan`: a unit cut into slices by estimated cost.
 * :mod:`.task`: a unit read once, cut, scored and written slice by slice (resume-aware).
+* :mod:`.resume`: a finished slice read back (its statistics computed again from its parts).
 * :mod:`.dedup`: duplicate ids across units, from the key hashes wave 1 returns.
 * :mod:`.longdocs`: an oversized example's rougeLsum in blocks of reference sentences.
 * :mod:`.results`: task results merged and finalised; the exact bootstrap.
@@ -18,6 +19,7 @@ _EXPORTS = {
     **dict.fromkeys(("BYTES_PER_TOKEN", "DEFAULT_TARGET_COST", "SOURCE_TOKEN_COST", "Slice", "estimate_costs",
                      "split_by_cost", "unit_from_dict", "unit_to_dict"), "plan"),
     **dict.fromkeys(("exact_bootstrap", "finalize_results", "merge_results"), "results"),
+    "load_done": "resume",
     **dict.fromkeys(("MAX_SPLIT_BLOCKS", "STATS", "TOO_LONG_STATUS", "ScoringSettings", "example_keys", "split_blocks_for", "key_hashes", "reason_cause",
                      "score_matrix", "score_table", "scorer_for", "scores_schema", "unit_stats"), "scores"),
     **dict.fromkeys(("TEST_TASK_SLEEP_ENV", "UnitContext", "UnitWork", "brief", "encode_outputs", "hashes_of",

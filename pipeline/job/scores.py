@@ -12,6 +12,7 @@ import pyarrow.compute as pc
 
 from pipeline.scoring import diagnostics as diag
 from pipeline import profiles
+from pipeline.columns import utf8_buffers
 from pipeline.io.input_spec import QUARANTINE_SCHEMA
 from pipeline.scorer import RougeScorer
 from pipeline.scoring import split
@@ -162,8 +163,6 @@ def key_hashes(keys: pa.Table) -> np.ndarray | None:
     of its example key (:func:`example_keys`, BLAKE2b-64), so the plan pass hashes each key once
     for both.  Equal keys give equal hashes, so where no two hashes are equal no two keys are
     (:func:`drop_duplicates`)."""
-    from pipeline.columns import utf8_buffers
-
     if keys.num_rows == 0:
         return np.zeros(0, dtype=np.uint64)
     if keys.column("system").null_count or keys.column("id").null_count:

@@ -22,8 +22,9 @@ import pyarrow.compute as pc
 from pipeline.io import readers, writers
 from pipeline.io.input_spec import QUARANTINE_SCHEMA, WorkUnit
 from pipeline.job import dedup
-from pipeline.runfolder import RunStopped, check_stop, load_done, pause_point, remove_slices, write_task_files
+from pipeline.runfolder import RunStopped, check_stop, pause_point, remove_slices, write_task_files
 from pipeline.job.plan import estimate_costs, split_by_cost
+from pipeline.job.resume import load_done
 from pipeline.job.results import empty_result, merge_results
 from pipeline.job.scores import ScoringSettings, _reason_counts, key_hashes, score_table, split_blocks_for, unit_stats
 

@@ -6,9 +6,10 @@
   (:func:`foreign_files`), a folder without a run record (``_run.json``) and a regular file.
 * **Every file a task writes has a deterministic name** and is written atomically, so a
   retried or repeated task overwrites its own files and never duplicates rows; its marker,
-  written last, lets a rerun skip it (:func:`load_done` reduces the same statistics from its parts).
-* **``_SUCCESS`` last**, after :func:`verify_parts`; readers trust only folders where
-  :func:`is_complete` is true.
+  written last, lets a rerun skip it (:func:`read_done_slice` reads it back with its parts, from
+  which :func:`pipeline.job.resume.load_done` reduces the same statistics).
+* **``_SUCCESS`` last**, after :func:`verify_parts`; readers (:mod:`pipeline.runfolder.read`)
+  trust only folders where it is.
 """
 from __future__ import annotations
 
@@ -22,12 +23,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.io import writers
-from pipeline.io.paths import check_scheme, get_fs, is_local
+from pipeline.io.paths import get_fs, is_local
 from pipeline.runfolder import names
 from pipeline.runfolder.inputs import changed_inputs
 from pipeline.runfolder.names import (
     DONE, EXACT_JSON, EXACT_PARQUET, LAYOUT, LEASE, MARKER_FORMAT, META_CONFIG_HASH, META_SIGNATURE,
-    PLAN, QUARANTINE, RUN_FORMAT, RUN_INFO, SCORES, STATS_JSON, STATS_PARQUET, SUCCESS, SUMMARY,
+    PLAN, QUARANTINE, RUN_FORMAT, RUN_INFO, SCORES, STATS_JSON, STATS_PARQUET, SUCCESS, SUMMARY, SYSTEM_PREFIX,
     describe, is_run_file, marker_url, url,
 )
 
@@ -138,7 +139,7 @@ def check_layout(run_url: str, run_info: dict | None) -> None:
     if run_info is not None and run_info.get("layout", 1) != LAYOUT:
         raise OldLayoutError(
             f"{run_url} was written by an older rouge-pipeline (layout {run_info.get('layout', 1)}: "
-            f"scores/system=S/ folders; this version writes layout {LAYOUT}: scores/system-S/); "
+            f"{SCORES}/system=S/ folders; this version writes layout {LAYOUT}: {SCORES}/{SYSTEM_PREFIX}S/); "
             "score it again (--overwrite) or read it with the version that wrote it")
 
 
@@ -149,12 +150,6 @@ def read_run_info(run_url: str, so: dict | None = None):
 def mark_success(run_url: str, storage_options: dict | None = None) -> str:
     """Write ``_SUCCESS`` (empty) in ``run_url``; call it after every other file is written."""
     return writers.write_bytes_atomic(b"", url(run_url, SUCCESS), storage_options)
-
-
-def is_complete(run_url: str, storage_options: dict | None = None) -> bool:
-    check_scheme(run_url, "output")
-    fs, path = get_fs(url(run_url, SUCCESS), storage_options)
-    return bool(fs.exists(path))
 
 
 def utc_now() -> str:
@@ -303,7 +298,7 @@ def write_task_files(prepared: dict, unit_index: int, slice_index: int, n_slices
     result = {"unit": unit_index, "slice": slice_index, "slices": n_slices, "tasks": 1, "files": files,
               **{k: prepared[k] for k in ("rows", "quarantined", "quarantine_reasons", "systems",
                                           "cand_tokens", "ref_tokens")}}
-    # No statistics in the marker: they are a function of the part files (load_done), and
+    # No statistics in the marker: they are a function of the part files (job.resume.load_done), and
     # packing them (~0.6 MB of JSON per 12,500 examples) cost about a third of what a task
     # adds to scoring.
     check_stop(ctx)
@@ -344,16 +339,12 @@ def load_marker(run_url: str, unit_index: int, slice_index: int, storage_options
         return None
 
 
-def load_done(unit_index: int, slice_index: int, ctx) -> dict | None:
-    """The result of a finished slice, or ``None`` if its marker or a file it wrote is missing
-    or unreadable.  Its statistics are computed again from its part files: they hold the id,
-    system and every score the statistics are made of, as float64, so the result equals the
-    one the slice returned (integer sums, exact extrema and counts; a test checks it).
-    ``"hashes"``: the key hashes of its scored rows (the cross-unit duplicate search's input)."""
-    import numpy as np
-
-    from pipeline.job.scores import STATS, key_hashes, scores_schema, unit_stats  # the scorer: not for the CLI
-
+def read_done_slice(unit_index: int, slice_index: int, ctx, schema: pa.Schema) -> tuple[dict, pa.Table] | None:
+    """A finished slice read back for a resume (:func:`pipeline.job.resume.load_done`): its
+    marker (without its bookkeeping: format, plan id, config hash) and the ``schema`` columns of
+    the part files it names, or ``None`` if the marker or a file it names is missing or
+    unreadable, of another format, plan, config or slice, or its parts hold other rows than it
+    counted: the slice is then scored again."""
     run = ctx.run_url.rstrip("/")
     result = load_marker(run, unit_index, slice_index, ctx.storage_options)
     chash = ctx.metadata.get(META_CONFIG_HASH, "")
@@ -363,16 +354,13 @@ def load_done(unit_index: int, slice_index: int, ctx) -> dict | None:
             or not isinstance(result.get("slices"), int) or not 0 <= slice_index < result["slices"]):
         return None  # another format, plan, config or slice: score it again
     fs, _ = get_fs(run, ctx.storage_options)
-    types = ctx.scoring.rouge_types
-    columns = ["id", "system", *(f"{t}_{s}" for t in types for s in STATS)]
-    schema = pa.schema([scores_schema(types).field(c) for c in columns])
     parts = []
     try:
         for rel in result.get("files", []):
             _, path = get_fs(f"{run}/{rel}", ctx.storage_options)
-            if rel.startswith("scores/"):  # read (a missing one raises FileNotFoundError)
+            if rel.startswith(f"{SCORES}/"):  # read (a missing one raises FileNotFoundError)
                 with fs.open(path, "rb") as f:
-                    part = pq.read_table(f, columns=columns)
+                    part = pq.read_table(f, columns=schema.names)
                 if (part.schema.metadata or {}).get(META_CONFIG_HASH.encode(), b"").decode() != chash:
                     return None  # a part of another config
                 parts.append(part)
@@ -385,12 +373,7 @@ def load_done(unit_index: int, slice_index: int, ctx) -> dict | None:
         return None
     for k in ("marker", "plan", "config_hash"):
         result.pop(k)
-    held = result.pop("held", None) or []
-    hashes = key_hashes(scores.select(["system", "id"]))
-    result["stats"] = unit_stats(scores, ctx, hashes)
-    result["hashes"] = np.concatenate([hashes, np.array(held, dtype=np.uint64)]) if held else hashes
-    return result
-
+    return result, scores
 
 
 # --------------------------------------------------------------------------- the run's end
@@ -406,22 +389,6 @@ EXACT_SCHEMA = pa.schema([
 def exact_rows_to_arrow(rows: list[dict]) -> pa.Table:
     return pa.table({f.name: pa.array([r[f.name] for r in rows], f.type) for f in EXACT_SCHEMA},
                     schema=EXACT_SCHEMA)
-
-
-def read_scores(run_url: str, system: str, columns=None, storage_options: dict | None = None) -> pa.Table:
-    """One system's per-example scores, in input order (part files in (unit, slice) order)."""
-    folder = names.partition_path(run_url, SCORES, system)
-    fs, path = get_fs(folder, storage_options)
-    if not fs.exists(path):
-        return None
-    files = sorted((p for p in fs.ls(path, detail=False) if p.rsplit("/", 1)[-1].startswith("part-")),
-                   key=names.part_order)
-    tables = []
-    for p in files:
-        with fs.open(p, "rb") as f:
-            tables.append(pq.read_table(f, columns=columns))
-    return pa.concat_tables(tables) if tables else None
-
 
 
 def verify_parts(run_url: str, so: dict, slices: dict[int, int], chash: str, rows: int, quarantined: int) -> list[str]:
@@ -442,7 +409,7 @@ def verify_parts(run_url: str, so: dict, slices: dict[int, int], chash: str, row
             md = pq.read_metadata(f)
         return md.num_rows, (md.metadata or {}).get(META_CONFIG_HASH.encode(), b"").decode()
 
-    bad, counts = [], {"scores": 0, "quarantine": 0}
+    bad, counts = [], {SCORES: 0, QUARANTINE: 0}
     parts = []
     for rel in rels:
         m = names.PART.match(rel)
@@ -458,8 +425,8 @@ def verify_parts(run_url: str, so: dict, slices: dict[int, int], chash: str, row
     if bad:
         raise RunFolderError(f"{run_url} holds part files that are not this run's ({describe(bad)}); "
                              "no _SUCCESS written: remove them or rerun with --overwrite")
-    if counts["scores"] != rows or counts["quarantine"] != quarantined:
-        raise RunFolderError(f"{run_url}: its part files hold {counts['scores']} scored and {counts['quarantine']} "
+    if counts[SCORES] != rows or counts[QUARANTINE] != quarantined:
+        raise RunFolderError(f"{run_url}: its part files hold {counts[SCORES]} scored and {counts[QUARANTINE]} "
                              f"quarantined rows, this run counted {rows} and {quarantined}; no _SUCCESS written")
     return files
 
@@ -489,6 +456,3 @@ def write_exact(run_url: str, rows: list[dict], sig: str, chash: str, so: dict) 
     writers.write_json_atomic({"signature": sig, "config_hash": chash, "rows": rows},
                               url(run_url, EXACT_JSON), so)
 
-
-# execution.mode auto: inputs below this many (estimated, uncompressed) bytes are scored in this
-# process, larger ones on the local cluster.  A local cluster costs seconds to start and warm;

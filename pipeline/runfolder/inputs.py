@@ -16,7 +16,10 @@ import os
 import posixpath
 import re
 
-from pipeline.io.paths import get_fs, has_glob, list_folder
+from fsspec.core import split_protocol
+from fsspec.utils import glob_translate
+
+from pipeline.io.paths import expand, get_fs, has_glob, list_folder
 from pipeline.runfolder.names import SAMPLE_FILES
 
 _CANONICAL = {"s3a": "s3", "gcs": "gs", "local": "file", "az": "abfs", "abfss": "abfs"}
@@ -25,8 +28,6 @@ _CANONICAL = {"s3a": "s3", "gcs": "gs", "local": "file", "az": "abfs", "abfss": 
 def normalise(url: str) -> tuple[str, str]:
     """``(protocol, path)`` of ``url`` without a trailing slash: local paths absolute with
     symlinks resolved; ``s3a``/``gcs``/``local``/``az`` under their usual names."""
-    from fsspec.core import split_protocol
-
     protocol, rest = split_protocol(url)
     protocol = _CANONICAL.get((protocol or "file").lower(), (protocol or "file").lower())
     if protocol == "file":
@@ -53,8 +54,6 @@ def _under(child: str, parent: str) -> bool:
 def check_output_vs_inputs(output: str, inputs) -> None:
     """Refuse an output that is an input, contains an input, lies inside an input folder, or
     whose files an input glob would match (``ValueError`` naming both)."""
-    from fsspec.utils import glob_translate
-
     o_proto, o_path = normalise(output)
     for inp in inputs:
         i_proto, i_path = normalise(inp)
@@ -122,8 +121,6 @@ def input_urls(spec) -> list[str]:
 def list_inputs(spec) -> dict[str, dict]:
     """``{file URL: fingerprint}`` of every input file of ``spec`` (raises, naming the pattern,
     for a missing input: called before anything is created in the output)."""
-    from pipeline.io.paths import expand
-
     so = spec.storage_options
     out: dict[str, dict] = {}
     for url in input_urls(spec):  # a listing cached by an earlier run in this process is stale

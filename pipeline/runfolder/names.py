@@ -33,6 +33,8 @@ LAYOUT = 2
 # config hash and plan id; 2 in layout 1 (``system=`` folders); 1 also held the statistics.
 # Part of the config hash: a run folder with markers of another format is not resumed.
 MARKER_FORMAT = 5
+# _plan.json: the units (2 held the tasks, cut by a plan pass)
+PLAN_FORMAT = 3
 
 RUN_INFO = "_run.json"
 PLAN = "_plan.json"
@@ -48,6 +50,7 @@ STATS_JSON = "stats/stats.json"
 EXACT_PARQUET = "stats/bootstrap_exact.parquet"
 EXACT_JSON = "stats/bootstrap_exact.json"
 SYSTEM_PREFIX = "system-"
+PART_PREFIX = "part-"   # a readers' part file in scores/: any file so named, as every reader took it
 META_SIGNATURE = "rouge_pipeline.signature"
 META_CONFIG_HASH = "rouge_pipeline.config_hash"  # in every part file's metadata
 
@@ -101,6 +104,18 @@ def part_order(name: str) -> tuple:
     """The sort key of a part file name: (unit, slice) as numbers (input order past 99999 units)."""
     m = re.match(r"^part-(\d+)(?:-(\d+))?\.parquet$", name.rsplit("/", 1)[-1])
     return (int(m.group(1)), int(m.group(2) or 0)) if m else (float("inf"), name)
+
+
+def is_part_name(base: str) -> bool:
+    """Whether a file name (no folder) is read as a part of ``scores/`` (every reader's rule)."""
+    return base.startswith(PART_PREFIX)
+
+
+def part_sort_key(path: str) -> tuple:
+    """The order parts are read in: by folder (a system's, as its full path sorts), then
+    :func:`part_order` (input order)."""
+    folder, _, base = path.rpartition("/")
+    return (folder + "/", part_order(base))
 
 
 def parse_marker(base: str) -> tuple[int, int] | None:

@@ -208,12 +208,12 @@ def test_score_unit_writes_each_slice_at_once_and_resumes_from_markers(tmp_path)
     assert "stats" not in marker and marker["slices"] == results[0]["slices"]
     for bad in ({**marker, "marker": 4}, {**marker, "rows": marker["rows"] + 1}, {**marker, "slice": 1}):
         marker_path.write_text(json.dumps(bad))
-        assert runfolder.load_done(0, 0, ctx) is None
+        assert job.load_done(0, 0, ctx) is None
         redo = job.score_unit(spec, units[0], ctx, job.UnitWork(400, done=frozenset(range(results[0]["slices"]))))
         assert redo["skipped"] == redo["tasks"] - 1 and redo["stats"] == results[0]["stats"]
     data = part.read_bytes()
     part.write_bytes(data[: len(data) // 2])
-    assert runfolder.load_done(0, 0, ctx) is None
+    assert job.load_done(0, 0, ctx) is None
     # statistics do not depend on the split
     res2 = [job.score_unit(spec, u, _ctx(tmp_path / "run2"), job.UnitWork(1e12)) for u in units]
     assert all(r["slices"] == 1 for r in res2)
