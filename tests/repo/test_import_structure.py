@@ -131,17 +131,3 @@ def test_validating_scoring_settings_loads_no_numpy():
 def test_no_import_circle_at_all():
     """Issue 26: not one circle among the package's modules, type-only imports included."""
     assert _cycles(import_graph(type_checking=True)) == []
-
-
-def test_the_run_folder_module_imports_only_io_at_module_level():
-    """docs/ARCHITECTURE.md's layering puts the run folder below config: its module-level imports
-    reach only pipeline.io, the errors and itself."""
-    paths = sorted((PKG / "runfolder").glob("*.py"))
-    assert len(paths) >= 5
-    for path in paths:
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
-        names = [n.module for n in top if isinstance(n, ast.ImportFrom) and n.module] + \
-                [a.name for n in top if isinstance(n, ast.Import) for a in n.names]
-        inner = [n for n in names if n.startswith("pipeline")]
-        assert all(n.startswith(("pipeline.io", "pipeline.runfolder", "pipeline.errors")) for n in inner), (path.name, inner)
