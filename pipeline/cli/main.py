@@ -70,7 +70,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _add_compare_parsers(sub) -> None:
-    """``compare`` (exit 0 inside the band, 1 moved, 2 error) and ``report`` (pipeline.gate.compare, .report)."""
+    """``compare`` (exit 0 inside the band, 1 moved, 2 error) and ``report`` (pipeline.gate)."""
     from pipeline.config import DEFAULT_MIN_EFFECT
 
     c = sub.add_parser("compare", help="did the outputs move? is A better than B? can these runs be compared?",
@@ -122,22 +122,24 @@ def _add_compare_parsers(sub) -> None:
 
 
 def _compare(args) -> int:
-    from pipeline.gate import compare as cmp
+    from pipeline.gate.compare import compare
+    from pipeline.gate.format import format_result
+    from pipeline.gate.runs import CompareError, find_runs, history_runs, load_run
 
     try:
         if not 0 < args.confidence < 1 or args.n_boot < 0 or (args.n_perm is not None and args.n_perm < 0):
-            raise cmp.CompareError("--confidence must be in (0, 1), --n-boot and --n-perm >= 0")
+            raise CompareError("--confidence must be in (0, 1), --n-boot and --n-perm >= 0")
         if len(args.runs) > 2:
-            raise cmp.CompareError(f"at most two runs (BASE NEW), got {len(args.runs)}")
+            raise CompareError(f"at most two runs (BASE NEW), got {len(args.runs)}")
         if args.systems:
             return _significance(args)
         chart = {k: v for k, v in (("k", args.k), ("window", args.window), ("min_history", args.min_history),
                                              ("method", args.band_method))
                  if v is not None}
-        new = cmp.load_run(args.runs[-1])
-        history = cmp.history_runs(new, args.history, previous=args.previous)
+        new = load_run(args.runs[-1])
+        history = history_runs(new, args.history, previous=args.previous)
         if len(args.runs) == 2:
-            base = cmp.load_run(args.runs[0])
+            base = load_run(args.runs[0])
         elif history:
             base = history[-1]         # the latest earlier run
         elif args.history or args.previous:
@@ -145,24 +147,24 @@ def _compare(args) -> int:
                   file=sys.stderr)
             return EXIT_OK
         else:
-            raise cmp.CompareError("give BASE NEW, or NEW with --history / --previous, or RUN with --systems")
-        replicates = cmp.find_runs(args.replicates, exclude=new.url) if args.replicates else None
-        result = cmp.compare(base, new, band=args.band, min_effect=args.min_effect, confidence=args.confidence,
-                             n_boot=args.n_boot, n_perm=2000 if args.n_perm is None else args.n_perm,
-                             seed=args.seed, top=args.top, min_coverage=args.min_coverage,
-                             allow_different_settings=args.allow_different_settings, history=history,
-                             replicates=replicates, **chart)
+            raise CompareError("give BASE NEW, or NEW with --history / --previous, or RUN with --systems")
+        replicates = find_runs(args.replicates, exclude=new.url) if args.replicates else None
+        result = compare(base, new, band=args.band, min_effect=args.min_effect, confidence=args.confidence,
+                         n_boot=args.n_boot, n_perm=2000 if args.n_perm is None else args.n_perm,
+                         seed=args.seed, top=args.top, min_coverage=args.min_coverage,
+                         allow_different_settings=args.allow_different_settings, history=history,
+                         replicates=replicates, **chart)
         if args.html:
             from pipeline.gate.report import compare_report
 
             _write_text(args.html, compare_report(result, base, new))
-    except (cmp.CompareError, OSError, ValueError) as e:
+    except (CompareError, OSError, ValueError) as e:
         print(f"rouge-pipeline: compare: {e}", file=sys.stderr)
         return EXIT_CONFIG
     if args.json:
         print(json.dumps(result, indent=2, sort_keys=True, default=str))
     else:
-        print(cmp.format_result(result, ("precision", "recall", "fmeasure") if args.all_stats else ("fmeasure",)))
+        print(format_result(result, ("precision", "recall", "fmeasure") if args.all_stats else ("fmeasure",)))
     if args.html:
         print(f"html: {args.html}", file=sys.stderr)
     if result["verdict"] == "not comparable":
@@ -185,11 +187,11 @@ def _write_text(url: str, text: str) -> None:
 
 
 def _significance(args) -> int:
-    from pipeline.gate import compare as cmp
     from pipeline.gate import significance as sig
+    from pipeline.gate.runs import load_run
 
     systems = [s.strip() for s in args.systems.split(",")]
-    runs = [cmp.load_run(u) for u in args.runs]
+    runs = [load_run(u) for u in args.runs]
     result = sig.significance(runs[0], runs[-1], systems, stats=("precision", "recall", "fmeasure")
                               if args.all_stats else ("fmeasure",), doc_key=args.doc_key,
                               n_boot=args.n_boot, n_trials=10000 if args.n_perm is None else args.n_perm,
@@ -212,8 +214,8 @@ def _significance(args) -> int:
 
 
 def _report(args) -> int:
-    from pipeline.gate.compare import CompareError, history_runs, load_run
     from pipeline.gate.report import run_report
+    from pipeline.gate.runs import CompareError, history_runs, load_run
 
     try:
         run = load_run(args.run)
@@ -234,7 +236,7 @@ def _fmt(v, digits=4) -> str:
 
 def format_stats_table(rows: list[dict], exact_rows: list[dict] | None = None) -> str:
     """One line per (system, type): mean P/R/F and the F-measure confidence interval."""
-    from pipeline.gate.compare import system_label
+    from pipeline.gate.format import system_label
 
     by = {}
     for r in rows:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from pipeline.gate.runs import CompareError
+from pipeline.stats.poisson import example_bases, replicate_means
 
 _CHUNK = 4096
 
@@ -12,8 +13,6 @@ _CHUNK = 4096
 def paired_bootstrap(keys: list[str], d: np.ndarray, seed: int, n_boot: int) -> np.ndarray:
     """Replicate means ``(n_boot, k)`` of the columns of ``d`` (n, k) under Poisson(1)
     weights derived from ``(seed, key, replicate)``; chunked over examples."""
-    from pipeline.stats.poisson import example_bases, replicate_means
-
     return replicate_means(example_bases(keys, seed), d, n_boot, _CHUNK)
 
 

@@ -41,29 +41,61 @@ Method (``compare(base, new)``):
    ``_run.json``); if an input has moved the movers are listed without texts and
    ``texts_error`` says why.
 
+Each step is a function: :func:`screen_runs` and :func:`align` (1), :func:`paired_tests` (2),
+:func:`judge_row` (3), :func:`movers` (4); :func:`compare` runs them and :func:`verdict` sums up.
+The options are a :class:`CompareOptions` (or its fields as keywords of :func:`compare`).
+
 Exit statuses of ``rouge-pipeline compare``: 0 inside the band, 1 moved, 2 error, 3 not comparable.
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
-from pipeline.gate.bands import (BAND_METHODS, DEFAULT_K, DEFAULT_METHOD, DEFAULT_WINDOW, MIN_HISTORY, history_band,
-                            outside_chart, paired_bootstrap, replicate_band, sign_flip_pvalues)
-from pipeline.gate.format import NO_SYSTEM, band_text, format_result, system_label, verdict_text
 from pipeline.config import DEFAULT_MIN_EFFECT  # also the CLI's default
+from pipeline.gate.bands import (BAND_METHODS, DEFAULT_K, DEFAULT_METHOD, DEFAULT_WINDOW, MIN_HISTORY, history_band,
+                                 outside_chart, paired_bootstrap, replicate_band, sign_flip_pvalues)
+from pipeline.gate.format import system_label
+from pipeline.gate.runs import STATS, CompareError, RunData, read_texts, same_run
 from pipeline.scoring.diagnostics import DIAG_NAMES
-from pipeline.gate.runs import (STATS, CompareError, RunData, find_runs, history_runs, load_run, previous_runs,
-                           read_scores, read_texts, same_run)
 
-# the names other modules and tests import from here; they live in runs, bands and compare_format
-__all__ = ["BAND_METHODS", "DEFAULT_K", "DEFAULT_METHOD", "DEFAULT_WINDOW", "MIN_HISTORY", "NO_SYSTEM", "STATS",
-           "CompareError", "RunData", "attach_texts", "band_text", "compare", "find_runs", "format_result",
-           "history_band", "history_runs", "load_run", "outside_chart", "paired_bootstrap", "previous_runs",
-           "read_scores", "read_texts", "replicate_band", "same_run", "settings_check", "sign_flip_pvalues",
-           "signature_diff", "system_label", "verdict_text"]
+__all__ = ["Aligned", "CompareOptions", "Judgement", "RunMeans", "align", "attach_texts", "compare", "judge_row",
+           "movers", "paired_tests", "screen_runs", "settings_check", "signature_diff", "verdict"]
+
+
+@dataclass(frozen=True)
+class CompareOptions:
+    """How :func:`compare` judges (the module docstring); the ``compare`` command's flags."""
+    band: float | None = None           # a fixed band on |delta|; None: history, replicates or bootstrap
+    min_effect: float = DEFAULT_MIN_EFFECT
+    confidence: float = 0.95
+    n_boot: int = 1000                  # 0: no bootstrap (no CI)
+    n_perm: int = 2000                  # 0: no permutation test (no p-value)
+    seed: int = 12345
+    top: int = 10                       # movers kept in the result
+    alarm_stats: tuple[str, ...] = ("fmeasure",)
+    texts: bool = True                  # read the movers' texts back from the runs' inputs
+    only_list: int = 20                 # ids listed per system for the ids in one run only
+    min_coverage: float = 1.0
+    allow_different_settings: bool = False
+    k: float = DEFAULT_K
+    window: int = DEFAULT_WINDOW
+    min_history: int = MIN_HISTORY
+    method: str = DEFAULT_METHOD
+
+    def check(self) -> None:
+        """A :class:`CompareError` for a value no band can use."""
+        if self.band is not None and self.band < 0:
+            raise CompareError("band must be >= 0")
+        if not 0 <= self.min_coverage <= 1:
+            raise CompareError("min_coverage must be in [0, 1]")
+        if self.k <= 0 or self.window < 1 or self.min_history < 2:
+            raise CompareError("k must be > 0, window >= 1 and min_history >= 2")
+        if self.method not in BAND_METHODS:
+            raise CompareError(f"unknown band method {self.method!r} ({', '.join(BAND_METHODS)})")
 
 
 def _f(v):
@@ -88,206 +120,314 @@ def signature_diff(a: str, b: str) -> list[str]:
     return [f"{k}: {fa.get(k, '-')} vs {fb.get(k, '-')}" for k in sorted(set(fa) | set(fb)) if fa.get(k) != fb.get(k)]
 
 
-def compare(base: RunData, new: RunData, band: float | None = None, min_effect: float = DEFAULT_MIN_EFFECT,
-            confidence: float = 0.95, n_boot: int = 1000, n_perm: int = 2000, seed: int = 12345,
-            top: int = 10, alarm_stats=("fmeasure",), texts: bool = True, only_list: int = 20,
-            min_coverage: float = 1.0, allow_different_settings: bool = False,
-            history: list[RunData] | None = None, replicates: list[RunData] | None = None,
-            k: float = DEFAULT_K, window: int = DEFAULT_WINDOW, min_history: int = MIN_HISTORY,
-            method: str = DEFAULT_METHOD) -> dict:
+def compare(base: RunData, new: RunData, options: CompareOptions | None = None, *,
+            history: list[RunData] | None = None, replicates: list[RunData] | None = None, **settings) -> dict:
     """The comparison as a JSON-able dict (see the module docstring); ``result["verdict"]`` is
-    ``"no change"``, ``"moved"`` or ``"not comparable"``."""
+    ``"no change"``, ``"moved"`` or ``"not comparable"``.  ``settings`` are fields of
+    :class:`CompareOptions` (``compare(base, new, band=0.01)``) and win over ``options``."""
+    opts = replace(options or CompareOptions(), **settings)
     types = [t for t in base.rouge_types if t in new.rouge_types]
     if not types:
         raise CompareError(f"no rouge type in common ({base.rouge_types} vs {new.rouge_types})")
-    if band is not None and band < 0:
-        raise CompareError("band must be >= 0")
-    if not 0 <= min_coverage <= 1:
-        raise CompareError("min_coverage must be in [0, 1]")
-    if k <= 0 or window < 1 or min_history < 2:
-        raise CompareError("k must be > 0, window >= 1 and min_history >= 2")
-    if method not in BAND_METHODS:
-        raise CompareError(f"unknown band method {method!r} ({', '.join(BAND_METHODS)})")
+    opts.check()
+    history, replicates, notes, blockers = screen_runs(base, new, history, replicates, opts)
+    means = RunMeans.of(base, new, history, replicates)
+    cols = [f"{t}_{s}" for t in types for s in STATS]
+    bs, ns = _systems(base), _systems(new)
+    rows, only, coverage, reasons, changed, chart = [], [], [], [], [], {}
+    for system in sorted(bs | ns):
+        al = align(base, new, system, system in bs, system in ns, cols, opts)
+        only += [al.only] if al.only else []
+        coverage += [al.coverage] if al.coverage else []
+        notes += [al.note] if al.note else []
+        blockers += [al.blocker] if al.blocker else []
+        if al.frame is None:   # the system is in one run only
+            continue
+        for row, judged, reason in _system_rows(al, cols, means, opts):
+            rows.append(row)
+            if judged is not None and judged.chart is not None:
+                chart[(system, row["type"])] = judged.chart
+            reasons += [reason] if reason else []
+        changed += movers(al, types)
+    if not coverage and not blockers:
+        blockers.append("the base run has no scored example")
+    changed.sort(key=lambda x: (-x["max_abs_delta_f"], x["system"], x["id"]))
+    result = _result(base, new, types, opts, history, replicates, rows=rows, only=only, coverage=coverage,
+                     changed=changed, blockers=blockers, reasons=reasons, notes=notes,
+                     trend=_trend(history, new, means, sorted(bs | ns), types), chart=chart)
+    if opts.texts and result["movers"]:
+        attach_texts(result, base, new)
+    return result
+
+
+def _systems(run: RunData) -> set:
+    return set(run.scores["system"].unique()) if len(run.scores) else set()
+
+
+def screen_runs(base: RunData, new: RunData, history: list[RunData] | None, replicates: list[RunData] | None,
+                opts: CompareOptions) -> tuple[list[RunData], list[RunData], list[str], list[str]]:
+    """Settings first: ``(history, replicates, notes, blockers)``.  Other settings in the base are a
+    blocker (or a note when allowed); history runs of other settings are left out of the band (a
+    deliberate change starts a new history), as is the new run itself; a replicate of other settings
+    is a blocker unless allowed."""
     history = [h for h in (history or []) if not same_run(h.url, new.url)]
     replicates = list(replicates or [])
-    cols = [f"{t}_{s}" for t in types for s in STATS]
-    bs = set(base.scores["system"].unique()) if len(base.scores) else set()
-    ns = set(new.scores["system"].unique()) if len(new.scores) else set()
-    rows, only, movers_all, reasons, blockers, coverage = [], [], [], [], [], []
-    q = (1 - confidence) / 2
-
-    # not comparable: settings first
-    notes = settings_check(base.signature, new.signature, allow_different_settings, blockers)
-    # history of other settings is left out of the band (a deliberate change starts a new history)
+    blockers: list[str] = []
+    notes = settings_check(base.signature, new.signature, opts.allow_different_settings, blockers)
     other = [h for h in history if h.signature != new.signature]
     if other:
         history = [h for h in history if h.signature == new.signature]
         notes.append(f"{len(other)} history run(s) made with other settings left out of the band "
                      f"({', '.join(h.url for h in other[:3])}{' ...' if len(other) > 3 else ''})")
     for h in replicates:
-        if h.signature != new.signature and not allow_different_settings:
+        if h.signature != new.signature and not opts.allow_different_settings:
             blockers.append(f"replicate run {h.url} was made with other settings ("
                             + "; ".join(signature_diff(h.signature, new.signature)) + ")")
-    hist_means = [h.means() for h in history]
-    rep_means = [r.means() for r in replicates]
-    base_means, new_means = base.means(), new.means()
-    chart: dict = {}
+    return history, replicates, notes, blockers
 
-    for system in sorted(bs | ns):
-        label = system_label(system)
-        if system not in bs:
-            only.append({"system": system, "only_in": "new", "system_missing": True, "n_only_base": 0,
-                         "n_only_new": int((new.scores["system"] == system).sum()), "only_base": [], "only_new": []})
-            notes.append(f"system {label!r} is only in the new run (not compared)")
-            continue
-        if system not in ns:
-            n_b = int((base.scores["system"] == system).sum())
-            only.append({"system": system, "only_in": "base", "system_missing": True, "n_only_base": n_b,
-                         "n_only_new": 0, "only_base": [], "only_new": []})
-            coverage.append({"system": system, "n_base": n_b, "n_new": 0, "n_common": 0, "coverage": 0.0})
-            blockers.append(f"system {label!r} is only in the base run (coverage 0 of {n_b} examples)")
-            continue
-        b = base.scores[base.scores["system"] == system]
-        n = new.scores[new.scores["system"] == system]
-        m = b.merge(n, on="id", suffixes=("_base", "_new"), how="outer", indicator=True)
-        ob = sorted(m.loc[m["_merge"] == "left_only", "id"].tolist())
-        on = sorted(m.loc[m["_merge"] == "right_only", "id"].tolist())
-        if ob or on:
-            only.append({"system": system, "only_in": None, "system_missing": False,
-                         "n_only_base": len(ob), "n_only_new": len(on),
-                         "only_base": ob[:only_list], "only_new": on[:only_list]})
-        m = m[m["_merge"] == "both"].sort_values("id", kind="stable")
-        B = m[[c + "_base" for c in cols]].to_numpy(np.float64)
-        N = m[[c + "_new" for c in cols]].to_numpy(np.float64)
-        # coverage counts the examples actually compared: both runs have finite scores (a too_long
-        # example's NaN scores in either run leave it out)
-        ok = np.isfinite(B).all(axis=1) & np.isfinite(N).all(axis=1)
-        n_unscored = int((~ok).sum())
-        m, B, N = m[ok], B[ok], N[ok]
-        n_common = int(len(m))
-        cov = n_common / len(b) if len(b) else 1.0
-        coverage.append({"system": system, "n_base": int(len(b)), "n_new": int(len(n)), "n_common": n_common,
-                         "coverage": cov})
-        if n_common == 0 or cov < min_coverage:
-            unscored = f", {n_unscored} more without finite scores in one of the runs" if n_unscored else ""
-            blockers.append(f"system {label!r}: coverage {cov:.1%} ({n_common} of {len(b)} base examples "
-                            f"compared{unscored}) is below --min-coverage {min_coverage:.0%}")
-        D = N - B
-        ids = m["id"].tolist()
-        keys = [f"{system}\x1f{i}" for i in ids]
-        if len(ids):
-            reps = paired_bootstrap(keys, D, seed, n_boot) if n_boot > 0 else None
-            pvals = sign_flip_pvalues(D, seed, n_perm) if n_perm > 0 else np.full(D.shape[1], np.nan)
-        for c_i, c in enumerate(cols):
+
+@dataclass(frozen=True)
+class RunMeans:
+    """``{(system, type): mean F}`` of every run a band uses (:meth:`RunData.means`)."""
+    base: dict
+    new: dict
+    history: list[dict]
+    replicates: list[dict]
+
+    @classmethod
+    def of(cls, base: RunData, new: RunData, history: list[RunData], replicates: list[RunData]) -> RunMeans:
+        return cls(base.means(), new.means(), [h.means() for h in history], [r.means() for r in replicates])
+
+
+@dataclass(frozen=True)
+class Aligned:
+    """One system's examples in both runs (step 1).  ``frame`` is ``None`` when the system is in
+    one run only; else it holds the compared examples (in both runs, finite scores in both), by
+    id, ``base``/``new`` their scores ``(n, columns)`` and ``delta`` the paired differences."""
+    system: str
+    only: dict | None = None       # the ids (or the whole system) in one run only
+    coverage: dict | None = None
+    blocker: str | None = None
+    note: str | None = None
+    frame: pd.DataFrame | None = None
+    base: np.ndarray | None = None
+    new: np.ndarray | None = None
+    delta: np.ndarray | None = None
+
+    @property
+    def ids(self) -> list[str]:
+        return self.frame["id"].tolist()
+
+    @property
+    def keys(self) -> list[str]:
+        """The bootstrap key of every compared example."""
+        return [f"{self.system}\x1f{i}" for i in self.ids]
+
+
+def align(base: RunData, new: RunData, system: str, in_base: bool, in_new: bool, cols: list[str],
+          opts: CompareOptions) -> Aligned:
+    """Align one system's examples by id: the ids in one run only, its coverage (the share of its
+    base examples compared) and a blocker below ``min_coverage``.  Examples without finite scores in
+    either run (``too_long``) are left out."""
+    label = system_label(system)
+    if not in_base:
+        return Aligned(system, only={"system": system, "only_in": "new", "system_missing": True, "n_only_base": 0,
+                                     "n_only_new": int((new.scores["system"] == system).sum()), "only_base": [],
+                                     "only_new": []},
+                       note=f"system {label!r} is only in the new run (not compared)")
+    if not in_new:
+        n_b = int((base.scores["system"] == system).sum())
+        return Aligned(system, only={"system": system, "only_in": "base", "system_missing": True, "n_only_base": n_b,
+                                     "n_only_new": 0, "only_base": [], "only_new": []},
+                       coverage={"system": system, "n_base": n_b, "n_new": 0, "n_common": 0, "coverage": 0.0},
+                       blocker=f"system {label!r} is only in the base run (coverage 0 of {n_b} examples)")
+    b = base.scores[base.scores["system"] == system]
+    n = new.scores[new.scores["system"] == system]
+    m = b.merge(n, on="id", suffixes=("_base", "_new"), how="outer", indicator=True)
+    ob = sorted(m.loc[m["_merge"] == "left_only", "id"].tolist())
+    on = sorted(m.loc[m["_merge"] == "right_only", "id"].tolist())
+    only = None
+    if ob or on:
+        only = {"system": system, "only_in": None, "system_missing": False, "n_only_base": len(ob),
+                "n_only_new": len(on), "only_base": ob[:opts.only_list], "only_new": on[:opts.only_list]}
+    m = m[m["_merge"] == "both"].sort_values("id", kind="stable")
+    B = m[[c + "_base" for c in cols]].to_numpy(np.float64)
+    N = m[[c + "_new" for c in cols]].to_numpy(np.float64)
+    # coverage counts the examples actually compared: both runs have finite scores (a too_long
+    # example's NaN scores in either run leave it out)
+    ok = np.isfinite(B).all(axis=1) & np.isfinite(N).all(axis=1)
+    n_unscored = int((~ok).sum())
+    m, B, N = m[ok], B[ok], N[ok]
+    n_common = int(len(m))
+    cov = n_common / len(b) if len(b) else 1.0
+    blocker = None
+    if n_common == 0 or cov < opts.min_coverage:
+        unscored = f", {n_unscored} more without finite scores in one of the runs" if n_unscored else ""
+        blocker = (f"system {label!r}: coverage {cov:.1%} ({n_common} of {len(b)} base examples "
+                   f"compared{unscored}) is below --min-coverage {opts.min_coverage:.0%}")
+    return Aligned(system, only=only, blocker=blocker, frame=m, base=B, new=N, delta=N - B,
+                   coverage={"system": system, "n_base": int(len(b)), "n_new": int(len(n)), "n_common": n_common,
+                             "coverage": cov})
+
+
+def paired_tests(al: Aligned, opts: CompareOptions) -> tuple[list, list, np.ndarray]:
+    """Step 2, per column of the aligned scores: the ``confidence`` paired-bootstrap CI of the mean
+    difference (NaN with ``n_boot`` 0) and the sign-flip p-value (NaN with ``n_perm`` 0), as
+    ``(ci_low, ci_high, p)``."""
+    d = al.delta
+    reps = paired_bootstrap(al.keys, d, opts.seed, opts.n_boot) if opts.n_boot > 0 else None
+    pvals = sign_flip_pvalues(d, opts.seed, opts.n_perm) if opts.n_perm > 0 else np.full(d.shape[1], np.nan)
+    q = (1 - opts.confidence) / 2
+    lo, hi = [], []
+    for c in range(d.shape[1]):
+        c_lo, c_hi = np.nanquantile(reps[:, c], [q, 1 - q]) if reps is not None else (float("nan"), float("nan"))
+        lo.append(c_lo)
+        hi.append(c_hi)
+    return lo, hi, pvals
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """A row held against its band (step 3)."""
+    band: str                  # "fixed", "replicates", "history" or "bootstrap"
+    outside: bool
+    direction: float           # > 0: moved up (the delta, or the mean's deviation from the chart's centre)
+    chart: dict | None = None  # replicates and history: the chart, with the mean held against it ("value")
+
+
+def judge_row(system: str, t: str, s: str, delta: float, lo: float, hi: float, means: RunMeans,
+              opts: CompareOptions) -> Judgement:
+    """The band of one row, in the module docstring's order of preference, and whether the row is
+    outside it; history and replicate charts hold only F rows."""
+    key = (system, t)
+    hv = [hm[key] for hm in means.history if key in hm] if s == "fmeasure" else []
+    rv = [rm[key] for rm in means.replicates if key in rm] if s == "fmeasure" else []
+    if opts.band is not None:
+        return Judgement("fixed", abs(delta) > opts.band, delta)
+    if rv and key in means.base:
+        centre = history_band(hv, opts.k, opts.window, opts.method)["centre"] if len(hv) >= opts.min_history \
+            else None
+        return _on_chart("replicates", replicate_band([means.base[key], *rv], opts.k, centre), means, key, opts)
+    if len(hv) >= opts.min_history:
+        return _on_chart("history", history_band(hv, opts.k, opts.window, opts.method), means, key, opts)
+    return Judgement("bootstrap", bool((lo > 0 or hi < 0) and abs(delta) >= opts.min_effect), delta)
+
+
+def _on_chart(band: str, chart: dict, means: RunMeans, key: tuple[str, str], opts: CompareOptions) -> Judgement:
+    value = means.new.get(key, float("nan"))
+    chart["value"] = value
+    return Judgement(band, outside_chart(value, chart, opts.min_effect), value - chart["centre"], chart)
+
+
+def _system_rows(al: Aligned, cols: list[str], means: RunMeans, opts: CompareOptions):
+    """``(row, judgement, alarm reason)`` for every column of one system (steps 2 and 3)."""
+    system, label = al.system, system_label(al.system)
+    if not len(al.frame):
+        for c in cols:
             t, s = c.rsplit("_", 1)
-            if not len(ids):
-                rows.append({"system": system, "type": t, "stat": s, "n": 0, "base": None, "new": None,
-                             "delta": None, "ci_low": None, "ci_high": None, "p_value": None,
-                             "alarm": False, "status": "no common examples", "band": None})
-                continue
-            delta = float(D[:, c_i].mean())
-            if reps is not None:
-                lo, hi = np.nanquantile(reps[:, c_i], [q, 1 - q])
-            else:
-                lo = hi = float("nan")
-            row = {"system": system, "type": t, "stat": s, "n": len(ids),
-                   "base": float(B[:, c_i].mean()), "new": float(N[:, c_i].mean()), "delta": delta,
-                   "ci_low": _f(lo), "ci_high": _f(hi), "p_value": _f(pvals[c_i])}
-            hv = [hm[(system, t)] for hm in hist_means if (system, t) in hm] if s == "fmeasure" else []
-            rv = [rm[(system, t)] for rm in rep_means if (system, t) in rm] if s == "fmeasure" else []
-            chart_b = None
-            if band is not None:
-                row["band"] = "fixed"
-                outside = abs(delta) > band
-                direction = delta
-            elif rv and (system, t) in base_means:
-                vals = [base_means[(system, t)], *rv]
-                centre = history_band(hv, k, window, method)["centre"] if len(hv) >= min_history else None
-                chart_b = replicate_band(vals, k, centre)
-                row["band"] = "replicates"
-            elif len(hv) >= min_history:
-                chart_b = history_band(hv, k, window, method)
-                row["band"] = "history"
-            else:
-                row["band"] = "bootstrap"
-                outside = bool((lo > 0 or hi < 0) and abs(delta) >= min_effect)
-                direction = delta
-            if chart_b is not None:
-                value = new_means.get((system, t), float("nan"))
-                chart_b["value"] = value
-                row.update({"band_centre": chart_b["centre"], "band_low": chart_b["low"],
-                            "band_high": chart_b["high"], "band_sd": chart_b["sd"], "band_runs": chart_b["n_runs"]})
-                outside = outside_chart(value, chart_b, min_effect)
-                direction = value - chart_b["centre"]
-                chart[(system, t)] = chart_b
-            alarm = bool(outside and s in alarm_stats)
-            row["alarm"] = alarm
-            row["status"] = ("moved up" if direction > 0 else "moved down") if outside else "inside"
-            rows.append(row)
-            if alarm:
-                if chart_b is not None:
-                    reasons.append(f"{label} {t} F: mean {chart_b['value']:.4f} {row['status']}, outside the "
-                                   f"{row['band']} band [{chart_b['low']:.4f}, {chart_b['high']:.4f}] "
-                                   f"(centre {chart_b['centre']:.4f}, {chart_b['n_runs']} runs)")
-                else:
-                    reasons.append(f"{label} {t} {s[0].upper()}: delta {delta:+.4f} [{lo:+.4f}, {hi:+.4f}] "
-                                   f"{row['status']}, "
-                                   f"outside the {row['band']} band")
-        # movers of this system
-        fcols = [types.index(t) * 3 + 2 for t in types]
-        if len(ids):
-            dF = D[:, fcols]
-            mag = np.abs(dF).max(axis=1)
-            for j in np.flatnonzero(mag > 0):
-                r = m.iloc[j]
-                mv = {"system": system, "id": ids[j], "max_abs_delta_f": float(mag[j]),
-                      "delta_f": {t: float(dF[j, k_]) for k_, t in enumerate(types)},
-                      "base_f": {t: float(B[j, f]) for t, f in zip(types, fcols)},
-                      "new_f": {t: float(N[j, f]) for t, f in zip(types, fcols)},
-                      "cand_tokens": [int(r["cand_tokens_base"]), int(r["cand_tokens_new"])],
-                      "diagnostics": {}}
-                for dc in DIAG_NAMES:
-                    if dc + "_base" in r.index and dc + "_new" in r.index:
-                        mv["diagnostics"][dc] = [_nan_none(r[dc + "_base"]), _nan_none(r[dc + "_new"])]
-                movers_all.append(mv)
-    if not coverage and not blockers:
-        blockers.append("the base run has no scored example")
-    movers_all.sort(key=lambda x: (-x["max_abs_delta_f"], x["system"], x["id"]))
-    movers = movers_all[:top]
-    verdict = "not comparable" if blockers else ("moved" if reasons else "no change")
+            yield ({"system": system, "type": t, "stat": s, "n": 0, "base": None, "new": None, "delta": None,
+                    "ci_low": None, "ci_high": None, "p_value": None, "alarm": False, "status": "no common examples",
+                    "band": None}, None, None)
+        return
+    lo, hi, pvals = paired_tests(al, opts)
+    n = len(al.frame)
+    for c_i, c in enumerate(cols):
+        t, s = c.rsplit("_", 1)
+        delta = float(al.delta[:, c_i].mean())
+        row = {"system": system, "type": t, "stat": s, "n": n,
+               "base": float(al.base[:, c_i].mean()), "new": float(al.new[:, c_i].mean()), "delta": delta,
+               "ci_low": _f(lo[c_i]), "ci_high": _f(hi[c_i]), "p_value": _f(pvals[c_i])}
+        j = judge_row(system, t, s, delta, lo[c_i], hi[c_i], means, opts)
+        row["band"] = j.band
+        if j.chart is not None:
+            row.update({"band_centre": j.chart["centre"], "band_low": j.chart["low"], "band_high": j.chart["high"],
+                        "band_sd": j.chart["sd"], "band_runs": j.chart["n_runs"]})
+        row["alarm"] = bool(j.outside and s in opts.alarm_stats)
+        row["status"] = ("moved up" if j.direction > 0 else "moved down") if j.outside else "inside"
+        yield row, j, _reason(label, row, j, lo[c_i], hi[c_i]) if row["alarm"] else None
+
+
+def _reason(label: str, row: dict, j: Judgement, lo: float, hi: float) -> str:
+    t, s = row["type"], row["stat"]
+    if j.chart is not None:
+        c = j.chart
+        return (f"{label} {t} F: mean {c['value']:.4f} {row['status']}, outside the {row['band']} band "
+                f"[{c['low']:.4f}, {c['high']:.4f}] (centre {c['centre']:.4f}, {c['n_runs']} runs)")
+    return (f"{label} {t} {s[0].upper()}: delta {row['delta']:+.4f} [{lo:+.4f}, {hi:+.4f}] {row['status']}, "
+            f"outside the {row['band']} band")
+
+
+def movers(al: Aligned, types: list[str]) -> list[dict]:
+    """Step 4: the system's examples whose F moved in some rouge type, with the largest ``|delta F|``
+    over the types, the F of both runs, the candidate token counts and the diagnostics of both."""
+    if not len(al.frame):
+        return []
+    fcols = [types.index(t) * 3 + 2 for t in types]
+    B, N, ids = al.base, al.new, al.ids
+    dF = al.delta[:, fcols]
+    mag = np.abs(dF).max(axis=1)
+    out = []
+    for j in np.flatnonzero(mag > 0):
+        r = al.frame.iloc[j]
+        mv = {"system": al.system, "id": ids[j], "max_abs_delta_f": float(mag[j]),
+              "delta_f": {t: float(dF[j, k_]) for k_, t in enumerate(types)},
+              "base_f": {t: float(B[j, f]) for t, f in zip(types, fcols)},
+              "new_f": {t: float(N[j, f]) for t, f in zip(types, fcols)},
+              "cand_tokens": [int(r["cand_tokens_base"]), int(r["cand_tokens_new"])],
+              "diagnostics": {}}
+        for dc in DIAG_NAMES:
+            if dc + "_base" in r.index and dc + "_new" in r.index:
+                mv["diagnostics"][dc] = [_nan_none(r[dc + "_base"]), _nan_none(r[dc + "_new"])]
+        out.append(mv)
+    return out
+
+
+def verdict(blockers: list[str], reasons: list[str]) -> str:
+    """``"not comparable"`` before anything else, then ``"moved"`` when a row alarmed."""
+    return "not comparable" if blockers else ("moved" if reasons else "no change")
+
+
+def _trend(history: list[RunData], new: RunData, means: RunMeans, systems: list[str], types: list[str]) -> dict:
+    """Each system's mean F over the history and the new run (the report's trend charts)."""
     trend = {"runs": [{"url": h.url, "time": h.recorded_time} for h in history]
              + [{"url": new.url, "time": new.recorded_time}],
              "means": {}}
     if history:
-        for system in sorted(bs | ns):
+        for system in systems:
             for t in types:
-                trend["means"].setdefault(system, {})[t] = [hm.get((system, t)) for hm in hist_means] + \
-                    [new_means.get((system, t))]
+                trend["means"].setdefault(system, {})[t] = [hm.get((system, t)) for hm in means.history] + \
+                    [means.new.get((system, t))]
+    return trend
+
+
+def _result(base: RunData, new: RunData, types: list[str], opts: CompareOptions, history: list[RunData],
+            replicates: list[RunData], *, rows, only, coverage, changed, blockers, reasons, notes, trend,
+            chart) -> dict:
+    v = verdict(blockers, reasons)
     result = {
         "base": base.url, "new": new.url,
         "base_signature": base.signature, "new_signature": new.signature,
         "same_signature": base.signature == new.signature,
         "rouge_types": types,
-        "band": {"mode": "fixed" if band is not None else "noise", "band": band,
-                 "min_effect": None if band is not None else min_effect, "confidence": confidence,
-                 "n_boot": n_boot, "n_perm": n_perm, "seed": seed, "alarm_stats": list(alarm_stats),
+        "band": {"mode": "fixed" if opts.band is not None else "noise", "band": opts.band,
+                 "min_effect": None if opts.band is not None else opts.min_effect, "confidence": opts.confidence,
+                 "n_boot": opts.n_boot, "n_perm": opts.n_perm, "seed": opts.seed,
+                 "alarm_stats": list(opts.alarm_stats),
                  "ci": "paired Poisson bootstrap (weights from seed, system, id)",
                  "test": "paired sign-flip permutation test",
-                 "history": {"method": method, "choice": BAND_METHODS[method], "k": k, "window": window,
-                             "min_history": min_history,
+                 "history": {"method": opts.method, "choice": BAND_METHODS[opts.method], "k": opts.k,
+                             "window": opts.window, "min_history": opts.min_history,
                              "n_history_runs": len(history), "n_replicates": len(replicates),
                              "fallback": "paired-bootstrap band when fewer than min_history runs hold the system"}},
-        "coverage": coverage, "min_coverage": min_coverage,
-        "allow_different_settings": allow_different_settings,
-        "rows": rows, "only_in_one": only, "n_changed_examples": len(movers_all), "movers": movers,
+        "coverage": coverage, "min_coverage": opts.min_coverage,
+        "allow_different_settings": opts.allow_different_settings,
+        "rows": rows, "only_in_one": only, "n_changed_examples": len(changed), "movers": changed[:opts.top],
         "reasons": blockers + reasons, "not_comparable": blockers, "notes": notes,
-        "verdict": verdict, "trend": trend,
-        "chart": [{"system": s_, "type": t_, **v} for (s_, t_), v in sorted(chart.items())],
+        "verdict": v, "trend": trend,
+        "chart": [{"system": s_, "type": t_, **c} for (s_, t_), c in sorted(chart.items())],
     }
-    result["moved"] = verdict == "moved"
+    result["moved"] = v == "moved"
     result["comparable"] = not blockers
-    if texts and movers:
-        attach_texts(result, base, new)
     return result
 
 

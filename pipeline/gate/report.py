@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import html
 import math
+import re
 
 import numpy as np
 
-from pipeline.gate.compare import system_label
+from pipeline.gate.bands import DEFAULT_K, DEFAULT_WINDOW, MIN_HISTORY, history_band
+from pipeline.gate.format import band_text, system_label, verdict_text
 from pipeline.scoring.diagnostics import summarize
 
 BINS = 20
@@ -143,11 +145,9 @@ def history_trend(run, history: list, k: float | None = None, window: int | None
                   min_history: int | None = None) -> dict:
     """The trend of every system's mean F over ``history`` (earlier ``RunData``, oldest first) and
     ``run``, with the history band where there are enough runs (as ``compare --history``)."""
-    from pipeline.gate import compare as cmp
-
-    k = cmp.DEFAULT_K if k is None else k
-    window = cmp.DEFAULT_WINDOW if window is None else window
-    min_history = cmp.MIN_HISTORY if min_history is None else min_history
+    k = DEFAULT_K if k is None else k
+    window = DEFAULT_WINDOW if window is None else window
+    min_history = MIN_HISTORY if min_history is None else min_history
     hist = [h.means() for h in history]
     now = run.means()
     means, chart = {}, []
@@ -156,13 +156,13 @@ def history_trend(run, history: list, k: float | None = None, window: int | None
         means.setdefault(system, {})[t] = values
         hv = [v for v in values[:-1] if v is not None]
         if len(hv) >= min_history:
-            chart.append({"system": system, "type": t, **cmp.history_band(hv, k, window)})
+            chart.append({"system": system, "type": t, **history_band(hv, k, window)})
     return {"trend": {"runs": [{"url": h.url} for h in history] + [{"url": run.url}], "means": means},
             "chart": chart, "rows": []}
 
 
 def run_report(run, title: str | None = None, history: list | None = None) -> str:
-    """HTML for one finished run (``pipeline.gate.compare.RunData``); with ``history`` (earlier runs,
+    """HTML for one finished run (``pipeline.gate.runs.RunData``); with ``history`` (earlier runs,
     oldest first), the trend of each system's mean F with the band."""
     df = run.scores
     types = _types_of(df, run.rouge_types)
@@ -281,7 +281,7 @@ def _trend_section(result: dict) -> list[str]:
 
 
 # --------------------------------------------------------------------------- matched words
-_NORM = __import__("re").compile(r"[^0-9a-z]+")
+_NORM = re.compile(r"[^0-9a-z]+")
 MAX_WORDS = 800
 
 
@@ -357,8 +357,6 @@ def _mover_html(k: int, m: dict) -> str:
 
 def compare_report(result: dict, base, new, title: str | None = None) -> str:
     """HTML for a comparison (``pipeline.gate.compare.compare`` result and the two ``RunData``)."""
-    from pipeline.gate.compare import band_text, verdict_text
-
     verdict = result.get("verdict", "moved" if result["moved"] else "no change")
     badge = {"moved": ("alarm", "MOVED"), "not comparable": ("alarm", "NOT COMPARABLE"),
              "no change": ("ok", "No change: inside the band")}[verdict]

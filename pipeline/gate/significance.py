@@ -36,7 +36,10 @@ import re
 
 import numpy as np
 
-from pipeline.gate.compare import STATS, CompareError, RunData, settings_check, system_label
+from pipeline.gate.compare import settings_check
+from pipeline.gate.format import system_label
+from pipeline.gate.runs import STATS, CompareError, RunData
+from pipeline.stats.poisson import example_bases, replicate_means, sign_flips
 
 _CHUNK = 2_000_000   # elements of a weight / sign matrix built at once
 
@@ -78,14 +81,10 @@ def _frame(run: RunData, system: str, cols: list[str], doc_key: str | None):
 
 def _weighted_means(bases: np.ndarray, X: np.ndarray, n_boot: int) -> np.ndarray:
     """``(n_boot, k)`` Poisson-bootstrap replicate means of the columns of ``X`` (n, k)."""
-    from pipeline.stats.poisson import replicate_means
-
     return replicate_means(bases, X, n_boot, max(1, _CHUNK // max(n_boot, 1)))
 
 
 def _ar_pvalue(bases: np.ndarray, d: np.ndarray, n_trials: int) -> float:
-    from pipeline.stats.poisson import sign_flips
-
     n = len(d)
     obs = abs(float(d.mean()))
     tol = 1e-12 * max(1.0, float(np.abs(d).max()))
@@ -118,18 +117,8 @@ def significance(base_run: RunData, new_run: RunData, systems: list[str], stats=
     vs run ``compare``): two runs made with other settings (unless ``allow_different_settings``),
     a system whose documents with finite scores in both cover less than ``min_coverage`` of the
     baseline's, or none."""
-    from pipeline.stats.poisson import example_bases
-
     systems = [s for s in systems]
-    if len(systems) < 2:
-        raise CompareError("--systems needs the baseline and at least one system: BASELINE,A[,B...]")
-    if len(set(systems)) != len(systems):
-        raise CompareError(f"--systems lists a system twice: {systems}")
-    bad = [s for s in stats if s not in STATS]
-    if bad:
-        raise CompareError(f"unknown statistic {bad}")
-    if n_boot < 1 or n_trials < 1:
-        raise CompareError("--n-boot and --n-perm must be >= 1 for --systems")
+    _check_request(systems, stats, n_boot, n_trials)
     baseline, others = systems[0], systems[1:]
     types = [t for t in base_run.rouge_types if t in new_run.rouge_types]
     if not types:
@@ -143,51 +132,15 @@ def significance(base_run: RunData, new_run: RunData, systems: list[str], stats=
     rows, blockers = [], []
     notes = settings_check(base_run.signature, new_run.signature, allow_different_settings, blockers)
     for s in others:
-        fs = frames[s]
-        docs = sorted(set(fb.index) & set(fs.index))
-        if not docs:
-            hint = " (do the ids carry the system? try --doc-key '(.*):{system}$')" if not doc_key else ""
-            blockers.append(f"{system_label(baseline)} and {system_label(s)} share no document{hint}")
-            continue
-        B = fb.loc[docs, cols].to_numpy(np.float64)
-        S = fs.loc[docs, cols].to_numpy(np.float64)
-        # coverage of the documents actually compared (finite in both), as run vs run compare
-        n_ok = int((np.isfinite(B) & np.isfinite(S)).all(axis=1).sum())
-        cov = n_ok / len(fb) if len(fb) else 1.0
-        if n_ok == 0 or cov < min_coverage:
-            blockers.append(f"{system_label(s)}: coverage {cov:.1%} ({n_ok} of {len(fb)} documents of "
-                            f"{system_label(baseline)} compared, with finite scores in both) is below "
-                            f"--min-coverage {min_coverage:.0%}")
+        docs, B, S, blocker = _paired_docs(fb, frames[s], baseline, s, doc_key, min_coverage, cols)
+        if blocker:
+            blockers.append(blocker)
             continue
         for c_i, c in enumerate(cols):
             t, st = c.rsplit("_", 1)
-            ok = np.isfinite(B[:, c_i]) & np.isfinite(S[:, c_i])
-            keys = [d for d, k in zip(docs, ok) if k]
-            b, x = B[ok, c_i], S[ok, c_i]
-            d = x - b
-            bases = example_bases(keys, seed)
-            reps = _weighted_means(bases, np.stack([b, x, d], axis=1), n_boot)
-            rd = reps[:, 2]
-            delta = float(d.mean())
-            tol = 1e-12 * max(1.0, float(np.abs(d).max()))
-            p_bs = (1 + int((np.abs(rd - rd.mean()) >= abs(delta) - tol).sum())) / (1 + n_boot)
-            lo, hi = np.quantile(rd, [q, 1 - q])
-            blo, bhi = np.quantile(reps[:, 0], [q, 1 - q])
-            slo, shi = np.quantile(reps[:, 1], [q, 1 - q])
-            rows.append({"type": t, "stat": st, "baseline": baseline, "system": s, "n_docs": len(keys),
-                         "baseline_mean": float(b.mean()), "baseline_ci": [float(blo), float(bhi)],
-                         "system_mean": float(x.mean()), "system_ci": [float(slo), float(shi)],
-                         "delta": delta, "delta_ci": [float(lo), float(hi)],
-                         "p_bootstrap": p_bs, "p_ar": _ar_pvalue(bases, d, n_trials)})
-    alpha = 1 - confidence
-    for t in types:
-        for st in stats:
-            fam = [r for r in rows if r["type"] == t and r["stat"] == st]
-            for name in ("p_bootstrap", "p_ar"):
-                for r, p in zip(fam, holm([r[name] for r in fam])):
-                    r[name + "_holm"] = p
-            for r in fam:
-                r["significant"] = bool(r["p_bootstrap_holm"] < alpha and r["p_ar_holm"] < alpha)
+            rows.append({"type": t, "stat": st, "baseline": baseline, "system": s,
+                         **_paired_tests(docs, B[:, c_i], S[:, c_i], n_boot, n_trials, seed, q)})
+    _holm_families(rows, types, stats, 1 - confidence)
     return {"base": base_run.url, "new": new_run.url, "baseline": baseline, "systems": others,
             "rouge_types": types, "stats": list(stats), "doc_key": doc_key or "id",
             "settings": {"n_boot": n_boot, "n_trials": n_trials, "seed": seed, "confidence": confidence,
@@ -196,6 +149,73 @@ def significance(base_run: RunData, new_run: RunData, systems: list[str], stats=
                          "bootstrap": "paired Poisson bootstrap, weights keyed by (seed, document)",
                          "randomization": "approximate randomization, signs keyed by (seed, document)"},
             "rows": rows, "comparable": not blockers, "not_comparable": blockers, "notes": notes}
+
+
+def _check_request(systems: list[str], stats, n_boot: int, n_trials: int) -> None:
+    if len(systems) < 2:
+        raise CompareError("--systems needs the baseline and at least one system: BASELINE,A[,B...]")
+    if len(set(systems)) != len(systems):
+        raise CompareError(f"--systems lists a system twice: {systems}")
+    bad = [s for s in stats if s not in STATS]
+    if bad:
+        raise CompareError(f"unknown statistic {bad}")
+    if n_boot < 1 or n_trials < 1:
+        raise CompareError("--n-boot and --n-perm must be >= 1 for --systems")
+
+
+def _paired_docs(fb, fs, baseline: str, system: str, doc_key: str | None, min_coverage: float, cols: list[str]):
+    """``(docs, B, S, blocker)``: the documents of both systems and their scores (documents x
+    ``cols``), or the reason they cannot be compared (no common document, too little coverage)."""
+    docs = sorted(set(fb.index) & set(fs.index))
+    if not docs:
+        hint = " (do the ids carry the system? try --doc-key '(.*):{system}$')" if not doc_key else ""
+        return docs, None, None, f"{system_label(baseline)} and {system_label(system)} share no document{hint}"
+    B = fb.loc[docs, cols].to_numpy(np.float64)
+    S = fs.loc[docs, cols].to_numpy(np.float64)
+    # coverage of the documents actually compared (finite in both), as run vs run compare
+    n_ok = int((np.isfinite(B) & np.isfinite(S)).all(axis=1).sum())
+    cov = n_ok / len(fb) if len(fb) else 1.0
+    if n_ok == 0 or cov < min_coverage:
+        return docs, B, S, (f"{system_label(system)}: coverage {cov:.1%} ({n_ok} of {len(fb)} documents of "
+                            f"{system_label(baseline)} compared, with finite scores in both) is below "
+                            f"--min-coverage {min_coverage:.0%}")
+    return docs, B, S, None
+
+
+def _paired_tests(docs: list[str], b_col: np.ndarray, s_col: np.ndarray, n_boot: int, n_trials: int, seed: int,
+                  q: float) -> dict:
+    """One statistic of one system against the baseline, on the documents finite in both: the
+    means and the delta with their bootstrap CIs, and both p-values (uncorrected)."""
+    ok = np.isfinite(b_col) & np.isfinite(s_col)
+    keys = [d for d, k in zip(docs, ok) if k]
+    b, x = b_col[ok], s_col[ok]
+    d = x - b
+    bases = example_bases(keys, seed)
+    reps = _weighted_means(bases, np.stack([b, x, d], axis=1), n_boot)
+    rd = reps[:, 2]
+    delta = float(d.mean())
+    tol = 1e-12 * max(1.0, float(np.abs(d).max()))
+    p_bs = (1 + int((np.abs(rd - rd.mean()) >= abs(delta) - tol).sum())) / (1 + n_boot)
+    lo, hi = np.quantile(rd, [q, 1 - q])
+    blo, bhi = np.quantile(reps[:, 0], [q, 1 - q])
+    slo, shi = np.quantile(reps[:, 1], [q, 1 - q])
+    return {"n_docs": len(keys), "baseline_mean": float(b.mean()), "baseline_ci": [float(blo), float(bhi)],
+            "system_mean": float(x.mean()), "system_ci": [float(slo), float(shi)],
+            "delta": delta, "delta_ci": [float(lo), float(hi)],
+            "p_bootstrap": p_bs, "p_ar": _ar_pvalue(bases, d, n_trials)}
+
+
+def _holm_families(rows: list[dict], types: list[str], stats, alpha: float) -> None:
+    """Add the Holm-corrected p-values and ``significant`` (both tests below ``alpha``) to every row,
+    per family: one rouge type, one statistic, one test, every system against the baseline."""
+    for t in types:
+        for st in stats:
+            fam = [r for r in rows if r["type"] == t and r["stat"] == st]
+            for name in ("p_bootstrap", "p_ar"):
+                for r, p in zip(fam, holm([r[name] for r in fam])):
+                    r[name + "_holm"] = p
+            for r in fam:
+                r["significant"] = bool(r["p_bootstrap_holm"] < alpha and r["p_ar_holm"] < alpha)
 
 
 def format_significance(result: dict) -> str:

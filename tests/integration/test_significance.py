@@ -15,7 +15,7 @@ import pytest
 from support.newsroom_runs import DOC_KEY, records, score, write
 from support.shared import needs_data
 from pipeline.cli import main as cli
-from pipeline.gate.compare import CompareError, load_run
+from pipeline.gate.runs import CompareError, load_run
 from pipeline.gate.significance import doc_keys, holm, significance
 from pipeline.stats import poisson
 

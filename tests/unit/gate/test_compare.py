@@ -13,7 +13,8 @@ import pytest
 
 from support.newsroom_runs import HEADER, injected, records, score, write
 from pipeline.cli import main as cli
-from pipeline.gate.compare import load_run, compare
+from pipeline.gate.compare import compare
+from pipeline.gate.runs import load_run
 
 REPO = Path(__file__).parents[3]
 FAST = dict(n_boot=500, n_perm=500)

@@ -13,7 +13,8 @@ import pytest
 from support.newsroom_runs import DOC_KEY, injected, records, resampled, score, swapped, write
 from support.shared import DATA_REASON, HAVE_DATA, needs_data
 from pipeline.cli import main as cli
-from pipeline.gate.compare import RunData, compare, load_run
+from pipeline.gate.compare import compare
+from pipeline.gate.runs import RunData, load_run
 
 FAST = dict(n_boot=300, n_perm=300)
 SIG = "rouge:1|tok:default|seed:12345"
@@ -175,7 +176,7 @@ def test_too_little_history_falls_back_to_the_bootstrap_band():
 
 
 def cli_band_text(res):
-    from pipeline.gate.compare import band_text
+    from pipeline.gate.format import band_text
 
     return band_text(res)
 
@@ -309,7 +310,7 @@ def test_movers_texts_resolve_a_relative_input_from_the_runs_record(tmp_path, mo
 
 def test_the_empty_system_is_shown_one_way_everywhere(tmp_path):
     from pipeline.cli.main import format_stats_table
-    from pipeline.gate.compare import format_result
+    from pipeline.gate.format import format_result
     from pipeline.gate.report import compare_report
 
     base = run_of("b", {"": BASE})

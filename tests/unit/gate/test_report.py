@@ -95,7 +95,8 @@ def test_run_report_with_history_draws_the_trend_and_band(reports):
 
 
 def test_no_mover_says_so_not_the_top_0(tmp_path):
-    from pipeline.gate.compare import compare, load_run
+    from pipeline.gate.compare import compare
+    from pipeline.gate.runs import load_run
     from pipeline.gate.report import compare_report
 
     base = load_run(str(score(write(tmp_path / "a.jsonl", records()[:14]), tmp_path / "a")))

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from pipeline.gate import significance as sig
-from pipeline.gate.compare import RunData
+from pipeline.gate.runs import RunData
 from pipeline.stats import poisson
 
 SIG = "rouge:1|tok:default|seed:12345"

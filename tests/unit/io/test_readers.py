@@ -86,7 +86,7 @@ def test_scores_folders_are_not_hive_partitions(runs):
 def test_a_folder_of_the_old_layout_is_refused(runs, tmp_path):
     import shutil
 
-    from pipeline.gate.compare import CompareError, load_run
+    from pipeline.gate.runs import CompareError, load_run
     from pipeline.execution.dataframe import read_run
 
     src, records = runs["systems"]
