@@ -19,12 +19,9 @@ import io
 import json
 import sys
 
-EXIT_OK, EXIT_CONFIG, EXIT_EMPTY = 0, 2, 5
+from pipeline.errors import EXIT_CONFIG, EXIT_NO_ROWS, EXIT_OK, EvalError
+
 STATS = ("precision", "recall", "fmeasure")
-
-
-class EvalError(ValueError):
-    """A usage or input error: ``what: path: cause``."""
 
 
 def add_parser(sub) -> None:
@@ -234,7 +231,7 @@ def run(args) -> int:
                        sentence_splitter=args.sentence_splitter)
         if not cands:
             print(f"rouge-pipeline: eval: no example: {args.input}: the input is empty", file=sys.stderr)
-            return EXIT_EMPTY
+            return EXIT_NO_ROWS
         if args.per_example:
             scorer = RougeScorer(types, use_stemmer=args.use_stemmer, **options)
             _per_example(scorer, cands, refs, ids, args.format, sys.stdout)

@@ -9,8 +9,8 @@ folder held by another live run (its lease), 130 interrupted.  141: the reader o
 silently.
 
 Every failure is one line on stderr, ``rouge-pipeline: <what>: <path>: <cause>``, mapped from the
-exception in one place (:func:`main`, :func:`failure`); ``--debug`` (or ``ROUGE_PIPELINE_DEBUG=1``)
-prints the traceback too.
+exception in one place (:func:`main`, :func:`failure`; the errors and their statuses are in
+:mod:`pipeline.errors`); ``--debug`` (or ``ROUGE_PIPELINE_DEBUG=1``) prints the traceback too.
 """
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ import traceback
 
 from pipeline.cli import nightly
 from pipeline.errors import (EXIT_BUSY, EXIT_CONFIG, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NO_ROWS,  # noqa: F401
-                            EXIT_NOT_COMPARABLE, EXIT_OK, EXIT_PIPE_CLOSED, EXIT_RUN_FOLDER, EXIT_STRICT)
+                            EXIT_NOT_COMPARABLE, EXIT_OK, EXIT_PIPE_CLOSED, EXIT_RUN_FOLDER, EXIT_STRICT,
+                            CompareError, ConfigError, PipelineError, StrictModeError)
 
 DEBUG_ENV = "ROUGE_PIPELINE_DEBUG"
 
@@ -126,9 +127,9 @@ def _compare(args) -> int:
 
     try:
         if not 0 < args.confidence < 1 or args.n_boot < 0 or (args.n_perm is not None and args.n_perm < 0):
-            raise cmp.CompareError("--confidence must be in (0, 1), --n-boot and --n-perm >= 0")
+            raise CompareError("--confidence must be in (0, 1), --n-boot and --n-perm >= 0")
         if len(args.runs) > 2:
-            raise cmp.CompareError(f"at most two runs (BASE NEW), got {len(args.runs)}")
+            raise CompareError(f"at most two runs (BASE NEW), got {len(args.runs)}")
         if args.systems:
             return _significance(args)
         chart = {k: v for k, v in (("k", args.k), ("window", args.window), ("min_history", args.min_history),
@@ -145,7 +146,7 @@ def _compare(args) -> int:
                   file=sys.stderr)
             return EXIT_OK
         else:
-            raise cmp.CompareError("give BASE NEW, or NEW with --history / --previous, or RUN with --systems")
+            raise CompareError("give BASE NEW, or NEW with --history / --previous, or RUN with --systems")
         replicates = cmp.find_runs(args.replicates, exclude=new.url) if args.replicates else None
         result = cmp.compare(base, new, band=args.band, min_effect=args.min_effect, confidence=args.confidence,
                              n_boot=args.n_boot, n_perm=2000 if args.n_perm is None else args.n_perm,
@@ -156,7 +157,7 @@ def _compare(args) -> int:
             from pipeline.gate.report import compare_report
 
             _write_text(args.html, compare_report(result, base, new))
-    except (cmp.CompareError, OSError, ValueError) as e:
+    except (CompareError, OSError, ValueError) as e:
         print(f"rouge-pipeline: compare: {e}", file=sys.stderr)
         return EXIT_CONFIG
     if args.json:
@@ -212,7 +213,7 @@ def _significance(args) -> int:
 
 
 def _report(args) -> int:
-    from pipeline.gate.compare import CompareError, history_runs, load_run
+    from pipeline.gate.compare import history_runs, load_run
     from pipeline.gate.report import run_report
 
     try:
@@ -272,7 +273,7 @@ def format_summary(summary: dict) -> str:
 
 
 def _score(args) -> int:
-    from pipeline.config import ConfigError, load_config
+    from pipeline.config import load_config
 
     overrides = list(args.overrides)
     if args.inputs:
@@ -379,34 +380,19 @@ def _os_what(e: OSError) -> str:
 
 def failure(e: BaseException, command: str = "score") -> tuple[int, str]:
     """``(exit status, one-line message)`` for an exception that ended ``command``: the one map
-    from exception types to the documented exit statuses."""
-    from pipeline.config import ConfigError
-
-    driver = sys.modules.get("pipeline.execution.driver")  # not imported: none of its errors
-    run_folder = sys.modules.get("pipeline.runfolder.lease")
-    unexpected = EXIT_CONFIG if command == "compare" else EXIT_FAILED  # compare's 1 means "moved"
+    from exceptions to the documented exit statuses (a :class:`PipelineError` carries its own)."""
     if isinstance(e, KeyboardInterrupt):
         return EXIT_INTERRUPTED, "interrupted" + ("; rerun the same command to resume" if command == "score" else "")
-    if isinstance(e, ConfigError):
-        return EXIT_CONFIG, f"configuration error: {e}"
-    if run_folder is not None and isinstance(e, run_folder.RunFolderBusyError):
-        return EXIT_BUSY, str(e)
-    if driver is not None:
-        if isinstance(e, driver.RunFolderError):
-            return EXIT_RUN_FOLDER, str(e)
-        if isinstance(e, driver.StrictModeError):
-            return EXIT_STRICT, f"{e} ({format_summary(e.summary)})"
-        if isinstance(e, driver.NoRowsError):
-            return EXIT_NO_ROWS, f"no row scored: {e}"
-        if isinstance(e, driver.RunFailedError):
-            # after its retries: the message names the task's file and rows; rerunning resumes
-            return EXIT_FAILED, f"run failed: {e}"
+    if isinstance(e, PipelineError):
+        detail = f" ({format_summary(e.summary)})" if isinstance(e, StrictModeError) else ""
+        return e.status, f"{e.label}{e}{detail}"
     if isinstance(e, _OS_CONFIG_ERRORS):
         if e.filename is not None and e.strerror:
             return EXIT_CONFIG, f"{_os_what(e)}: {str(e.filename).removeprefix('file://')}: {e.strerror}"
         return EXIT_CONFIG, f"error: {e}"   # fsspec's own messages name the path
     if isinstance(e, ValueError):
         return EXIT_CONFIG, f"error: {e}"   # input and settings errors name the file, line or field
+    unexpected = EXIT_CONFIG if command == "compare" else EXIT_FAILED  # compare's 1 means "moved"
     return unexpected, f"unexpected error: {type(e).__name__}: {e} (rerun with --debug for the traceback)"
 
 

@@ -23,7 +23,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from pipeline.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_NOT_COMPARABLE, EXIT_OK, EXIT_TIMEOUT
+from pipeline.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NOT_COMPARABLE, EXIT_OK, EXIT_TIMEOUT
 
 SCHEMA_PATH = Path(__file__).with_name("nightly.schema.json")
 COMPARE_FLAGS = {"band": "--band", "min_effect": "--min-effect", "min_coverage": "--min-coverage", "k": "--k",
@@ -165,7 +165,7 @@ def _with_timeout(main, argv: list[str], minutes) -> tuple[int, bool]:
     except KeyboardInterrupt:
         if not fired.is_set():
             raise
-        status = 130
+        status = EXIT_INTERRUPTED
     finally:
         timer.cancel()
     return status, fired.is_set()

@@ -10,14 +10,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipeline.errors import CompareError
 from pipeline.io.writers import read_json
 
 STATS = ("precision", "recall", "fmeasure")
-
-
-class CompareError(RuntimeError):
-    """A run cannot be read or the runs cannot be compared (exit status 2)."""
-
 
 
 @dataclass
