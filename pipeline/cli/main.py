@@ -11,6 +11,10 @@ silently.
 Every failure is one line on stderr, ``rouge-pipeline: <what>: <path>: <cause>``, mapped from the
 exception in one place (:func:`main`, :func:`failure`; the errors and their statuses are in
 :mod:`pipeline.errors`); ``--debug`` (or ``ROUGE_PIPELINE_DEBUG=1``) prints the traceback too.
+
+Start-up: this module imports the standard library and package modules that load no third-party
+package, so ``import pipeline.cli.main`` (the console script's entry) loads no NumPy, Arrow,
+pandas or Dask; each command imports what it uses inside its function.
 """
 from __future__ import annotations
 
@@ -22,24 +26,24 @@ import os
 import sys
 import traceback
 
+from pipeline import __version__, redaction
+from pipeline.cli import eval as quick
 from pipeline.cli import nightly
 from pipeline.errors import (EXIT_BUSY, EXIT_CONFIG, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NO_ROWS,  # noqa: F401
                             EXIT_NOT_COMPARABLE, EXIT_OK, EXIT_PIPE_CLOSED, EXIT_RUN_FOLDER, EXIT_STRICT,
                             CompareError, ConfigError, PipelineError, StrictModeError)
+from pipeline.gate.format import system_label
+from pipeline.redaction import masked_std
 
 DEBUG_ENV = "ROUGE_PIPELINE_DEBUG"
 
 
 def _parser() -> argparse.ArgumentParser:
-    from pipeline import __version__
-
     p = argparse.ArgumentParser(prog="rouge-pipeline", description="Exact, fast ROUGE over sharded corpora.")
     p.add_argument("--version", action="version", version=f"rouge-pipeline {__version__}")
     p.add_argument("--debug", action="store_true",
                    help=f"print the traceback of a failure too (or set {DEBUG_ENV}=1)")
     sub = p.add_subparsers(dest="command", required=True)
-    from pipeline.cli import eval as quick
-
     quick.add_parser(sub)
     s = sub.add_parser("score", help="score a corpus into a run folder: a YAML config, or input files and -o RUN")
     s.add_argument("inputs", nargs="*", metavar="INPUT",
@@ -72,7 +76,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _add_compare_parsers(sub) -> None:
     """``compare`` (exit 0 inside the band, 1 moved, 2 error) and ``report`` (pipeline.gate.compare, .report)."""
-    from pipeline.config import DEFAULT_MIN_EFFECT
+    from pipeline.config import DEFAULT_MIN_EFFECT  # start-up: pipeline.config loads NumPy and Arrow
 
     c = sub.add_parser("compare", help="did the outputs move? is A better than B? can these runs be compared?",
                        description="compare BASE NEW: did the outputs move (exit 0 no, 1 moved, 3 not comparable); "
@@ -123,7 +127,7 @@ def _add_compare_parsers(sub) -> None:
 
 
 def _compare(args) -> int:
-    from pipeline.gate import compare as cmp
+    from pipeline.gate import compare as cmp  # start-up: the gate loads pandas and numba
 
     try:
         if not 0 < args.confidence < 1 or args.n_boot < 0 or (args.n_perm is not None and args.n_perm < 0):
@@ -154,7 +158,7 @@ def _compare(args) -> int:
                              allow_different_settings=args.allow_different_settings, history=history,
                              replicates=replicates, **chart)
         if args.html:
-            from pipeline.gate.report import compare_report
+            from pipeline.gate.report import compare_report  # start-up: the gate loads pandas
 
             _write_text(args.html, compare_report(result, base, new))
     except (CompareError, OSError, ValueError) as e:
@@ -179,13 +183,14 @@ def _compare(args) -> int:
 
 def _write_text(url: str, text: str) -> None:
     """A report file, local or on any fsspec URL."""
-    import fsspec
+    import fsspec  # start-up: a third-party package, for --html only
 
     with fsspec.open(url, "w", encoding="utf-8") as f:
         f.write(text)
 
 
 def _significance(args) -> int:
+    # start-up: the gate loads pandas and numba
     from pipeline.gate import compare as cmp
     from pipeline.gate import significance as sig
 
@@ -197,7 +202,7 @@ def _significance(args) -> int:
                               seed=args.seed, confidence=args.confidence, min_coverage=args.min_coverage,
                               allow_different_settings=args.allow_different_settings)
     if args.html:
-        from pipeline.gate.report import significance_report
+        from pipeline.gate.report import significance_report  # start-up: the gate loads pandas
 
         _write_text(args.html, significance_report(result))
     if args.json:
@@ -213,6 +218,7 @@ def _significance(args) -> int:
 
 
 def _report(args) -> int:
+    # start-up: the gate loads pandas and numba
     from pipeline.gate.compare import history_runs, load_run
     from pipeline.gate.report import run_report
 
@@ -235,8 +241,6 @@ def _fmt(v, digits=4) -> str:
 
 def format_stats_table(rows: list[dict], exact_rows: list[dict] | None = None) -> str:
     """One line per (system, type): mean P/R/F and the F-measure confidence interval."""
-    from pipeline.gate.compare import system_label
-
     by = {}
     for r in rows:
         by.setdefault((r["system"], r["type"]), {})[r["stat"]] = r
@@ -273,7 +277,7 @@ def format_summary(summary: dict) -> str:
 
 
 def _score(args) -> int:
-    from pipeline.config import load_config
+    from pipeline.config import load_config  # start-up: pipeline.config loads NumPy, Arrow and YAML
 
     overrides = list(args.overrides)
     if args.inputs:
@@ -299,18 +303,16 @@ def _score(args) -> int:
         cfg = load_config(args.config, overrides)
     except OSError as e:  # the config file itself
         raise ConfigError(f"{e.filename or args.config}: {e.strerror or e}") from e
-    from pipeline import redaction
-
     if redaction.active() is not None:   # from here on, this config's secret values are masked too
         redaction.active().add_config(cfg.to_dict(redact=False))
     _CONTEXT["output"] = cfg.output.url
     if args.print_config:
-        import yaml
+        import yaml  # start-up: a third-party package, for --print-config only
 
         print(yaml.safe_dump(cfg.effective_dict(), sort_keys=False, allow_unicode=True), end="")
         return EXIT_OK
 
-    from pipeline.execution.driver import run_config
+    from pipeline.execution.driver import run_config  # start-up: the driver loads Dask
 
     # failures are mapped to their exit status and one line by main()
     result = run_config(cfg, progress=not args.no_progress)
@@ -402,8 +404,6 @@ def main(argv=None) -> int:
         _EXIT_HOOKED = True
         atexit.register(_fast_exit)
     args = _parser().parse_args(argv)
-    from pipeline.redaction import masked_std
-
     saved = dict(_CONTEXT)
     debug = _CONTEXT["debug"] = bool(args.debug or saved.get("debug")
                                       or os.environ.get(DEBUG_ENV, "") not in ("", "0"))
@@ -433,8 +433,6 @@ def main(argv=None) -> int:
 
 def _stdout_closed() -> int:
     """The reader of stdout went away: no traceback, and none again when Python flushes at exit."""
-    import os
-
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
@@ -445,8 +443,6 @@ def _stdout_closed() -> int:
 
 def _dispatch(args) -> int:
     if args.command == "eval":
-        from pipeline.cli import eval as quick
-
         return quick.run(args)
     if args.command == "score":
         return _score(args)
