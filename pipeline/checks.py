@@ -1,11 +1,10 @@
-"""``ConfigError`` and the value checks of every settings section (no third-party import)."""
+"""The value checks of every settings section (no third-party import); they raise ``ConfigError``
+(:mod:`pipeline.errors`, importable from here)."""
 from __future__ import annotations
 
 from typing import Any
 
-
-class ConfigError(ValueError):
-    """A configuration error; the message names the field."""
+from pipeline.errors import ConfigError
 
 
 def type_name(v: Any) -> str:

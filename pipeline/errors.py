@@ -1,5 +1,21 @@
-"""Exit statuses shared by the commands (``cli``, ``nightly``, ``quick``): a module of its own so
-that ``nightly`` needs no import of ``cli``, which imports it."""
+"""The commands' exit statuses, and every error a command maps to one: each derives from
+:class:`PipelineError`, which carries its ``status`` and the words that start its one line on
+stderr (``label``); :func:`pipeline.cli.main.failure` reads them, and docs/errors.md lists them.
+
+The ground floor: this module imports no other module of the package, so any layer may raise
+these.  Each error keeps the builtin base (``ValueError``, ``RuntimeError``) code catches it by.
+The modules that raise them re-export them (``from pipeline.config import ConfigError`` works).
+
+Left where they are, because no command maps them:
+
+* ``BadRecord`` (io/canonical.py), ``TaskFailed`` (execution/waves.py), ``RunStopped``
+  (runfolder/folder.py): control flow inside a run; a bad record becomes a quarantine row, a
+  failed or stopped task a :class:`RunFailedError` (or the error it carried).
+* ``HashCollisionError`` (job/dedup.py): two keys sharing a 64-bit hash, about never; it ends
+  ``score`` as an unexpected error (status 1) naming itself.
+* ``WorkerVersionError`` (execution/plugin.py): raised by a worker that runs *another* version
+  and unpickled by the client by its module path, which must therefore stay where it was.
+"""
 
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_STRICT, EXIT_RUN_FOLDER = 0, 1, 2, 3, 4
 EXIT_NO_ROWS = 5
@@ -8,3 +24,102 @@ EXIT_NOT_COMPARABLE = 3   # compare: the runs cannot be compared (coverage, sett
 EXIT_TIMEOUT = 124        # nightly: the scoring ran past timeout_minutes (as GNU timeout's)
 EXIT_INTERRUPTED = 130
 EXIT_PIPE_CLOSED = 141    # 128 + SIGPIPE: the reader (e.g. `head`) closed our output early
+
+
+class PipelineError(Exception):
+    """An error a command ends with: it exits ``status`` and prints
+    ``rouge-pipeline: <label><message>``."""
+
+    status = EXIT_FAILED
+    label = "error: "
+
+
+# --------------------------------------------------------------------------- 2: configuration, input
+class ConfigError(PipelineError, ValueError):
+    """A configuration error; the message names the field."""
+
+    status = EXIT_CONFIG
+    label = "configuration error: "
+
+
+class UnreadableFileError(PipelineError, ValueError):
+    """An input file that cannot be decoded at all (corrupt or truncated compression, not
+    Parquet, a folder where a file is expected).  The message names the file.  A
+    ``ValueError``: retrying cannot help (transient storage errors stay ``OSError``)."""
+
+    status = EXIT_CONFIG
+
+
+class WorkerEnvironmentError(PipelineError, ValueError):
+    """The scheduler or workers of an existing cluster cannot run this package's tasks."""
+
+    status = EXIT_CONFIG
+
+
+class OldLayoutError(PipelineError, ValueError):
+    """A run folder written with an older layout (refused, never half read).  ``score`` reports
+    it as a :class:`RunFolderError`, ``compare`` and ``report`` as a :class:`CompareError`."""
+
+    status = EXIT_CONFIG
+
+
+class EvalError(PipelineError, ValueError):
+    """``eval``: a usage or input error, ``what: path: cause`` (the command prints ``eval: ...``)."""
+
+    status = EXIT_CONFIG
+
+
+class CompareError(PipelineError, RuntimeError):
+    """A run cannot be read or the runs cannot be compared (``compare`` and ``report`` print
+    ``<command>: ...``)."""
+
+    status = EXIT_CONFIG
+
+
+# --------------------------------------------------------------------------- a run that did not finish
+class RunFailedError(PipelineError, RuntimeError):
+    """A task (or the driver's own storage access) failed after its retries.  Nothing final
+    was written for the run (no statistics, no ``_SUCCESS``); rerunning the same command
+    resumes it."""
+
+    status = EXIT_FAILED
+    label = "run failed: "
+
+
+class StrictModeError(PipelineError, RuntimeError):
+    """``strict: true`` and some records were quarantined (the command adds ``summary``'s counts)."""
+
+    status = EXIT_STRICT
+    label = ""
+
+    def __init__(self, message, summary):
+        super().__init__(message)
+        self.summary = summary
+
+
+class RunFolderError(PipelineError, RuntimeError):
+    """The run folder holds a run made with other settings or an older format, is not a run
+    folder, or holds files that are not this run's (or the inputs changed during the run)."""
+
+    status = EXIT_RUN_FOLDER
+    label = ""
+
+
+class NoRowsError(PipelineError, RuntimeError):
+    """The run scored no row: the input holds no record, or every record was quarantined.
+    The message says why (the most common quarantine reasons, the fields of the first
+    records, a "did you mean" for the column mapping); no statistics and no ``_SUCCESS``."""
+
+    status = EXIT_NO_ROWS
+    label = "no row scored: "
+
+    def __init__(self, message, summary):
+        super().__init__(message)
+        self.summary = summary
+
+
+class RunFolderBusyError(PipelineError, RuntimeError):
+    """Another live run holds the run folder (its lease)."""
+
+    status = EXIT_BUSY
+    label = ""

@@ -11,28 +11,30 @@ read by field name (``--candidate-field``, ``--references-field``, ``--id-field`
 file has one text per line (``--newline-marker`` turns a marker such as ``<n>`` back into the
 sentence breaks rougeLsum uses).  The table shows the exact means of P, R and F and the F
 interval of rouge-score's bootstrap; JSON and CSV add its mid and the signature.
+
+Start-up: NumPy, Arrow and fsspec are imported inside the functions that use them, so importing
+this module (``rouge-pipeline`` does, for every command) loads none of them.
 """
 from __future__ import annotations
 
+import argparse
 import csv
 import io
 import json
 import sys
 
-EXIT_OK, EXIT_CONFIG, EXIT_EMPTY = 0, 2, 5
+from pipeline import RougeScorer
+from pipeline.errors import EXIT_CONFIG, EXIT_NO_ROWS, EXIT_OK, EvalError
+
 STATS = ("precision", "recall", "fmeasure")
 
 
-class EvalError(ValueError):
-    """A usage or input error: ``what: path: cause``."""
-
-
 def add_parser(sub) -> None:
-    from pipeline.api import DEFAULT_SEED, DEFAULT_TYPES
+    from pipeline.api import DEFAULT_SEED, DEFAULT_TYPES  # start-up: pipeline.api loads NumPy
 
     e = sub.add_parser("eval", help="score files or stdin in this process and print corpus P/R/F (no run folder)",
                        description=__doc__.split("\n\n")[1] if __doc__ else None,
-                       formatter_class=__import__("argparse").RawDescriptionHelpFormatter)
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     e.add_argument("-r", "--refs", action="append", default=[], metavar="FILE",
                    help="reference file (repeat for several references per example)")
     e.add_argument("-i", "--input", default="-", metavar="FILE",
@@ -63,7 +65,7 @@ def add_parser(sub) -> None:
 # --------------------------------------------------------------------------- reading
 
 def _kind(path: str) -> str:
-    from pipeline.io.paths import infer_format  # fsspec: loaded by the commands that read files only
+    from pipeline.io.paths import infer_format  # start-up: loads fsspec, for the commands that read files
 
     fmt = infer_format(path, default="text")
     return "lines" if fmt == "text" else fmt
@@ -72,7 +74,7 @@ def _kind(path: str) -> str:
 def _open_text(path: str):
     if path == "-":
         return io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="strict", newline="")
-    import fsspec
+    import fsspec  # start-up: for the commands that read files
 
     return fsspec.open(path, "rt", encoding="utf-8", compression="infer", newline="").open()
 
@@ -92,7 +94,7 @@ def _read_lines(path: str, marker: str | None) -> list[str]:
 
 def _read_records(path: str, fields: list[str]) -> dict[str, list]:
     if _kind(path) == "parquet":
-        import pyarrow.parquet as pq
+        import pyarrow.parquet as pq  # start-up: Arrow, for a Parquet input only
 
         try:
             table = pq.read_table(path)
@@ -222,8 +224,7 @@ def _per_example(scorer, cands, refs, ids, fmt: str, out, chunk: int = 10_000) -
 
 def run(args) -> int:
     """The ``eval`` command; returns its exit status."""
-    from pipeline import RougeScorer
-    from pipeline.api import compute
+    from pipeline.api import compute  # start-up: pipeline.api loads NumPy
 
     try:
         if not 0 <= args.confidence <= 1 or args.n_boot < 0:
@@ -234,7 +235,7 @@ def run(args) -> int:
                        sentence_splitter=args.sentence_splitter)
         if not cands:
             print(f"rouge-pipeline: eval: no example: {args.input}: the input is empty", file=sys.stderr)
-            return EXIT_EMPTY
+            return EXIT_NO_ROWS
         if args.per_example:
             scorer = RougeScorer(types, use_stemmer=args.use_stemmer, **options)
             _per_example(scorer, cands, refs, ids, args.format, sys.stdout)

@@ -9,8 +9,12 @@ folder held by another live run (its lease), 130 interrupted.  141: the reader o
 silently.
 
 Every failure is one line on stderr, ``rouge-pipeline: <what>: <path>: <cause>``, mapped from the
-exception in one place (:func:`main`, :func:`failure`); ``--debug`` (or ``ROUGE_PIPELINE_DEBUG=1``)
-prints the traceback too.
+exception in one place (:func:`main`, :func:`failure`; the errors and their statuses are in
+:mod:`pipeline.errors`); ``--debug`` (or ``ROUGE_PIPELINE_DEBUG=1``) prints the traceback too.
+
+Start-up: this module imports the standard library and package modules that load no third-party
+package, so ``import pipeline.cli.main`` (the console script's entry) loads no NumPy, Arrow,
+pandas or Dask; each command imports what it uses inside its function.
 """
 from __future__ import annotations
 
@@ -22,23 +26,24 @@ import os
 import sys
 import traceback
 
+from pipeline import __version__, redaction
+from pipeline.cli import eval as quick
 from pipeline.cli import nightly
 from pipeline.errors import (EXIT_BUSY, EXIT_CONFIG, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NO_ROWS,  # noqa: F401
-                            EXIT_NOT_COMPARABLE, EXIT_OK, EXIT_PIPE_CLOSED, EXIT_RUN_FOLDER, EXIT_STRICT)
+                            EXIT_NOT_COMPARABLE, EXIT_OK, EXIT_PIPE_CLOSED, EXIT_RUN_FOLDER, EXIT_STRICT,
+                            CompareError, ConfigError, PipelineError, StrictModeError)
+from pipeline.gate.format import system_label
+from pipeline.redaction import masked_std
 
 DEBUG_ENV = "ROUGE_PIPELINE_DEBUG"
 
 
 def _parser() -> argparse.ArgumentParser:
-    from pipeline import __version__
-
     p = argparse.ArgumentParser(prog="rouge-pipeline", description="Exact, fast ROUGE over sharded corpora.")
     p.add_argument("--version", action="version", version=f"rouge-pipeline {__version__}")
     p.add_argument("--debug", action="store_true",
                    help=f"print the traceback of a failure too (or set {DEBUG_ENV}=1)")
     sub = p.add_subparsers(dest="command", required=True)
-    from pipeline.cli import eval as quick
-
     quick.add_parser(sub)
     s = sub.add_parser("score", help="score a corpus into a run folder: a YAML config, or input files and -o RUN")
     s.add_argument("inputs", nargs="*", metavar="INPUT",
@@ -71,7 +76,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _add_compare_parsers(sub) -> None:
     """``compare`` (exit 0 inside the band, 1 moved, 2 error) and ``report`` (pipeline.gate)."""
-    from pipeline.config import DEFAULT_MIN_EFFECT
+    from pipeline.config import DEFAULT_MIN_EFFECT  # start-up: pipeline.config loads NumPy and Arrow
 
     c = sub.add_parser("compare", help="did the outputs move? is A better than B? can these runs be compared?",
                        description="compare BASE NEW: did the outputs move (exit 0 no, 1 moved, 3 not comparable); "
@@ -122,6 +127,7 @@ def _add_compare_parsers(sub) -> None:
 
 
 def _compare(args) -> int:
+    # start-up: the gate loads pandas and numba
     from pipeline.gate.compare import compare
     from pipeline.gate.format import format_result
     from pipeline.gate.runs import CompareError, find_runs, history_runs, load_run
@@ -155,7 +161,7 @@ def _compare(args) -> int:
                          allow_different_settings=args.allow_different_settings, history=history,
                          replicates=replicates, **chart)
         if args.html:
-            from pipeline.gate.report import compare_report
+            from pipeline.gate.report import compare_report  # start-up: the gate loads pandas
 
             _write_text(args.html, compare_report(result, base, new))
     except (CompareError, OSError, ValueError) as e:
@@ -180,13 +186,14 @@ def _compare(args) -> int:
 
 def _write_text(url: str, text: str) -> None:
     """A report file, local or on any fsspec URL."""
-    import fsspec
+    import fsspec  # start-up: a third-party package, for --html only
 
     with fsspec.open(url, "w", encoding="utf-8") as f:
         f.write(text)
 
 
 def _significance(args) -> int:
+    # start-up: the gate loads pandas and numba
     from pipeline.gate import significance as sig
     from pipeline.gate.runs import load_run
 
@@ -198,7 +205,7 @@ def _significance(args) -> int:
                               seed=args.seed, confidence=args.confidence, min_coverage=args.min_coverage,
                               allow_different_settings=args.allow_different_settings)
     if args.html:
-        from pipeline.gate.report import significance_report
+        from pipeline.gate.report import significance_report  # start-up: the gate loads pandas
 
         _write_text(args.html, significance_report(result))
     if args.json:
@@ -214,6 +221,7 @@ def _significance(args) -> int:
 
 
 def _report(args) -> int:
+    # start-up: the gate loads pandas and numba
     from pipeline.gate.report import run_report
     from pipeline.gate.runs import CompareError, history_runs, load_run
 
@@ -236,8 +244,6 @@ def _fmt(v, digits=4) -> str:
 
 def format_stats_table(rows: list[dict], exact_rows: list[dict] | None = None) -> str:
     """One line per (system, type): mean P/R/F and the F-measure confidence interval."""
-    from pipeline.gate.format import system_label
-
     by = {}
     for r in rows:
         by.setdefault((r["system"], r["type"]), {})[r["stat"]] = r
@@ -274,7 +280,7 @@ def format_summary(summary: dict) -> str:
 
 
 def _score(args) -> int:
-    from pipeline.config import ConfigError, load_config
+    from pipeline.config import load_config  # start-up: pipeline.config loads NumPy, Arrow and YAML
 
     overrides = list(args.overrides)
     if args.inputs:
@@ -300,18 +306,16 @@ def _score(args) -> int:
         cfg = load_config(args.config, overrides)
     except OSError as e:  # the config file itself
         raise ConfigError(f"{e.filename or args.config}: {e.strerror or e}") from e
-    from pipeline import redaction
-
     if redaction.active() is not None:   # from here on, this config's secret values are masked too
         redaction.active().add_config(cfg.to_dict(redact=False))
     _CONTEXT["output"] = cfg.output.url
     if args.print_config:
-        import yaml
+        import yaml  # start-up: a third-party package, for --print-config only
 
         print(yaml.safe_dump(cfg.effective_dict(), sort_keys=False, allow_unicode=True), end="")
         return EXIT_OK
 
-    from pipeline.execution.driver import run_config
+    from pipeline.execution.driver import run_config  # start-up: the driver loads Dask
 
     # failures are mapped to their exit status and one line by main()
     result = run_config(cfg, progress=not args.no_progress)
@@ -376,34 +380,19 @@ def _os_what(e: OSError) -> str:
 
 def failure(e: BaseException, command: str = "score") -> tuple[int, str]:
     """``(exit status, one-line message)`` for an exception that ended ``command``: the one map
-    from exception types to the documented exit statuses."""
-    from pipeline.config import ConfigError
-
-    driver = sys.modules.get("pipeline.execution.driver")  # not imported: none of its errors
-    run_folder = sys.modules.get("pipeline.runfolder.lease")
-    unexpected = EXIT_CONFIG if command == "compare" else EXIT_FAILED  # compare's 1 means "moved"
+    from exceptions to the documented exit statuses (a :class:`PipelineError` carries its own)."""
     if isinstance(e, KeyboardInterrupt):
         return EXIT_INTERRUPTED, "interrupted" + ("; rerun the same command to resume" if command == "score" else "")
-    if isinstance(e, ConfigError):
-        return EXIT_CONFIG, f"configuration error: {e}"
-    if run_folder is not None and isinstance(e, run_folder.RunFolderBusyError):
-        return EXIT_BUSY, str(e)
-    if driver is not None:
-        if isinstance(e, driver.RunFolderError):
-            return EXIT_RUN_FOLDER, str(e)
-        if isinstance(e, driver.StrictModeError):
-            return EXIT_STRICT, f"{e} ({format_summary(e.summary)})"
-        if isinstance(e, driver.NoRowsError):
-            return EXIT_NO_ROWS, f"no row scored: {e}"
-        if isinstance(e, driver.RunFailedError):
-            # after its retries: the message names the task's file and rows; rerunning resumes
-            return EXIT_FAILED, f"run failed: {e}"
+    if isinstance(e, PipelineError):
+        detail = f" ({format_summary(e.summary)})" if isinstance(e, StrictModeError) else ""
+        return e.status, f"{e.label}{e}{detail}"
     if isinstance(e, _OS_CONFIG_ERRORS):
         if e.filename is not None and e.strerror:
             return EXIT_CONFIG, f"{_os_what(e)}: {str(e.filename).removeprefix('file://')}: {e.strerror}"
         return EXIT_CONFIG, f"error: {e}"   # fsspec's own messages name the path
     if isinstance(e, ValueError):
         return EXIT_CONFIG, f"error: {e}"   # input and settings errors name the file, line or field
+    unexpected = EXIT_CONFIG if command == "compare" else EXIT_FAILED  # compare's 1 means "moved"
     return unexpected, f"unexpected error: {type(e).__name__}: {e} (rerun with --debug for the traceback)"
 
 
@@ -413,8 +402,6 @@ def main(argv=None) -> int:
         _EXIT_HOOKED = True
         atexit.register(_fast_exit)
     args = _parser().parse_args(argv)
-    from pipeline.redaction import masked_std
-
     saved = dict(_CONTEXT)
     debug = _CONTEXT["debug"] = bool(args.debug or saved.get("debug")
                                       or os.environ.get(DEBUG_ENV, "") not in ("", "0"))
@@ -444,8 +431,6 @@ def main(argv=None) -> int:
 
 def _stdout_closed() -> int:
     """The reader of stdout went away: no traceback, and none again when Python flushes at exit."""
-    import os
-
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
@@ -456,8 +441,6 @@ def _stdout_closed() -> int:
 
 def _dispatch(args) -> int:
     if args.command == "eval":
-        from pipeline.cli import eval as quick
-
         return quick.run(args)
     if args.command == "score":
         return _score(args)

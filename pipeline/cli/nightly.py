@@ -15,15 +15,17 @@ when the outputs moved and 3 when the runs are not comparable, with the reason o
 """
 from __future__ import annotations
 
+import _thread
 import datetime
 import difflib
 import json
 import re
 import shlex
 import sys
+import threading
 from pathlib import Path
 
-from pipeline.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_NOT_COMPARABLE, EXIT_OK, EXIT_TIMEOUT
+from pipeline.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NOT_COMPARABLE, EXIT_OK, EXIT_TIMEOUT
 
 SCHEMA_PATH = Path(__file__).with_name("nightly.schema.json")
 COMPARE_FLAGS = {"band": "--band", "min_effect": "--min-effect", "min_coverage": "--min-coverage", "k": "--k",
@@ -148,9 +150,6 @@ def _with_timeout(main, argv: list[str], minutes) -> tuple[int, bool]:
     lease and keeps what it finished); (status, whether the timeout stopped it)."""
     if not minutes:
         return main(argv), False
-    import _thread
-    import threading
-
     fired = threading.Event()
 
     def stop() -> None:
@@ -165,14 +164,14 @@ def _with_timeout(main, argv: list[str], minutes) -> tuple[int, bool]:
     except KeyboardInterrupt:
         if not fired.is_set():
             raise
-        status = 130
+        status = EXIT_INTERRUPTED
     finally:
         timer.cancel()
     return status, fired.is_set()
 
 
 def run(args, main) -> int:
-    import yaml  # only when a job runs: building the parser (--help) stays light
+    import yaml  # start-up: a third-party package, for a job that runs only
 
     try:
         with open(args.job, encoding="utf-8") as f:

@@ -4,6 +4,8 @@ from __future__ import annotations
 import os
 from contextlib import contextmanager
 
+from pipeline.errors import WorkerEnvironmentError
+
 # Workers are single-threaded processes: native thread pools would only oversubscribe the cores.
 WORKER_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
               "NUMBA_NUM_THREADS": "1"}
@@ -41,10 +43,6 @@ def _set_env_on_worker():
     for k, v in WORKER_ENV.items():
         os.environ[k] = v
     return True
-
-
-class WorkerEnvironmentError(ValueError):
-    """The scheduler or workers of an existing cluster cannot run this package's tasks."""
 
 
 # The probe is compiled into a module-less function, so cloudpickle sends it *by value*: it runs

@@ -39,13 +39,14 @@ import uuid
 from dataclasses import dataclass, field
 
 from pipeline import job, profiles
+from pipeline.errors import NoRowsError, RunFailedError, StrictModeError
 from pipeline.io.paths import compression_of
 from pipeline.io.readers import listed_sizes
 from pipeline.io.readers import plan_units as plan_units_of
 from pipeline.execution.executors import DaskExecutor, SyncExecutor
 from pipeline.execution.waves import TaskFailed, Waves
 from pipeline import runfolder as outputs
-from pipeline.runfolder import (  # noqa: F401 - the driver's errors, re-exported for the CLI
+from pipeline.runfolder import (
     META_CONFIG_HASH, META_SIGNATURE, RunFolderBusyError, RunFolderError, RunStopped,
 )
 from pipeline.runfolder.names import PLAN_FORMAT
@@ -56,12 +57,6 @@ from pipeline.signature import Signature
 # the rest to wave 2 (at most one task a worker per unit, each reading the unit once), so a few
 # large files are spread over the workers; target_rows cuts large line files into byte ranges.
 WAVE1_SLICES = 2
-
-
-class RunFailedError(RuntimeError):
-    """A task (or the driver's own storage access) failed after its retries.  Nothing final
-    was written for the run (no statistics, no ``_SUCCESS``); rerunning the same command
-    resumes it."""
 
 
 # Errors that retrying cannot fix: reported at once (they name the file, line or field).
@@ -94,24 +89,6 @@ def _task_error(e: BaseException, what: str, retries: int) -> BaseException:
     if isinstance(e, PERMANENT_ERRORS) or isinstance(e, RunFailedError):
         return e
     return RunFailedError(f"{what} failed after {retries} retries: {type(e).__name__}: {e}")
-
-
-class StrictModeError(RuntimeError):
-    """``strict: true`` and some records were quarantined."""
-
-    def __init__(self, message, summary):
-        super().__init__(message)
-        self.summary = summary
-
-
-class NoRowsError(RuntimeError):
-    """The run scored no row: the input holds no record, or every record was quarantined.
-    The message says why (the most common quarantine reasons, the fields of the first
-    records, a "did you mean" for the column mapping); no statistics and no ``_SUCCESS``."""
-
-    def __init__(self, message, summary):
-        super().__init__(message)
-        self.summary = summary
 
 
 def no_rows_message(spec, final: dict, run_url: str) -> str:

@@ -9,19 +9,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from pipeline.errors import CompareError, OldLayoutError, RunFolderError
 from pipeline.io.input_spec import InputSpec
 from pipeline.io.paths import get_fs
 from pipeline.io.readers import plan_units, read_unit
 from pipeline.redaction import without_redacted
-from pipeline.runfolder import OldLayoutError, RunFolderError
 from pipeline.runfolder import read as run_folder
 
 STATS = ("precision", "recall", "fmeasure")
-
-
-class CompareError(RuntimeError):
-    """A run cannot be read or the runs cannot be compared (exit status 2)."""
-
 
 
 @dataclass

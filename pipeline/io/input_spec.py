@@ -1,6 +1,7 @@
 """The input specification and the types every layout shares: :class:`InputSpec` (the
 ``input`` section of a config, validated), :class:`WorkUnit` (one task's input), the canonical
-and quarantine table schemas, and :class:`UnreadableFileError`.  No reading happens here.
+and quarantine table schemas, and :class:`UnreadableFileError` (from :mod:`pipeline.errors`).  No
+reading happens here.
 """
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from pipeline.errors import UnreadableFileError  # noqa: F401 - the readers' error, importable from here
 from pipeline.io.paths import check_keys, check_scheme
 
 
@@ -246,9 +248,3 @@ ROW_KEY_BITS = 40
 # The separator of the statistics' example keys f"{system}\x1f{id}": not allowed in a system name
 # (an id may hold it: the first separator of a key always ends its system).
 KEY_SEPARATOR = "\x1f"
-
-
-class UnreadableFileError(ValueError):
-    """An input file that cannot be decoded at all (corrupt or truncated compression, not
-    Parquet, a folder where a file is expected).  The message names the file.  A
-    ``ValueError``: retrying cannot help (transient storage errors stay ``OSError``)."""

@@ -22,6 +22,7 @@ import time
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipeline.errors import OldLayoutError, RunFolderError
 from pipeline.io import writers
 from pipeline.io.paths import get_fs, is_local
 from pipeline.runfolder import names
@@ -31,15 +32,6 @@ from pipeline.runfolder.names import (
     PLAN, QUARANTINE, RUN_FORMAT, RUN_INFO, SCORES, STATS_JSON, STATS_PARQUET, SUCCESS, SUMMARY, SYSTEM_PREFIX,
     describe, is_run_file, marker_url, url,
 )
-
-
-class RunFolderError(RuntimeError):
-    """The run folder holds a run made with other settings or an older format, is not a run
-    folder, or holds files that are not this run's (or the inputs changed during the run)."""
-
-
-class OldLayoutError(ValueError):
-    """A run folder written with an older layout (refused, never half read)."""
 
 
 # --------------------------------------------------------------------------- listing, removing

@@ -15,6 +15,7 @@ import threading
 import time
 import uuid
 
+from pipeline.errors import RunFolderBusyError
 from pipeline.io.paths import get_fs, is_local
 from pipeline.io.writers import temp_path
 from pipeline.runfolder.inputs import TIME_KEYS as _TIME_KEYS
@@ -23,10 +24,6 @@ from pipeline.runfolder.names import LEASE, url
 # A lease whose heartbeat is older than this is stale (the run holding it is gone).
 LEASE_TIMEOUT_S = 120.0
 LEASE_HEARTBEAT_S = 10.0
-
-
-class RunFolderBusyError(RuntimeError):
-    """Another live run holds the run folder (its lease)."""
 
 
 def _pid_alive(pid) -> bool:

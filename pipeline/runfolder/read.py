@@ -20,7 +20,8 @@ import pyarrow.parquet as pq
 from pipeline.io import writers
 from pipeline.io.paths import check_scheme, get_fs
 from pipeline.runfolder import names
-from pipeline.runfolder.folder import RunFolderError, check_layout, read_run_info
+from pipeline.errors import RunFolderError
+from pipeline.runfolder.folder import check_layout, read_run_info
 from pipeline.runfolder.names import EXACT_JSON, RUN_INFO, SCORES, STATS_JSON, SUCCESS, SUMMARY, url
 
 
