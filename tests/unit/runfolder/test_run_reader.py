@@ -18,7 +18,7 @@ from pipeline.cli import main as cli
 from pipeline.config import RunConfig
 from pipeline.execution.dataframe import read_run
 from pipeline.execution.driver import run
-from pipeline.gate.compare import CompareError, load_run
+from pipeline.gate.runs import CompareError, load_run
 from pipeline.runfolder import OldLayoutError, RunFolderError
 from pipeline.runfolder import read as run_folder
 
