@@ -19,8 +19,10 @@ import io
 import json
 import sys
 
+from pipeline.scoring.types import DEFAULT_TYPES, STATS
+from pipeline.stats.keys import DEFAULT_SEED
+
 EXIT_OK, EXIT_CONFIG, EXIT_EMPTY = 0, 2, 5
-STATS = ("precision", "recall", "fmeasure")
 
 
 class EvalError(ValueError):
@@ -28,8 +30,6 @@ class EvalError(ValueError):
 
 
 def add_parser(sub) -> None:
-    from pipeline.api import DEFAULT_SEED, DEFAULT_TYPES
-
     e = sub.add_parser("eval", help="score files or stdin in this process and print corpus P/R/F (no run folder)",
                        description=__doc__.split("\n\n")[1] if __doc__ else None,
                        formatter_class=__import__("argparse").RawDescriptionHelpFormatter)

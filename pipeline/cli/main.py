@@ -25,6 +25,7 @@ import traceback
 from pipeline.cli import nightly
 from pipeline.errors import (EXIT_BUSY, EXIT_CONFIG, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NO_ROWS,  # noqa: F401
                             EXIT_NOT_COMPARABLE, EXIT_OK, EXIT_PIPE_CLOSED, EXIT_RUN_FOLDER, EXIT_STRICT)
+from pipeline.stats.keys import DEFAULT_SEED
 
 DEBUG_ENV = "ROUGE_PIPELINE_DEBUG"
 
@@ -107,7 +108,7 @@ def _add_compare_parsers(sub) -> None:
     c.add_argument("--n-boot", type=int, default=1000)
     c.add_argument("--n-perm", type=int, default=None,
                    help="permutations / approximate-randomization trials (default 2000; --systems 10000)")
-    c.add_argument("--seed", type=int, default=12345)
+    c.add_argument("--seed", type=int, default=DEFAULT_SEED)
     c.add_argument("--top", type=int, default=10, help="examples that moved most to list")
     c.add_argument("--all-stats", action="store_true", help="print (and with --systems test) P and R too")
     c.add_argument("--json", action="store_true", help="print the comparison as JSON")
@@ -162,7 +163,7 @@ def _compare(args) -> int:
     if args.json:
         print(json.dumps(result, indent=2, sort_keys=True, default=str))
     else:
-        print(cmp.format_result(result, ("precision", "recall", "fmeasure") if args.all_stats else ("fmeasure",)))
+        print(cmp.format_result(result, cmp.STATS if args.all_stats else ("fmeasure",)))
     if args.html:
         print(f"html: {args.html}", file=sys.stderr)
     if result["verdict"] == "not comparable":
@@ -190,7 +191,7 @@ def _significance(args) -> int:
 
     systems = [s.strip() for s in args.systems.split(",")]
     runs = [cmp.load_run(u) for u in args.runs]
-    result = sig.significance(runs[0], runs[-1], systems, stats=("precision", "recall", "fmeasure")
+    result = sig.significance(runs[0], runs[-1], systems, stats=cmp.STATS
                               if args.all_stats else ("fmeasure",), doc_key=args.doc_key,
                               n_boot=args.n_boot, n_trials=10000 if args.n_perm is None else args.n_perm,
                               seed=args.seed, confidence=args.confidence, min_coverage=args.min_coverage,

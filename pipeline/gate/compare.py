@@ -55,6 +55,7 @@ from pipeline.gate.bands import (BAND_METHODS, DEFAULT_K, DEFAULT_METHOD, DEFAUL
 from pipeline.gate.format import NO_SYSTEM, band_text, format_result, system_label, verdict_text
 from pipeline.config import DEFAULT_MIN_EFFECT  # also the CLI's default
 from pipeline.scoring.diagnostics import DIAG_NAMES
+from pipeline.stats.keys import DEFAULT_SEED, example_key
 from pipeline.gate.runs import (STATS, CompareError, RunData, find_runs, history_runs, load_run, previous_runs,
                            read_scores, read_texts, same_run)
 
@@ -89,7 +90,7 @@ def signature_diff(a: str, b: str) -> list[str]:
 
 
 def compare(base: RunData, new: RunData, band: float | None = None, min_effect: float = DEFAULT_MIN_EFFECT,
-            confidence: float = 0.95, n_boot: int = 1000, n_perm: int = 2000, seed: int = 12345,
+            confidence: float = 0.95, n_boot: int = 1000, n_perm: int = 2000, seed: int = DEFAULT_SEED,
             top: int = 10, alarm_stats=("fmeasure",), texts: bool = True, only_list: int = 20,
             min_coverage: float = 1.0, allow_different_settings: bool = False,
             history: list[RunData] | None = None, replicates: list[RunData] | None = None,
@@ -174,7 +175,7 @@ def compare(base: RunData, new: RunData, band: float | None = None, min_effect: 
                             f"compared{unscored}) is below --min-coverage {min_coverage:.0%}")
         D = N - B
         ids = m["id"].tolist()
-        keys = [f"{system}\x1f{i}" for i in ids]
+        keys = [example_key(system, i) for i in ids]
         if len(ids):
             reps = paired_bootstrap(keys, D, seed, n_boot) if n_boot > 0 else None
             pvals = sign_flip_pvalues(D, seed, n_perm) if n_perm > 0 else np.full(D.shape[1], np.nan)

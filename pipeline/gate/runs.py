@@ -11,8 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.io.writers import read_json
-
-STATS = ("precision", "recall", "fmeasure")
+from pipeline.scoring.types import STATS  # noqa: F401 - gate.compare re-exports it
 
 
 class CompareError(RuntimeError):

@@ -37,6 +37,7 @@ import re
 import numpy as np
 
 from pipeline.gate.compare import STATS, CompareError, RunData, settings_check, system_label
+from pipeline.stats.keys import DEFAULT_SEED
 
 _CHUNK = 2_000_000   # elements of a weight / sign matrix built at once
 
@@ -111,7 +112,7 @@ def holm(pvalues: list[float]) -> list[float]:
 
 
 def significance(base_run: RunData, new_run: RunData, systems: list[str], stats=("fmeasure",),
-                 doc_key: str | None = None, n_boot: int = 1000, n_trials: int = 10000, seed: int = 12345,
+                 doc_key: str | None = None, n_boot: int = 1000, n_trials: int = 10000, seed: int = DEFAULT_SEED,
                  confidence: float = 0.95, min_coverage: float = 1.0,
                  allow_different_settings: bool = False) -> dict:
     """The comparisons as a JSON-able dict (see the module docstring).  Not comparable (as run

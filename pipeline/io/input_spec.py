@@ -243,11 +243,6 @@ class WorkUnit:
 ROW_KEY_BITS = 40
 
 
-# The separator of the statistics' example keys f"{system}\x1f{id}": not allowed in a system name
-# (an id may hold it: the first separator of a key always ends its system).
-KEY_SEPARATOR = "\x1f"
-
-
 class UnreadableFileError(ValueError):
     """An input file that cannot be decoded at all (corrupt or truncated compression, not
     Parquet, a folder where a file is expected).  The message names the file.  A

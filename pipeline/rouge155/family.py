@@ -45,6 +45,7 @@ from pipeline.scoring.engine import RougeScorer
 # the type grammar, re-exported (pipeline.rouge155.family.parse_family_types and the rest, as before)
 from pipeline.scoring.family_types import (MULTI_REF_NAMES, MetricSpec, check_alpha, is_extended,  # noqa: F401
                                            parse_family_type, parse_family_types)
+from pipeline.scoring.types import STATS
 
 # --------------------------------------------------------------------------- rouge-score profile
 
@@ -187,7 +188,7 @@ def corpus_json(table, rouge_types, metric_names, opts: Rouge155Options) -> dict
     systems = table.column("system").to_pylist()
     ids = table.column("id").to_pylist()
     cols = {(t, s): table.column(f"{t}_{s}").to_pylist() for t in rouge_types
-            for s in ("precision", "recall", "fmeasure")}
+            for s in STATS}
     for system in sorted(set(systems)):
         rows = [i for i, s in enumerate(systems) if s == system]
         per_pair = [{t: {"r": cols[(t, "recall")][i], "p": cols[(t, "precision")][i],
@@ -217,7 +218,7 @@ def corpus_outputs(systems, scoring, n_boot: int, confidence: float, read_scores
                                     scoring.alpha, scoring.multi_ref)
     opts = Rouge155Options(**{**opts.__dict__, "resamples": n_boot if n_boot > 0 else 1000,
                               "confidence": round(confidence * 100, 6)})
-    cols = ["id", "system"] + [f"{t}_{s}" for t in types for s in ("precision", "recall", "fmeasure")]
+    cols = ["id", "system"] + [f"{t}_{s}" for t in types for s in STATS]
     tables = [t for t in (read_scores(s, cols) for s in systems) if t is not None]
     if tables:
         table = pa.concat_tables(tables)

@@ -11,7 +11,7 @@ from collections import namedtuple
 from typing import TYPE_CHECKING, Sequence
 
 from pipeline.scoring import cold
-from pipeline.scoring.types import parse_rouge_types
+from pipeline.scoring.types import STATS, parse_rouge_types
 from pipeline.text.sentences import get_splitter, resolve_splitter_name
 from pipeline.text.tokenizers import as_tokenizer, routes
 
@@ -31,7 +31,7 @@ def _compiled():
     return batch, encoder
 
 
-class Score(namedtuple("Score", ["precision", "recall", "fmeasure"])):
+class Score(namedtuple("Score", STATS)):
     """Equal (as a tuple) to ``rouge_score.scoring.Score``."""
 
     __slots__ = ()
@@ -183,7 +183,7 @@ class RougeScorer:
 
         res = self.score_arrow(table.column(references), table.column(candidate))
         for t, name in enumerate(self.rouge_types):
-            for k, stat in enumerate(("precision", "recall", "fmeasure")):
+            for k, stat in enumerate(STATS):
                 table = table.append_column(f"{name}_{stat}", pa.array(res.scores[:, t, k], pa.float64()))
         return table
 
