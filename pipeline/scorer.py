@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 DEFAULT_PROFILE = profiles.DEFAULT
 
 
-class RougeScorer(engine.RougeScorer):
+class RougeScorer(engine.RougeEngine):
     """rouge-score's ``RougeScorer`` (same arguments, same ``Score`` numbers), plus the pipeline's
     scoring options.
 

@@ -12,9 +12,9 @@ import pyarrow as pa
 from pipeline.scoring import diagnostics as diag
 from pipeline import profiles
 from pipeline.io.input_spec import QUARANTINE_SCHEMA
-from pipeline.scorer import RougeScorer
 from pipeline.scoring import split
 from pipeline.scoring.batch import MAX_BACKTRACK_WORDS, STATUS_OK
+from pipeline.scoring.engine import RougeEngine
 from pipeline.settings import ScoringSettings  # noqa: F401 - job.ScoringSettings, the tasks' settings
 from pipeline.scoring.types import STATS
 from pipeline.stats import StatsAccumulator
@@ -38,7 +38,8 @@ def scores_schema(rouge_types, diagnostics: bool = True) -> pa.Schema:
 
 
 @lru_cache(maxsize=8)
-def scorer_for(settings: ScoringSettings) -> RougeScorer:
+def scorer_for(settings: ScoringSettings):
+    """The scorer the run's profile builds (cached per process)."""
     return profiles.get(settings.profile).build_scorer(settings)
 
 
@@ -48,11 +49,9 @@ MAX_SPLIT_BLOCKS = 64
 def split_blocks_for(piece, settings: ScoringSettings, target_cost: float) -> int:
     """How many blocks of reference sentences an oversized slice's rougeLsum is cut into (1: no
     split; ``piece``: a :class:`pipeline.job.plan.Slice`)."""
-    from pipeline.scoring.engine import RougeScorer  # the scorer the rouge-score and unicode profiles build
-
-    # only rouge-score's own scorer (default or unicode tokens, max-F) has the block kernels
+    # only the engine (rouge-score's types on default or unicode tokens, max-F) has the block kernels
     if (not piece.oversized or "rougeLsum" not in settings.rouge_types
-            or type(scorer_for(settings)) is not RougeScorer):
+            or type(scorer_for(settings)) is not RougeEngine):
         return 1
     return int(min(MAX_SPLIT_BLOCKS, max(1, -(-piece.cost // max(int(target_cost), 1)))))
 

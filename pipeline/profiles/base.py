@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 from pipeline.checks import ConfigError
-from pipeline.scoring.engine import RougeScorer
+from pipeline.scoring.engine import RougeEngine
 from pipeline.scoring.family_types import is_extended
 
 if TYPE_CHECKING:
@@ -63,5 +63,5 @@ def rouge_score_scorer(s: "ScoringSettings", tokenizer=None):
         return FamilyScorer(list(s.rouge_types), use_stemmer=s.use_stemmer, tokenizer=tokenizer,
                             sentence_splitter=s.sentence_splitter, language=s.language,
                             multi_ref=s.multi_ref, alpha=s.alpha)
-    return RougeScorer(list(s.rouge_types), use_stemmer=s.use_stemmer, tokenizer=tokenizer,
+    return RougeEngine(list(s.rouge_types), use_stemmer=s.use_stemmer, tokenizer=tokenizer,
                        sentence_splitter=s.sentence_splitter, language=s.language)

@@ -41,7 +41,7 @@ from pipeline.rouge155 import kernels as K
 from pipeline.rouge155.corpus import corpus_average
 from pipeline.rouge155.fast import RULES, Rouge155Encoder, Rouge155Scores, _flatten, option_metrics, score_encoded
 from pipeline.rouge155.options import Rouge155Options
-from pipeline.scoring.engine import RougeScorer
+from pipeline.scoring.engine import RougeEngine
 # the type grammar, re-exported (pipeline.rouge155.family.parse_family_types and the rest, as before)
 from pipeline.scoring.family_types import (MULTI_REF_NAMES, MetricSpec, check_alpha, is_extended,  # noqa: F401
                                            parse_family_type, parse_family_types)
@@ -52,9 +52,9 @@ from pipeline.scoring.types import STATS
 class FamilyScorer:
     """Any family type and multi-reference rule on rouge-score's (or a custom) tokenizer.
 
-    Encoding is :class:`pipeline.scoring.engine.RougeScorer`'s (same tokens, stems and sentences);
+    Encoding is :class:`pipeline.scoring.engine.RougeEngine`'s (same tokens, stems and sentences);
     counting and combining are :mod:`pipeline.rouge155.kernels`.  No rounding.  With only
-    rouge-score's types, ``max_f`` and alpha 0.5, use ``RougeScorer`` itself (same numbers).
+    rouge-score's types, ``max_f`` and alpha 0.5, use ``RougeEngine`` itself (same numbers).
     """
 
     def __init__(self, rouge_types, use_stemmer: bool = False, tokenizer=None, sentence_splitter=None,
@@ -66,7 +66,7 @@ class FamilyScorer:
         self.multi_ref = multi_ref
         self.alpha = check_alpha(alpha)
         # rougeLsum forces the sentence stream (ROUGE-L summary level and ROUGE-W use it)
-        self._encoder = RougeScorer(["rougeLsum"], use_stemmer=use_stemmer, tokenizer=tokenizer,
+        self._encoder = RougeEngine(["rougeLsum"], use_stemmer=use_stemmer, tokenizer=tokenizer,
                                     sentence_splitter=sentence_splitter, language=language)
 
     def encode(self, texts):

@@ -61,9 +61,9 @@ def default_encoder(use_stemmer: bool) -> "DefaultEncoder":
     return enc
 
 
-class RougeScorer:
+class RougeEngine:
     """rouge-score's ``RougeScorer``: same arguments, same ``Score`` numbers (see
-    :class:`pipeline.RougeScorer` for the arguments)."""
+    :class:`pipeline.RougeScorer`, its subclass, for the arguments)."""
 
     def __init__(self, rouge_types, use_stemmer: bool = False, split_summaries: bool = False,
                  tokenizer=None, sentence_splitter: str | None = None, language: str = "en"):
