@@ -25,6 +25,7 @@ def _compiled():
     """The compiled path's modules, imported on first use: a process whose first batches are
     small scores them in pure Python (:mod:`pipeline.scoring.cold`), which ends once numba is
     imported, here or anywhere."""
+    # numba: loading these ends the cold tier, so only on first use (start-up time)
     from pipeline.scoring import batch
     from pipeline.text import encoder
 
