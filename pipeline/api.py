@@ -20,18 +20,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import numpy as np
 
 from pipeline.scorer import DEFAULT_PROFILE, RougeScorer, Score
+from pipeline.scoring.types import DEFAULT_TYPES, STATS
 from pipeline.settings import ScoringSettings
 from pipeline.signature import Signature
+from pipeline.stats.keys import DEFAULT_SEED
 from pipeline.stats.rouge_score_bootstrap import AggregateScore, bootstrap_aggregate
 from pipeline.text.sentences import resolve_splitter_name
-
-DEFAULT_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
-DEFAULT_SEED = 12345  # the run configuration's stats.seed default
-STATS = ("precision", "recall", "fmeasure")
 
 
 @dataclass
@@ -61,8 +60,6 @@ class RougeResult:
     @property
     def signature(self) -> str:
         """The sacrebleu-style signature of every setting that changes a number."""
-        from types import SimpleNamespace
-
         sc = ScoringSettings(**self.settings)
         st = SimpleNamespace(bootstrap="rouge-score", n_boot=self.n_boot, seed=self.seed, confidence=self.confidence)
         sig = Signature.from_config(SimpleNamespace(scoring=sc, stats=st))

@@ -70,6 +70,7 @@ from pipeline.runfolder import names as run_folder_names
 from pipeline.runfolder.inputs import check_output_vs_inputs, input_urls
 from pipeline.redaction import REDACTED, redact_record  # noqa: F401 - REDACTED: the recorded placeholder
 from pipeline.settings import MULTI_REF, SENTENCE_SPLITTERS, TOKENIZERS, ScoringSettings  # noqa: F401
+from pipeline.stats.keys import DEFAULT_SEED
 
 PROFILES = profiles.names()  # the built-in ones (pipeline.profiles.REGISTRY: any registered since)
 # Settings of the unicode profile (#8); left out of the config hash at these defaults.
@@ -110,7 +111,7 @@ ScoringConfig = ScoringSettings
 
 @dataclass
 class StatsConfig:
-    seed: int = 12345
+    seed: int = DEFAULT_SEED
     n_boot: int = 1000
     confidence: float = 0.95
     bootstrap: str = "poisson"

@@ -8,13 +8,13 @@ go through :meth:`RougeScorer.score_batch` (rouge-score-rs's name),
 """
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Sequence
 
 from pipeline import profiles
 from pipeline.checks import ConfigError
 from pipeline.scoring import engine
 from pipeline.scoring.engine import Score, _compiled, default_encoder  # noqa: F401 - this module's names, as before
+from pipeline.scoring.types import is_family_name
 from pipeline.settings import ScoringSettings
 from pipeline.text.sentences import resolve_splitter_name
 from pipeline.text.tokenizers import as_tokenizer, routes
@@ -23,13 +23,10 @@ if TYPE_CHECKING:
     from pipeline.scoring.batch import BatchScores
     from pipeline.text.csr import EncodedDocs
 
-# rouge-score's own types on its own options take the engine's path; these (the ROUGE family)
-# and every other option go through the profile's scorer
-_FAMILY = re.compile(r"rouge(?:W-[0-9]*\.?[0-9]+|SU?(?:\*|[0-9]+))$")
 DEFAULT_PROFILE = profiles.DEFAULT
 
 
-class RougeScorer(engine.RougeScorer):
+class RougeScorer(engine.RougeEngine):
     """rouge-score's ``RougeScorer`` (same arguments, same ``Score`` numbers), plus the pipeline's
     scoring options.
 
@@ -62,7 +59,9 @@ class RougeScorer(engine.RougeScorer):
         if not isinstance(rouge_types, (list, tuple, str)):
             rouge_types = list(rouge_types)  # read twice below (a generator would be empty the second time)
         names = list(dict.fromkeys(rouge_types))
-        extended = any(isinstance(n, str) and _FAMILY.match(n) for n in names)
+        # rouge-score's own types on its own options take the engine's path; the ROUGE family's
+        # types and every other option go through the profile's scorer
+        extended = any(is_family_name(n) for n in names)
         if extended or profile != DEFAULT_PROFILE or multi_ref not in (None, "max_f") or alpha != 0.5 \
                 or stemming != "none" or cjk != "chars" or remove_stopwords or length_limit_words \
                 or length_limit_bytes:

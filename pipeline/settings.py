@@ -13,13 +13,12 @@ from dataclasses import dataclass
 
 from pipeline import profiles
 from pipeline.checks import ConfigError, check_bool, check_choice, check_int, check_str
-from pipeline.scoring.family_types import check_alpha, parse_family_types
+from pipeline.scoring.family_types import MULTI_REF_NAMES, check_alpha, parse_family_types
+from pipeline.scoring.types import DEFAULT_TYPES
 
 TOKENIZERS = ("default", "whitespace")
 SENTENCE_SPLITTERS = ("newline", "punkt", "sentencex")
-# rouge-score's max-F; ROUGE-1.5.5's -f A (pooled) and -f B (best_recall); mean over references
-MULTI_REF = ("max_f", "pooled", "A", "best_recall", "B", "mean")
-DEFAULT_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
+MULTI_REF = MULTI_REF_NAMES  # the old name (pipeline.config re-exports it)
 
 
 @dataclass(frozen=True)

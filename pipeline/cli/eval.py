@@ -25,13 +25,11 @@ import sys
 
 from pipeline import RougeScorer
 from pipeline.errors import EXIT_CONFIG, EXIT_NO_ROWS, EXIT_OK, EvalError
-
-STATS = ("precision", "recall", "fmeasure")
+from pipeline.scoring.types import DEFAULT_TYPES, STATS
+from pipeline.stats.keys import DEFAULT_SEED
 
 
 def add_parser(sub) -> None:
-    from pipeline.api import DEFAULT_SEED, DEFAULT_TYPES  # start-up: pipeline.api loads NumPy
-
     e = sub.add_parser("eval", help="score files or stdin in this process and print corpus P/R/F (no run folder)",
                        description=__doc__.split("\n\n")[1] if __doc__ else None,
                        formatter_class=argparse.RawDescriptionHelpFormatter)

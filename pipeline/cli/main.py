@@ -34,6 +34,8 @@ from pipeline.errors import (EXIT_BUSY, EXIT_CONFIG, EXIT_FAILED, EXIT_INTERRUPT
                             CompareError, ConfigError, PipelineError, StrictModeError)
 from pipeline.gate.format import system_label
 from pipeline.redaction import masked_std
+from pipeline.scoring.types import STATS
+from pipeline.stats.keys import DEFAULT_SEED
 
 DEBUG_ENV = "ROUGE_PIPELINE_DEBUG"
 
@@ -112,7 +114,7 @@ def _add_compare_parsers(sub) -> None:
     c.add_argument("--n-boot", type=int, default=1000)
     c.add_argument("--n-perm", type=int, default=None,
                    help="permutations / approximate-randomization trials (default 2000; --systems 10000)")
-    c.add_argument("--seed", type=int, default=12345)
+    c.add_argument("--seed", type=int, default=DEFAULT_SEED)
     c.add_argument("--top", type=int, default=10, help="examples that moved most to list")
     c.add_argument("--all-stats", action="store_true", help="print (and with --systems test) P and R too")
     c.add_argument("--json", action="store_true", help="print the comparison as JSON")
@@ -130,7 +132,7 @@ def _compare(args) -> int:
     # start-up: the gate loads pandas and numba
     from pipeline.gate.compare import compare
     from pipeline.gate.format import format_result
-    from pipeline.gate.runs import CompareError, find_runs, history_runs, load_run
+    from pipeline.gate.runs import find_runs, history_runs, load_run
 
     try:
         if not 0 < args.confidence < 1 or args.n_boot < 0 or (args.n_perm is not None and args.n_perm < 0):
@@ -170,7 +172,7 @@ def _compare(args) -> int:
     if args.json:
         print(json.dumps(result, indent=2, sort_keys=True, default=str))
     else:
-        print(format_result(result, ("precision", "recall", "fmeasure") if args.all_stats else ("fmeasure",)))
+        print(format_result(result, STATS if args.all_stats else ("fmeasure",)))
     if args.html:
         print(f"html: {args.html}", file=sys.stderr)
     if result["verdict"] == "not comparable":
@@ -199,7 +201,7 @@ def _significance(args) -> int:
 
     systems = [s.strip() for s in args.systems.split(",")]
     runs = [load_run(u) for u in args.runs]
-    result = sig.significance(runs[0], runs[-1], systems, stats=("precision", "recall", "fmeasure")
+    result = sig.significance(runs[0], runs[-1], systems, stats=STATS
                               if args.all_stats else ("fmeasure",), doc_key=args.doc_key,
                               n_boot=args.n_boot, n_trials=10000 if args.n_perm is None else args.n_perm,
                               seed=args.seed, confidence=args.confidence, min_coverage=args.min_coverage,
@@ -223,7 +225,7 @@ def _significance(args) -> int:
 def _report(args) -> int:
     # start-up: the gate loads pandas and numba
     from pipeline.gate.report import run_report
-    from pipeline.gate.runs import CompareError, history_runs, load_run
+    from pipeline.gate.runs import history_runs, load_run
 
     try:
         run = load_run(args.run)

@@ -24,9 +24,9 @@ from dask import delayed
 from pipeline import job
 from pipeline.config import ConfigError
 from pipeline.runfolder import read as run_folder
+from pipeline.scoring.types import DEFAULT_TYPES
 from pipeline.stats import StatsAccumulator
-
-DEFAULT_TYPES = ("rouge1", "rouge2", "rougeL", "rougeLsum")
+from pipeline.stats.keys import DEFAULT_SEED, KEY_SEPARATOR, example_key
 
 
 def _settings(rouge_types, use_stemmer, tokenizer, sentence_splitter, **options) -> job.ScoringSettings:
@@ -132,10 +132,10 @@ def _partition_stats(df: pd.DataFrame, rouge_types, seed, n_boot, id_col, system
     for t, name in enumerate(types):
         for k, stat in enumerate(job.STATS):
             mat[:, t, k] = df[f"{name}_{stat}"].to_numpy(dtype=np.float64)
-    bad = next((s for s in systems if "\x1f" in s), None)
+    bad = next((s for s in systems if KEY_SEPARATOR in s), None)
     if bad is not None:  # two different (system, id) pairs could then share one example key
         raise ValueError(f"system name {bad!r} contains U+001F, which separates system and id in example keys")
-    keys = [f"{s}\x1f{i}" for s, i in zip(systems, ids)]
+    keys = [example_key(s, i) for s, i in zip(systems, ids)]
     return StatsAccumulator.from_scores(keys, systems, mat, types, seed=seed, n_boot=n_boot).to_dict()
 
 
@@ -143,7 +143,7 @@ def _merge_dicts(*ds: dict) -> dict:
     return StatsAccumulator.merge_all(StatsAccumulator.from_dict(d) for d in ds).to_dict()
 
 
-def corpus_statistics(scored, rouge_types=DEFAULT_TYPES, seed: int = 12345, n_boot: int = 1000,
+def corpus_statistics(scored, rouge_types=DEFAULT_TYPES, seed: int = DEFAULT_SEED, n_boot: int = 1000,
                       confidence: float = 0.95, id_col: str = "id", system_col: str | None = "system",
                       split_every: int = 8) -> list[dict]:
     """Corpus statistics of a scored Dask DataFrame: one accumulator per partition, merged as a

@@ -13,6 +13,8 @@ import os
 import sys
 import time
 
+from pipeline.scoring.types import DEFAULT_TYPES
+
 
 def warmup(settings=None, diagnostics: bool = True, stats: bool = True) -> float:
     """Load every kernel; with ``settings`` (a :class:`pipeline.job.ScoringSettings`) also
@@ -26,7 +28,7 @@ def warmup(settings=None, diagnostics: bool = True, stats: bool = True) -> float
     refs = ["The cat sat on the mat.\nIt was happy.", "a b c \u2014 caf\u00e9"]  # non-ASCII: the UTF-8 kernel
     cands = ["The cat is sitting on the mat.\nIt is happy.", "b a"]
     for stem in (False, True):
-        RougeScorer(["rouge1", "rouge2", "rougeL", "rougeLsum"], use_stemmer=stem).score_batch(refs, cands)
+        RougeScorer(list(DEFAULT_TYPES), use_stemmer=stem).score_batch(refs, cands)
     RougeScorer(["rougeLsum"], tokenizer=str.split).score_batch(refs, cands)
     _warm_job(settings, diagnostics, stats)
     return time.perf_counter() - t0

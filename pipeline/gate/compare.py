@@ -59,8 +59,10 @@ from pipeline.config import DEFAULT_MIN_EFFECT  # also the CLI's default
 from pipeline.gate.bands import (BAND_METHODS, DEFAULT_K, DEFAULT_METHOD, DEFAULT_WINDOW, MIN_HISTORY, history_band,
                                  outside_chart, paired_bootstrap, replicate_band, sign_flip_pvalues)
 from pipeline.gate.format import system_label
-from pipeline.gate.runs import STATS, CompareError, RunData, read_texts, same_run
+from pipeline.gate.runs import CompareError, RunData, read_texts, same_run
 from pipeline.scoring.diagnostics import DIAG_NAMES
+from pipeline.scoring.types import STATS
+from pipeline.stats.keys import DEFAULT_SEED, example_key
 
 __all__ = ["Aligned", "CompareOptions", "Judgement", "RunMeans", "align", "attach_texts", "compare", "judge_row",
            "movers", "paired_tests", "screen_runs", "settings_check", "signature_diff", "verdict"]
@@ -74,7 +76,7 @@ class CompareOptions:
     confidence: float = 0.95
     n_boot: int = 1000                  # 0: no bootstrap (no CI)
     n_perm: int = 2000                  # 0: no permutation test (no p-value)
-    seed: int = 12345
+    seed: int = DEFAULT_SEED
     top: int = 10                       # movers kept in the result
     alarm_stats: tuple[str, ...] = ("fmeasure",)
     texts: bool = True                  # read the movers' texts back from the runs' inputs
@@ -221,7 +223,7 @@ class Aligned:
     @property
     def keys(self) -> list[str]:
         """The bootstrap key of every compared example."""
-        return [f"{self.system}\x1f{i}" for i in self.ids]
+        return [example_key(self.system, i) for i in self.ids]
 
 
 def align(base: RunData, new: RunData, system: str, in_base: bool, in_new: bool, cols: list[str],

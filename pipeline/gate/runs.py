@@ -16,8 +16,6 @@ from pipeline.io.readers import plan_units, read_unit
 from pipeline.redaction import without_redacted
 from pipeline.runfolder import read as run_folder
 
-STATS = ("precision", "recall", "fmeasure")
-
 
 @dataclass
 class RunData:

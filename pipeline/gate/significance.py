@@ -38,7 +38,9 @@ import numpy as np
 
 from pipeline.gate.compare import settings_check
 from pipeline.gate.format import system_label
-from pipeline.gate.runs import STATS, CompareError, RunData
+from pipeline.gate.runs import CompareError, RunData
+from pipeline.scoring.types import STATS
+from pipeline.stats.keys import DEFAULT_SEED
 from pipeline.stats.poisson import example_bases, replicate_means, sign_flips
 
 _CHUNK = 2_000_000   # elements of a weight / sign matrix built at once
@@ -110,7 +112,7 @@ def holm(pvalues: list[float]) -> list[float]:
 
 
 def significance(base_run: RunData, new_run: RunData, systems: list[str], stats=("fmeasure",),
-                 doc_key: str | None = None, n_boot: int = 1000, n_trials: int = 10000, seed: int = 12345,
+                 doc_key: str | None = None, n_boot: int = 1000, n_trials: int = 10000, seed: int = DEFAULT_SEED,
                  confidence: float = 0.95, min_coverage: float = 1.0,
                  allow_different_settings: bool = False) -> dict:
     """The comparisons as a JSON-able dict (see the module docstring).  Not comparable (as run

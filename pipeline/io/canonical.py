@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from pipeline.io.input_spec import CANONICAL_SCHEMA, KEY_SEPARATOR, QUARANTINE_SCHEMA, ROW_KEY_BITS
+from pipeline.io.input_spec import CANONICAL_SCHEMA, QUARANTINE_SCHEMA, ROW_KEY_BITS
+from pipeline.stats.keys import KEY_SEPARATOR
 
 
 class BadRecord(Exception):

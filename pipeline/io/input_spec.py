@@ -245,6 +245,3 @@ class WorkUnit:
 ROW_KEY_BITS = 40
 
 
-# The separator of the statistics' example keys f"{system}\x1f{id}": not allowed in a system name
-# (an id may hold it: the first separator of a key always ends its system).
-KEY_SEPARATOR = "\x1f"

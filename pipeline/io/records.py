@@ -18,8 +18,9 @@ from numba import njit
 
 from pipeline.io.canonical import BadRecord, BadText, Out, get_id, get_refs, get_str, get_system, location
 from pipeline.io.paths import compression_of, expand, infer_format
-from pipeline.io.input_spec import CANONICAL_SCHEMA, KEY_SEPARATOR, ROW_KEY_BITS, InputSpec, UnreadableFileError, WorkUnit
+from pipeline.io.input_spec import CANONICAL_SCHEMA, ROW_KEY_BITS, InputSpec, UnreadableFileError, WorkUnit
 from pipeline.io.streams import iter_lines, lines_of, open_input, reading, row_ranges, scan_lines, size_of
+from pipeline.stats.keys import KEY_SEPARATOR, example_keys
 
 # Small files are packed into units of about this many (listed) bytes: a unit costs a task and a
 # result on the scheduler and the client whatever its size, so thousands of tiny shards would
@@ -351,7 +352,7 @@ def _fast_columns(spec: InputSpec, data: bytes, n_lines: int):
         return None
     if pc.any(pc.match_substring(systems, KEY_SEPARATOR)).as_py():
         return None  # quarantined, with the reason, by the line-by-line reader
-    keys = pc.binary_join_element_wise(systems, ids, KEY_SEPARATOR)
+    keys = example_keys(systems, ids)
     if pc.count_distinct(keys).as_py() != table.num_rows:
         return None
     return [ids, systems, cands, refs.cast(pa.list_(pa.string())), sources]

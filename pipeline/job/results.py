@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from pipeline.runfolder import read_scores
-from pipeline.job.scores import STATS
+from pipeline.scoring.types import STATS
 from pipeline.stats import StatsAccumulator, bootstrap_aggregate
 
 def merge_results(*results: dict | None) -> dict | None:

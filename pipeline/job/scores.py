@@ -8,19 +8,17 @@ from functools import lru_cache
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from pipeline.scoring import diagnostics as diag
 from pipeline import profiles
-from pipeline.columns import utf8_buffers
 from pipeline.io.input_spec import QUARANTINE_SCHEMA
-from pipeline.scorer import RougeScorer
 from pipeline.scoring import split
 from pipeline.scoring.batch import MAX_BACKTRACK_WORDS, STATUS_OK
+from pipeline.scoring.engine import RougeEngine
 from pipeline.settings import ScoringSettings  # noqa: F401 - job.ScoringSettings, the tasks' settings
-from pipeline.stats import StatsAccumulator, poisson
-
-STATS = ("precision", "recall", "fmeasure")
+from pipeline.scoring.types import STATS
+from pipeline.stats import StatsAccumulator
+from pipeline.stats.keys import example_key_hashes, example_keys
 
 
 def scores_schema(rouge_types, diagnostics: bool = True) -> pa.Schema:
@@ -40,7 +38,8 @@ def scores_schema(rouge_types, diagnostics: bool = True) -> pa.Schema:
 
 
 @lru_cache(maxsize=8)
-def scorer_for(settings: ScoringSettings) -> RougeScorer:
+def scorer_for(settings: ScoringSettings):
+    """The scorer the run's profile builds (cached per process)."""
     return profiles.get(settings.profile).build_scorer(settings)
 
 
@@ -50,11 +49,9 @@ MAX_SPLIT_BLOCKS = 64
 def split_blocks_for(piece, settings: ScoringSettings, target_cost: float) -> int:
     """How many blocks of reference sentences an oversized slice's rougeLsum is cut into (1: no
     split; ``piece``: a :class:`pipeline.job.plan.Slice`)."""
-    from pipeline.scoring.engine import RougeScorer  # the scorer the rouge-score and unicode profiles build
-
-    # only rouge-score's own scorer (default or unicode tokens, max-F) has the block kernels
+    # only the engine (rouge-score's types on default or unicode tokens, max-F) has the block kernels
     if (not piece.oversized or "rougeLsum" not in settings.rouge_types
-            or type(scorer_for(settings)) is not RougeScorer):
+            or type(scorer_for(settings)) is not RougeEngine):
         return 1
     return int(min(MAX_SPLIT_BLOCKS, max(1, -(-piece.cost // max(int(target_cost), 1)))))
 
@@ -149,15 +146,6 @@ def unit_stats(scores: pa.Table, ctx, hashes: np.ndarray | None = None) -> Stats
                                         seed=ctx.seed, n_boot=ctx.n_boot, key_hashes=hashes)
 
 
-def example_keys(systems, ids) -> pa.Array:
-    """``f"{system}\x1f{id}"`` per example, as one Arrow column: the statistics' example key
-    (:meth:`StatsAccumulator.from_scores`; system names never hold ``"\x1f"``)."""
-    def one(col):
-        return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-
-    return pc.binary_join_element_wise(one(systems), one(ids).cast(pa.string()), "\x1f")
-
-
 def key_hashes(keys: pa.Table) -> np.ndarray | None:
     """A uint64 per ``(system, id)`` of a :func:`readers.unit_keys` table: the statistics' hash
     of its example key (:func:`example_keys`, BLAKE2b-64), so the plan pass hashes each key once
@@ -167,7 +155,7 @@ def key_hashes(keys: pa.Table) -> np.ndarray | None:
         return np.zeros(0, dtype=np.uint64)
     if keys.column("system").null_count or keys.column("id").null_count:
         return None  # not in a canonical table; drop_duplicates then runs the exact search
-    return poisson.key_hashes_utf8(*utf8_buffers(example_keys(keys.column("system"), keys.column("id"))))
+    return example_key_hashes(example_keys(keys.column("system"), keys.column("id")))
 
 _LOCATION = re.compile(r" (?:line|row) \d+: ")
 _QUOTED_AFTER = re.compile(r" (id|system) (?:'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")")

@@ -41,19 +41,20 @@ from pipeline.rouge155 import kernels as K
 from pipeline.rouge155.corpus import corpus_average
 from pipeline.rouge155.fast import RULES, Rouge155Encoder, Rouge155Scores, _flatten, option_metrics, score_encoded
 from pipeline.rouge155.options import Rouge155Options
-from pipeline.scoring.engine import RougeScorer
+from pipeline.scoring.engine import RougeEngine
 # the type grammar, re-exported (pipeline.rouge155.family.parse_family_types and the rest, as before)
 from pipeline.scoring.family_types import (MULTI_REF_NAMES, MetricSpec, check_alpha, is_extended,  # noqa: F401
                                            parse_family_type, parse_family_types)
+from pipeline.scoring.types import STATS
 
 # --------------------------------------------------------------------------- rouge-score profile
 
 class FamilyScorer:
     """Any family type and multi-reference rule on rouge-score's (or a custom) tokenizer.
 
-    Encoding is :class:`pipeline.scoring.engine.RougeScorer`'s (same tokens, stems and sentences);
+    Encoding is :class:`pipeline.scoring.engine.RougeEngine`'s (same tokens, stems and sentences);
     counting and combining are :mod:`pipeline.rouge155.kernels`.  No rounding.  With only
-    rouge-score's types, ``max_f`` and alpha 0.5, use ``RougeScorer`` itself (same numbers).
+    rouge-score's types, ``max_f`` and alpha 0.5, use ``RougeEngine`` itself (same numbers).
     """
 
     def __init__(self, rouge_types, use_stemmer: bool = False, tokenizer=None, sentence_splitter=None,
@@ -65,7 +66,7 @@ class FamilyScorer:
         self.multi_ref = multi_ref
         self.alpha = check_alpha(alpha)
         # rougeLsum forces the sentence stream (ROUGE-L summary level and ROUGE-W use it)
-        self._encoder = RougeScorer(["rougeLsum"], use_stemmer=use_stemmer, tokenizer=tokenizer,
+        self._encoder = RougeEngine(["rougeLsum"], use_stemmer=use_stemmer, tokenizer=tokenizer,
                                     sentence_splitter=sentence_splitter, language=language)
 
     def encode(self, texts):
@@ -187,7 +188,7 @@ def corpus_json(table, rouge_types, metric_names, opts: Rouge155Options) -> dict
     systems = table.column("system").to_pylist()
     ids = table.column("id").to_pylist()
     cols = {(t, s): table.column(f"{t}_{s}").to_pylist() for t in rouge_types
-            for s in ("precision", "recall", "fmeasure")}
+            for s in STATS}
     for system in sorted(set(systems)):
         rows = [i for i, s in enumerate(systems) if s == system]
         per_pair = [{t: {"r": cols[(t, "recall")][i], "p": cols[(t, "precision")][i],
@@ -217,7 +218,7 @@ def corpus_outputs(systems, scoring, n_boot: int, confidence: float, read_scores
                                     scoring.alpha, scoring.multi_ref)
     opts = Rouge155Options(**{**opts.__dict__, "resamples": n_boot if n_boot > 0 else 1000,
                               "confidence": round(confidence * 100, 6)})
-    cols = ["id", "system"] + [f"{t}_{s}" for t in types for s in ("precision", "recall", "fmeasure")]
+    cols = ["id", "system"] + [f"{t}_{s}" for t in types for s in STATS]
     tables = [t for t in (read_scores(s, cols) for s in systems) if t is not None]
     if tables:
         table = pa.concat_tables(tables)

@@ -29,14 +29,15 @@ from pipeline.rouge155.porter import morph_stem
 from pipeline.rouge155.resources import stopwords as smart_stopwords
 from pipeline.rouge155.text import limit_bytes, limit_words, read_sentences
 from pipeline.scoring.batch import example_offsets, flatten_examples
-from pipeline.scoring.family_types import MetricSpec
+from pipeline.scoring.family_types import MULTI_REF_ALIASES, MULTI_REF_NAMES, MetricSpec
 from pipeline.text.encoder import DefaultEncoder
 
 # Past this many cells one LCS table is not built; the example gets status "too_long".
 MAX_LCS_CELLS = 1 << 26
 
-RULES = {"A": K.RULE_POOLED, "pooled": K.RULE_POOLED, "B": K.RULE_BEST_RECALL,
-         "best_recall": K.RULE_BEST_RECALL, "max_f": K.RULE_MAX_F, "mean": K.RULE_MEAN}
+# the kernels' rule of every multi_ref name (a long name is its -f letter's)
+_RULE_CODES = {"A": K.RULE_POOLED, "B": K.RULE_BEST_RECALL, "max_f": K.RULE_MAX_F, "mean": K.RULE_MEAN}
+RULES = {name: _RULE_CODES[MULTI_REF_ALIASES.get(name, name)] for name in MULTI_REF_NAMES}
 
 
 @dataclass

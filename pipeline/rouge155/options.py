@@ -3,9 +3,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pipeline.scoring.family_types import MULTI_REF_ALIASES, MULTI_REF_NAMES
 
-MULTI_REF_RULES = ("A", "B", "pooled", "best_recall", "max_f", "mean")
-_MULTI_REF_ALIASES = {"pooled": "A", "best_recall": "B"}
+# the multi_ref names as ROUGE-1.5.5 users read them: its -f letters, their long names, the rest
+MULTI_REF_RULES = tuple(sorted(MULTI_REF_NAMES, key=lambda r: (r not in MULTI_REF_ALIASES.values(),
+                                                               r not in MULTI_REF_ALIASES)))
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,7 @@ class Rouge155Options:
             raise ValueError("alpha must be in [0, 1]")
         if self.multi_ref not in MULTI_REF_RULES:
             raise ValueError(f"multi_ref must be one of {', '.join(MULTI_REF_RULES)}, got {self.multi_ref!r}")
-        object.__setattr__(self, "multi_ref", _MULTI_REF_ALIASES.get(self.multi_ref, self.multi_ref))
+        object.__setattr__(self, "multi_ref", MULTI_REF_ALIASES.get(self.multi_ref, self.multi_ref))
         if self.counting_unit not in (0, 1):
             raise ValueError("counting_unit must be 0 or 1 (-t 2 prints raw counts only)")
         if not 0 <= self.confidence <= 100:

@@ -11,7 +11,7 @@ from collections import namedtuple
 from typing import TYPE_CHECKING, Sequence
 
 from pipeline.scoring import cold
-from pipeline.scoring.types import parse_rouge_types
+from pipeline.scoring.types import STATS, parse_rouge_types
 from pipeline.text.sentences import get_splitter, resolve_splitter_name
 from pipeline.text.tokenizers import as_tokenizer, routes
 
@@ -25,13 +25,14 @@ def _compiled():
     """The compiled path's modules, imported on first use: a process whose first batches are
     small scores them in pure Python (:mod:`pipeline.scoring.cold`), which ends once numba is
     imported, here or anywhere."""
+    # numba: loading these ends the cold tier, so only on first use (start-up time)
     from pipeline.scoring import batch
     from pipeline.text import encoder
 
     return batch, encoder
 
 
-class Score(namedtuple("Score", ["precision", "recall", "fmeasure"])):
+class Score(namedtuple("Score", STATS)):
     """Equal (as a tuple) to ``rouge_score.scoring.Score``."""
 
     __slots__ = ()
@@ -61,9 +62,9 @@ def default_encoder(use_stemmer: bool) -> "DefaultEncoder":
     return enc
 
 
-class RougeScorer:
+class RougeEngine:
     """rouge-score's ``RougeScorer``: same arguments, same ``Score`` numbers (see
-    :class:`pipeline.RougeScorer` for the arguments)."""
+    :class:`pipeline.RougeScorer`, its subclass, for the arguments)."""
 
     def __init__(self, rouge_types, use_stemmer: bool = False, split_summaries: bool = False,
                  tokenizer=None, sentence_splitter: str | None = None, language: str = "en"):
@@ -183,7 +184,7 @@ class RougeScorer:
 
         res = self.score_arrow(table.column(references), table.column(candidate))
         for t, name in enumerate(self.rouge_types):
-            for k, stat in enumerate(("precision", "recall", "fmeasure")):
+            for k, stat in enumerate(STATS):
                 table = table.append_column(f"{name}_{stat}", pa.array(res.scores[:, t, k], pa.float64()))
         return table
 

@@ -6,8 +6,9 @@ No NumPy or numba here: validating settings reads this grammar; the kernels
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
+
+from pipeline.scoring.types import match_type_name
 
 KIND_N, KIND_L, KIND_LWHOLE, KIND_W, KIND_S = 0, 1, 2, 3, 4
 
@@ -24,15 +25,17 @@ class MetricSpec:
     su: bool = False
 
 
+# scoring.multi_ref: rouge-score's max-F; ROUGE-1.5.5's -f A (pooled) and -f B (best_recall); the
+# mean over references
 MULTI_REF_NAMES = ("max_f", "pooled", "A", "best_recall", "B", "mean")
-_TYPE = re.compile(r"rouge(?:(?P<n>[1-9])|(?P<lsum>Lsum)|(?P<l>L)|W-(?P<w>[0-9]*\.?[0-9]+)"
-                   r"|(?P<s>SU|S)(?P<gap>\*|[0-9]+))$")
+# the long names of ROUGE-1.5.5's -f letters
+MULTI_REF_ALIASES = {"pooled": "A", "best_recall": "B"}
 
 
 def parse_family_type(name: str) -> MetricSpec:
     """A type name -> :class:`MetricSpec` (``kind`` for the rouge-score profile)."""
-    m = _TYPE.match(name) if isinstance(name, str) else None
-    if m is None:
+    m = match_type_name(name)
+    if m is None or m["n"] == "0":  # the shared pattern takes rouge0 (rouge-score refuses it apart)
         raise ValueError(f"Invalid rouge type: {name} (rouge1..rouge9, rougeL, rougeLsum, "
                          "rougeW-<weight>, rougeS<gap>, rougeSU<gap>, rougeS*, rougeSU*)")
     if m["n"]:

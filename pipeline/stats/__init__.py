@@ -4,11 +4,13 @@ NumPy (numba compiles the bootstrap weights and key hashes; pyarrow is imported 
 for ``to_arrow`` and for keys given as an Arrow column).  Never imports dask or fsspec.
 """
 from pipeline.lazy import lazy_getattr
-from pipeline.stats.rouge_score_bootstrap import AggregateScore, BootstrapAggregator, Score, bootstrap_aggregate
 
-# The accumulator (numba) is imported on first use: ``pipeline.compute`` and the
-# BootstrapAggregator need NumPy only.
-_LAZY = {"CI_METHOD": "accumulator", "QUANTILES": "finalize", "ROW_KEYS": "rows",
+# Every name is imported on first use: ``pipeline.stats.keys`` (the example key and the default
+# seed, read by the CLI) loads no NumPy, ``pipeline.compute`` and the BootstrapAggregator need
+# NumPy only, the accumulator numba.
+_LAZY = {"AggregateScore": "rouge_score_bootstrap", "BootstrapAggregator": "rouge_score_bootstrap",
+         "Score": "rouge_score_bootstrap", "bootstrap_aggregate": "rouge_score_bootstrap",
+         "CI_METHOD": "accumulator", "QUANTILES": "finalize", "ROW_KEYS": "rows",
          "STATS": "accumulator", "StatsAccumulator": "accumulator", "rows_to_arrow": "rows",
          "stats_schema": "rows", "stats_to_json": "rows", "FIXED_BITS": "fixedpoint"}
 

@@ -40,23 +40,23 @@ from __future__ import annotations
 import base64
 import zlib
 import operator
-from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 import numpy as np
 
-from pipeline.columns import utf8_buffers
+from pipeline.scoring.types import STATS
 from pipeline.stats import fixedpoint as fp
 from pipeline.stats import poisson
 from pipeline.stats.finalize import BOOT_BITS, QUANTILES, _boot_ci, _hist_quantiles, _moments, _replicate_means
 from pipeline.stats.rows import ROW_KEYS, rows_to_arrow, stats_schema, stats_to_json
+from pipeline.stats.keys import DEFAULT_SEED, example_key_hashes
+from pipeline.stats.sums import SystemSums
 
 # the names other modules import from here (the finalisation and the row outputs live in
 # pipeline.stats.finalize and pipeline.stats.rows)
 __all__ = ["BOOT_BITS", "BOOT_BUCKETS", "CI_METHOD", "FORMAT", "FORMAT_VERSION", "QUANTILES", "ROW_KEYS", "STATS",
            "StatsAccumulator", "pack_ints", "rows_to_arrow", "stats_schema", "stats_to_json", "unpack_ints"]
 
-STATS = ("precision", "recall", "fmeasure")
 CI_METHOD = "bucketed-poisson-bootstrap"
 BOOT_BUCKETS = 4096
 FORMAT = "rouge-pipeline.stats"
@@ -81,46 +81,6 @@ def unpack_ints(text: str, size: int) -> np.ndarray:
         raise ValueError(f"packed array has {a.size} values, expected {size}")
     return a
 
-@dataclass(frozen=True)
-class _System:
-    """Sufficient statistics of one system (treated as immutable)."""
-
-    count: int
-    sum_x: tuple          # Python ints, flattened (n_types * 3)
-    sum_x2: tuple         # Python ints, flattened (n_types * 3)
-    min: np.ndarray       # float64 (n_types, 3)
-    max: np.ndarray       # float64 (n_types, 3)
-    hist: np.ndarray      # int64 (n_types, 3, hist_bins)
-    bucket_n: np.ndarray  # int64 (boot_buckets,): examples per bucket ((0,) when n_boot == 0)
-    bucket_s: np.ndarray  # int64 (boot_buckets, n_types, 3): sum of X26 per bucket
-                          # (< 2**63 while a bucket holds < 2**37 examples)
-
-    def merge(self, o: "_System") -> "_System":
-        bucket_s = self.bucket_s + o.bucket_s
-        if bucket_s.size and bucket_s.min() < 0:  # int64 wrap-around
-            raise OverflowError("bootstrap bucket sums exceed 2**63 (more than 2**37 examples in one bucket)")
-        return _System(
-            count=self.count + o.count,
-            sum_x=tuple(a + b for a, b in zip(self.sum_x, o.sum_x)),
-            sum_x2=tuple(a + b for a, b in zip(self.sum_x2, o.sum_x2)),
-            min=np.minimum(self.min, o.min),
-            max=np.maximum(self.max, o.max),
-            hist=self.hist + o.hist,
-            bucket_n=self.bucket_n + o.bucket_n,
-            bucket_s=bucket_s,
-        )
-
-    def equals(self, o: "_System") -> bool:
-        return (
-            self.count == o.count
-            and self.sum_x == o.sum_x
-            and self.sum_x2 == o.sum_x2
-            and all(
-                np.array_equal(getattr(self, f), getattr(o, f))
-                for f in ("min", "max", "hist", "bucket_n", "bucket_s")
-            )
-        )
-
 
 def _check_int(name: str, v, lo: int | None = None) -> int:
     if isinstance(v, bool):
@@ -142,13 +102,13 @@ class StatsAccumulator:
     __slots__ = ("type_names", "seed", "n_boot", "hist_bins", "boot_buckets", "_systems")
 
     def __init__(self, type_names, seed, n_boot, hist_bins, boot_buckets,
-                 systems: dict[str, _System] | None = None):
+                 systems: dict[str, SystemSums] | None = None):
         self.type_names = None if type_names is None else tuple(type_names)
         self.seed = seed
         self.n_boot = n_boot
         self.hist_bins = hist_bins
         self.boot_buckets = boot_buckets
-        self._systems: dict[str, _System] = dict(sorted((systems or {}).items()))
+        self._systems: dict[str, SystemSums] = dict(sorted((systems or {}).items()))
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -181,7 +141,7 @@ class StatsAccumulator:
         systems: Sequence[str] | np.ndarray | str,
         scores: np.ndarray,
         type_names: Sequence[str],
-        seed: int = 12345,
+        seed: int = DEFAULT_SEED,
         n_boot: int = 1000,
         hist_bins: int = 10000,
         boot_buckets: int = BOOT_BUCKETS,
@@ -213,21 +173,7 @@ class StatsAccumulator:
         if scores.ndim != 3 or scores.shape[1:] != (T, 3):
             raise ValueError(f"scores must have shape (n, {T}, 3), got {scores.shape}")
         n = scores.shape[0]
-        keys = _strings(keys, "keys")
-        systems = [systems] * n if isinstance(systems, str) else _strings(systems, "systems")
-        if len(keys) != n or len(systems) != n:
-            raise ValueError(f"need one key and one system per example: {len(keys)} keys, "
-                             f"{len(systems)} systems, {n} score rows")
-        hashes = None
-        if key_hashes is not None:
-            hashes = np.asarray(key_hashes, dtype=np.uint64)
-            if hashes.shape != (n,):
-                raise ValueError(f"need one key hash per example: {hashes.shape} for {n} examples")
-        elif n_boot and not isinstance(keys, list):  # an Arrow column: hashed from its UTF-8 buffer
-            hashes = poisson.key_hashes_utf8(*utf8_buffers(keys))
-        # distinct hashes prove distinct keys; equal ones need the exact count
-        if (hashes is None or poisson.any_equal(hashes)) and _n_distinct(keys) != n:
-            raise ValueError("example keys must be unique (use f'{system}\\x1f{id}')")
+        keys, systems, hashes = _checked_keys(keys, systems, key_hashes, n, n_boot)
         acc = cls(type_names, seed, n_boot, hist_bins, int(boot_buckets))
         if n == 0:
             return acc
@@ -240,18 +186,10 @@ class StatsAccumulator:
             buckets = poisson.buckets_of(poisson.example_bases(keys, seed), boot_buckets)
         else:
             buckets = poisson.buckets_of(poisson.bases_from_hashes(hashes, seed), boot_buckets)
-        if isinstance(systems, list):
-            sys_names = list(dict.fromkeys(systems))
-            codes_of = {name: i for i, name in enumerate(sys_names)}
-            codes = (np.zeros(n, dtype=np.int64) if len(sys_names) == 1 else
-                     np.fromiter(map(codes_of.__getitem__, systems), dtype=np.int64, count=n))
-        else:  # dictionary order is first appearance, as dict.fromkeys above
-            enc = systems.dictionary_encode()
-            sys_names = enc.dictionary.to_pylist()
-            codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        sys_names, codes = _system_codes(systems, n)
         order = np.argsort(codes, kind="stable")
         bounds = np.searchsorted(codes[order], np.arange(len(sys_names) + 1))
-        out: dict[str, _System] = {}
+        out: dict[str, SystemSums] = {}
         for s, name in enumerate(sys_names):
             idx = order[bounds[s]:bounds[s + 1]]
             out[name] = _system_stats(X[idx], flat[idx], buckets[idx], T, n_boot, hist_bins, boot_buckets)
@@ -360,7 +298,7 @@ class StatsAccumulator:
         systems = {}
         for s in d["systems"]:
             hist = unpack_ints(s["hist"], m * H)
-            st = _System(
+            st = SystemSums(
                 count=int(s["count"]),
                 sum_x=tuple(int(v) for v in s["sum_x"]),
                 sum_x2=tuple(int(v) for v in s["sum_x2"]),
@@ -411,6 +349,43 @@ class StatsAccumulator:
 
 
 # ---------------------------------------------------------------------- per-partition work
+def _checked_keys(keys, systems, key_hashes, n: int, n_boot: int):
+    """``(keys, systems, hashes)`` of :meth:`StatsAccumulator.from_scores`'s arguments for ``n``
+    examples, checked: strings (a list, or one Arrow column), one of each per example, the
+    keys unique; ``hashes``: the keys' hashes when given or cheap (an Arrow column), else None."""
+    keys = _strings(keys, "keys")
+    systems = [systems] * n if isinstance(systems, str) else _strings(systems, "systems")
+    if len(keys) != n or len(systems) != n:
+        raise ValueError(f"need one key and one system per example: {len(keys)} keys, "
+                         f"{len(systems)} systems, {n} score rows")
+    hashes = None
+    if key_hashes is not None:
+        hashes = np.asarray(key_hashes, dtype=np.uint64)
+        if hashes.shape != (n,):
+            raise ValueError(f"need one key hash per example: {hashes.shape} for {n} examples")
+    elif n_boot and not isinstance(keys, list):  # an Arrow column: hashed from its UTF-8 buffer
+        hashes = example_key_hashes(keys)
+    # distinct hashes prove distinct keys; equal ones need the exact count
+    if (hashes is None or poisson.any_equal(hashes)) and _n_distinct(keys) != n:
+        raise ValueError("example keys must be unique (use f'{system}\\x1f{id}')")
+    return keys, systems, hashes
+
+
+def _system_codes(systems, n: int) -> tuple[list, np.ndarray]:
+    """The distinct systems in order of first appearance, and each example's index among them
+    (``systems``: a list of str or an Arrow string array)."""
+    if isinstance(systems, list):
+        sys_names = list(dict.fromkeys(systems))
+        codes_of = {name: i for i, name in enumerate(sys_names)}
+        codes = (np.zeros(n, dtype=np.int64) if len(sys_names) == 1 else
+                 np.fromiter(map(codes_of.__getitem__, systems), dtype=np.int64, count=n))
+    else:  # dictionary order is first appearance, as dict.fromkeys above
+        enc = systems.dictionary_encode()
+        sys_names = enc.dictionary.to_pylist()
+        codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    return sys_names, codes
+
+
 def _strings(values, name: str):
     """A list of str, or a pyarrow string array (kept as one Arrow chunk); TypeError otherwise."""
     try:
@@ -440,7 +415,7 @@ def _n_distinct(values) -> int:
 
 
 def _system_stats(X: np.ndarray, x: np.ndarray, buckets: np.ndarray, T: int, n_boot: int,
-                  hist_bins: int, boot_buckets: int) -> _System:
+                  hist_bins: int, boot_buckets: int) -> SystemSums:
     """One system's sufficient statistics: one compiled pass over the rows (exact sums, the
     histogram, the bootstrap buckets) when numba is there; :func:`_system_stats_numpy`, the
     specification it is tested against, otherwise."""
@@ -461,8 +436,8 @@ def _system_stats(X: np.ndarray, x: np.ndarray, buckets: np.ndarray, T: int, n_b
     return _new_system(x, T, sum_x, sum_x2, hist, bucket_n, bucket_s)
 
 
-def _new_system(x, T, sum_x, sum_x2, hist, bucket_n, bucket_s) -> _System:
-    return _System(
+def _new_system(x, T, sum_x, sum_x2, hist, bucket_n, bucket_s) -> SystemSums:
+    return SystemSums(
         count=x.shape[0],
         sum_x=tuple(sum_x),
         sum_x2=tuple(sum_x2),
@@ -511,7 +486,7 @@ else:
 
 
 def _system_stats_numpy(X: np.ndarray, x: np.ndarray, buckets: np.ndarray, T: int, n_boot: int,
-                        hist_bins: int, boot_buckets: int) -> _System:
+                        hist_bins: int, boot_buckets: int) -> SystemSums:
     n, m = X.shape
     sum_x, sum_x2 = fp.exact_column_sums(X)
     # Histogram: floor(x * bins) (exact IEEE operations: deterministic), x == 1 in the last bin.

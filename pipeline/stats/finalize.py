@@ -4,15 +4,12 @@ replicate means and percentile interval."""
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from pipeline.stats import fixedpoint as fp
 from pipeline.stats import poisson
-
-if TYPE_CHECKING:
-    from pipeline.stats.accumulator import _System
+from pipeline.stats.sums import SystemSums
 
 BOOT_BITS = 26  # the bootstrap's fixed point: X26 = round(x * 2**26)
 QUANTILES = (("q05", 0.05), ("q25", 0.25), ("median", 0.5), ("q75", 0.75), ("q95", 0.95))
@@ -27,7 +24,7 @@ _L26 = 26
 _M26 = (1 << _L26) - 1
 
 
-def _replicate_means(st: _System, seed: int, n_boot: int, python_ints: bool = False) -> np.ndarray:
+def _replicate_means(st: SystemSums, seed: int, n_boot: int, python_ints: bool = False) -> np.ndarray:
     """The bootstrap replicates' weighted means, float64 ``(replicates, n_types * 3)``: per
     replicate with any weight, ``sum_k w_bk S_k / (2**26 * sum_k w_bk n_k)``, each the correctly
     rounded quotient of the exact integer sums (replicates whose weights are all zero have no

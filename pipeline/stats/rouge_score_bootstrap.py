@@ -23,8 +23,10 @@ from typing import Mapping
 
 import numpy as np
 
+from pipeline.scoring.types import STATS
+
 # Field-for-field the namedtuples of rouge_score.scoring (equal as tuples).
-Score = namedtuple("Score", ["precision", "recall", "fmeasure"])
+Score = namedtuple("Score", STATS)
 AggregateScore = namedtuple("AggregateScore", ["low", "mid", "high"])
 
 # Resamples whose indices are drawn at once (bounded memory: at most ~2**22 int64 indices).

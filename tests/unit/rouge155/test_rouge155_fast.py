@@ -423,7 +423,7 @@ def test_config_family_and_rouge155_settings():
 def test_job_scorer_for_routes_profiles():
     from pipeline.job import ScoringSettings, scorer_for
 
-    assert type(scorer_for(ScoringSettings())).__name__ == "RougeScorer"
+    assert type(scorer_for(ScoringSettings())).__name__ == "RougeEngine"
     assert type(scorer_for(ScoringSettings(rouge_types=("rouge1", "rougeSU4")))).__name__ == "FamilyScorer"
     assert type(scorer_for(ScoringSettings(multi_ref="B"))).__name__ == "FamilyScorer"
     assert type(scorer_for(ScoringSettings(profile="rouge155", multi_ref="A"))).__name__ == "PipelineRouge155Scorer"
