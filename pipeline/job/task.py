@@ -2,11 +2,12 @@
 
 :func:`score_unit` reads a unit, cuts it by cost into slices (:func:`pipeline.job.plan.split_by_cost`),
 scores each slice and writes it at once under its (unit, slice) names
-(:func:`pipeline.runfolder.write_task_files`), then returns a :class:`~pipeline.job.results.TaskResult`:
-the unit's counts, its mergeable statistics (a ``StatsAccumulator``), its key hashes (for the duplicates across units:
-:mod:`pipeline.job.dedup`) and the slices it left for wave 2 (oversized examples, and, on a
-cluster, slices past its first few).  The same function scores those slices in wave 2, and a unit
-again with its cross-unit duplicates dropped.  A rerun loads finished slices from their markers.
+(:func:`pipeline.runfolder.write_task_files`), then returns a
+:class:`~pipeline.job.results.TaskResult`: the unit's counts, its mergeable statistics (a
+``StatsAccumulator``), its key hashes (for the duplicates across units: :mod:`pipeline.job.dedup`)
+and the slices it left for wave 2 (oversized examples, and, on a cluster, slices past its first
+few).  The same function scores those slices in wave 2, and a unit again with its cross-unit
+duplicates dropped.  A rerun loads finished slices from their markers.
 """
 from __future__ import annotations
 
