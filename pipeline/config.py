@@ -145,7 +145,7 @@ class ExecutionConfig:
     retries: int = 2
     target_rows: int | None = None
     target_cost: int | float | None = None
-    unit_cache_mb: int | None = None  # no longer used (there is no plan pass to keep); accepted, ignored
+    unit_cache_mb: int | None = None  # not used; accepted and ignored, so configs that set it still load
     worker_profile: bool = False
 
     def validate(self):

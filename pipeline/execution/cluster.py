@@ -1,6 +1,7 @@
 """Open a Dask client for ``local`` | ``scheduler`` mode, or none for ``sync``."""
 from __future__ import annotations
 
+import builtins
 import os
 from contextlib import contextmanager
 
@@ -63,8 +64,6 @@ def probe():
 
 
 def _probe_function():
-    import builtins
-
     ns = {"__name__": "__rouge_pipeline_probe__", "__builtins__": builtins}
     exec(compile(_PROBE_SOURCE, "<rouge-pipeline worker probe>", "exec"), ns)  # noqa: S102 - constant source
     return ns["probe"]
@@ -129,10 +128,11 @@ def local_cluster(n_workers: int | None = None, memory_limit=None, dashboard_add
     ran ~10% faster without it (two workers, alternating runs); the dashboard's Profile page
     stays empty then.
 
-    The scheduler hands a worker its next plan task only when it is free (worker saturation
-    1.0; Dask's default 1.1 sends each one-thread worker a second task to queue): the plan
-    pass reads and scores the units, a few tenths of a second each, and a unit queued behind a
-    slow one on one worker while the other worker idles was the run's tail."""
+    The scheduler hands a worker its next task only when it is free (worker saturation 1.0;
+    Dask's default 1.1 sends each one-thread worker a second task to queue): a wave-1 task reads
+    and scores a whole unit, and a unit queued behind a slow one on one worker while another
+    worker idles would be the run's tail."""
+    # Dask is imported when a cluster opens: the driver imports this module for sync runs too
     import dask
     from distributed import LocalCluster
 
@@ -164,7 +164,7 @@ def open_client(mode: str = "local", scheduler: str | None = None, n_workers: in
     if mode == "sync":
         yield None
         return
-    from distributed import Client
+    from distributed import Client  # as above: not for a sync run
 
     if mode == "scheduler":
         if not scheduler:

@@ -41,16 +41,18 @@ from dataclasses import dataclass, field
 from pipeline import job, profiles
 from pipeline.errors import NoRowsError, RunFailedError, StrictModeError
 from pipeline.io.paths import compression_of
-from pipeline.io.readers import listed_sizes
+from pipeline.io.readers import field_hints, listed_sizes
 from pipeline.io.readers import plan_units as plan_units_of
+from pipeline.execution import cluster, warmup
 from pipeline.execution.executors import DaskExecutor, SyncExecutor
-from pipeline.execution.waves import TaskFailed, Waves
+from pipeline.execution.progress import Progress
+from pipeline.execution.waves import Outcome, TaskFailed, Waves
 from pipeline import runfolder as outputs
 from pipeline.runfolder import (
     META_CONFIG_HASH, META_SIGNATURE, RunFolderBusyError, RunFolderError, RunStopped,
 )
+from pipeline.redaction import HiddenOptions, Redactor
 from pipeline.runfolder.names import PLAN_FORMAT
-from pipeline.redaction import HiddenOptions
 from pipeline.signature import Signature
 
 # On a cluster, wave 1 scores a unit's first WAVE1_SLICES slices where it read them and leaves
@@ -91,12 +93,10 @@ def _task_error(e: BaseException, what: str, retries: int) -> BaseException:
     return RunFailedError(f"{what} failed after {retries} retries: {type(e).__name__}: {e}")
 
 
-def no_rows_message(spec, final: dict, run_url: str) -> str:
-    from pipeline.io.readers import field_hints
-
-    q = final["quarantined"]
+def no_rows_message(spec, final: job.Totals, run_url: str) -> str:
+    q = final.quarantined
     if q:
-        top = sorted(final["quarantine_reasons"].items(), key=lambda kv: (-kv[1], kv[0]))[:3]
+        top = sorted(final.quarantine_reasons.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
         why = (f"every record was quarantined ({q}; most common: "
                + "; ".join(f"{k}: {v}" for k, v in top) + f"; see {run_url}/quarantine/)")
     else:
@@ -156,167 +156,234 @@ def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream
     """Run ``cfg`` on ``client`` (``None``: synchronously, in this process), holding the run
     folder's lease (:class:`pipeline.runfolder.Lease`) throughout; ``execution``: how
     :func:`run_config` chose where (the summary's ``execution``)."""
-    t_start = time.perf_counter()
-    run_url = cfg.output.url.rstrip("/")
-    so = HiddenOptions(cfg.storage_options)
-    spec = cfg.input_spec()
-    retries = cfg.execution.retries
+    r = _Run(cfg, log, execution)
     # the inputs first: a missing one leaves nothing in the output location
-    inputs = with_retries(lambda: outputs.list_inputs(spec), retries, "listing the inputs", log)
-    with_retries(lambda: outputs.precheck_run_folder(run_url, so, cfg.output.overwrite), retries,
-                 f"inspecting the run folder {run_url}", log)
-    lease = outputs.Lease(run_url, so, log)
-    with_retries(lease.acquire, retries, f"taking the lease of {run_url}", log)
+    inputs = r.retry("listing the inputs", outputs.list_inputs, r.spec)
+    r.retry(f"inspecting the run folder {r.run_url}", outputs.precheck_run_folder, r.run_url, r.so,
+            cfg.output.overwrite)
+    lease = outputs.Lease(r.run_url, r.so, log)
+    r.retry(f"taking the lease of {r.run_url}", lease.acquire)
     try:
-        return _run_held(cfg, _executor(client, log), progress, log, stream, lease, inputs, t_start, execution)
+        return _run_held(r, _executor(client, log), lease, inputs, progress, stream)
     finally:
         lease.release()
 
 
-def _run_held(cfg, ex, progress, log, stream, lease, inputs: dict, t_start: float,
-              execution: str | None) -> RunResult:
-    from pipeline.execution.progress import Progress
+def _run_held(r: _Run, ex, lease, inputs: dict, progress, stream) -> RunResult:
+    """The run, its folder's lease held: the steps of docs/ARCHITECTURE.md's data flow."""
+    r.identify(inputs)
+    done = r.prepare_folder(inputs)
+    outcome, bar = r.score(ex, lease, inputs, done, progress, stream)
+    summary = r.summary(outcome, bar, ex)
+    r.check_rows(outcome.final, summary)
+    files = r.verify_parts(outcome)
+    r.check_inputs(inputs)
+    r.write_statistics(outcome.final)
+    exact_rows = r.exact_bootstrap(ex, outcome.final)
+    r.finish(lease, summary, files)
+    return RunResult(r.run_url, summary, outcome.final.stats_rows, exact_rows, r.sig, r.chash)
 
-    run_url = cfg.output.url.rstrip("/")
-    so = HiddenOptions(cfg.storage_options)   # task arguments: logged by a worker when one fails
-    spec = cfg.input_spec()
-    sig = str(Signature.from_config(cfg))
-    chash = cfg.config_hash()
-    retries = cfg.execution.retries
-    pid = outputs.plan_id(chash, _plan_settings(cfg), inputs)
-    # the slices an earlier run finished (listed with the folder): wave 1 loads them, not scores
-    done = with_retries(lambda: outputs.prepare_run_folder(cfg, run_url, so, sig, chash, _plan_settings(cfg),
-                                                           cfg.output.overwrite, log, inputs, pid),
-                        retries, f"preparing the run folder {run_url}", log)
-    outputs.pause_point("prepared")
-    metadata = {META_SIGNATURE: sig, META_CONFIG_HASH: chash}
-    nonce = uuid.uuid4().hex[:8]
-    ctx = job.UnitContext(run_url=run_url, scoring=job.ScoringSettings.from_config(cfg.scoring),
-                          seed=cfg.stats.seed, n_boot=cfg.stats.n_boot, metadata=metadata, storage_options=so,
-                          plan_id=pid, stop=ex.new_flag(f"rouge-stop-{nonce}"))
-    waves = None
-    try:
-        if ex.distributed:
-            t0 = time.perf_counter()
-            # with this run's settings: a unicode or rouge155 profile builds its tables and loads
-            # its kernels here, not inside each worker's first task (local workers share this
-            # machine's cache, which run_config filled first)
-            ex.warm(ctx.scoring, per_host=cfg.execution.mode == "scheduler")
-            log(f"workers warm ({ex.n_workers} workers) in {time.perf_counter() - t0:.2f}s")
-        t_plan = time.perf_counter()
-        units = plan_units(cfg, spec, run_url, so, log, pid, inputs)
-        if done:
-            log(f"resume: {sum(len(k) for k in done.values())} slice(s) of {len(done)} of {len(units)} units "
-                "already written")
-        bar = Progress(len(units), None, stream=stream, enabled=bool(progress), label="scoring", unit="units",
-                       t0=t_plan)
-        waves = Waves(ex, spec, units, ctx, cfg.execution.target_cost or job.DEFAULT_TARGET_COST, retries, done,
-                      cfg.stats.confidence, WAVE1_SLICES if ex.distributed else None, bar, log)
-        lease.on_lost = waves.halt   # another run took the folder: stop writing now, not at the end
+
+class _Run:
+    """One run of a config: what it is (folder, input, signature, plan) and its steps, each a
+    method; the driver's own storage access goes through :meth:`retry`."""
+
+    def __init__(self, cfg, log, execution: str | None):
+        self.t_start = time.perf_counter()
+        self.cfg, self.log, self.execution = cfg, log, execution
+        self.run_url = cfg.output.url.rstrip("/")
+        self.so = HiddenOptions(cfg.storage_options)   # task arguments: logged by a worker when one fails
+        self.spec = cfg.input_spec()
+        self.retries = cfg.execution.retries
+        self.sig = self.chash = self.pid = ""
+        self.units = 0
+        self.scoring_seconds = 0.0
+
+    def retry(self, what: str, fn, *args):
+        """``fn(*args)``, retried on transient errors (:func:`with_retries`)."""
+        return with_retries(lambda: fn(*args), self.retries, what, self.log)
+
+    def seconds(self) -> float:
+        return round(time.perf_counter() - self.t_start, 3)
+
+    def identify(self, inputs: dict) -> None:
+        """The signature, the config hash and the plan's identity (settings and inputs)."""
+        self.sig = str(Signature.from_config(self.cfg))
+        self.chash = self.cfg.config_hash()
+        self.pid = outputs.plan_id(self.chash, _plan_settings(self.cfg), inputs)
+
+    def prepare_folder(self, inputs: dict) -> dict:
+        """The run folder prepared for this run; returns the slices an earlier run finished
+        (listed with the folder): wave 1 loads them, not scores."""
+        done = self.retry(f"preparing the run folder {self.run_url}", outputs.prepare_run_folder, self.cfg,
+                          self.run_url, self.so, self.sig, self.chash, _plan_settings(self.cfg),
+                          self.cfg.output.overwrite, self.log, inputs, self.pid)
+        outputs.pause_point("prepared")
+        return done
+
+    def unit_context(self, ex) -> job.UnitContext:
+        cfg = self.cfg
+        return job.UnitContext(run_url=self.run_url, scoring=job.ScoringSettings.from_config(cfg.scoring),
+                               seed=cfg.stats.seed, n_boot=cfg.stats.n_boot,
+                               metadata={META_SIGNATURE: self.sig, META_CONFIG_HASH: self.chash},
+                               storage_options=self.so, plan_id=self.pid,
+                               stop=ex.new_flag(f"rouge-stop-{uuid.uuid4().hex[:8]}"))
+
+    def score(self, ex, lease, inputs: dict, done: dict, progress, stream) -> tuple[Outcome, Progress]:
+        """The units, then waves 1 and 2 and the statistics' merge: (:class:`Outcome`, the
+        progress bar).  Whatever fails stops the tasks submitted, and the summary says why."""
+        ctx = self.unit_context(ex)
+        waves = None
+        try:
+            self.warm(ex, ctx)
+            t_plan = time.perf_counter()
+            units = plan_units(self.cfg, self.spec, self.run_url, self.so, self.log, self.pid, inputs)
+            if done:
+                self.log(f"resume: {sum(len(k) for k in done.values())} slice(s) of {len(done)} of {len(units)} "
+                         "units already written")
+            bar = Progress(len(units), None, stream=stream, enabled=bool(progress), label="scoring", unit="units",
+                           t0=t_plan)
+            waves = Waves(ex, self.spec, units, ctx, self.cfg.execution.target_cost or job.DEFAULT_TARGET_COST,
+                          self.retries, done, self.cfg.stats.confidence, WAVE1_SLICES if ex.distributed else None,
+                          bar, self.log)
+            lease.on_lost = waves.halt   # another run took the folder: stop writing now, not at the end
+            outcome = self.run_waves(waves, lease, bar)
+        except BaseException as e:
+            # the one place that stops them, whatever failed after they were submitted
+            if waves is not None:
+                waves.stop(drain=isinstance(e, Exception))
+            _write_failed_summary(self.run_url, self.so, self.sig, self.chash, e, self.t_start, self.cfg)
+            raise
+        self.scoring_seconds = time.perf_counter() - t_plan
+        self.units = len(units)
+        return outcome, bar
+
+    def warm(self, ex, ctx) -> None:
+        if not ex.distributed:
+            return
+        t0 = time.perf_counter()
+        # with this run's settings: a unicode or rouge155 profile builds its tables and loads its
+        # kernels here, not inside each worker's first task (local workers share this machine's
+        # cache, which run_config filled first)
+        ex.warm(ctx.scoring, per_host=self.cfg.execution.mode == "scheduler")
+        self.log(f"workers warm ({ex.n_workers} workers) in {time.perf_counter() - t0:.2f}s")
+
+    def run_waves(self, waves: Waves, lease, bar: Progress) -> Outcome:
         try:
             outcome = waves.run()
         except TaskFailed as e:
             if lease.lost is not None:
                 lease.check()   # raises: this run lost its lease
-            raise _task_error(e.error, e.what, retries) from e.error
+            raise _task_error(e.error, e.what, self.retries) from e.error
         finally:
             bar.close()
         waves.close()
-        final = outcome.final
         if outcome.split:
-            log(f"{outcome.split} oversized example(s): rougeLsum in blocks of reference sentences")
-    except BaseException as e:
-        # the one place that stops them, whatever failed after they were submitted
-        if waves is not None:
-            waves.stop(drain=isinstance(e, Exception))
-        _write_failed_summary(run_url, so, sig, chash, e, t_start, cfg)
-        raise
-    scoring_seconds = time.perf_counter() - t_plan
+            self.log(f"{outcome.split} oversized example(s): rougeLsum in blocks of reference sentences")
+        return outcome
 
-    rows = final["stats_rows"]
-    summary = {
-        "status": "ok",
-        "signature": sig,
-        "config_hash": chash,
-        "rows": final["rows"],
-        "quarantined": final["quarantined"],
-        "quarantined_by_reason": final["quarantine_reasons"],
-        "systems": final["systems"],
-        "units": len(units),
-        "tasks": outcome.tasks,
-        "tasks_resumed": outcome.resumed,
-        "split_examples": outcome.split,
-        "duplicate_units": outcome.duplicate_units,
-        "cand_tokens": final["cand_tokens"],
-        "ref_tokens": final.get("ref_tokens", 0),
-        "mode": ex.mode,
-        "execution": execution or cfg.execution.mode,
-        "workers": ex.n_workers,
-        "scoring_seconds": round(scoring_seconds, 3),
-        "rows_scored": bar.scored_rows,       # by this run (not the resumed tasks')
-        "pairs_per_s": round(bar.rate(), 1),  # the bar's rate counts from t_plan too
-    }
+    def summary(self, outcome: Outcome, bar: Progress, ex) -> dict:
+        final = outcome.final
+        return {
+            "status": "ok",
+            "signature": self.sig,
+            "config_hash": self.chash,
+            "rows": final.rows,
+            "quarantined": final.quarantined,
+            "quarantined_by_reason": final.quarantine_reasons,
+            "systems": final.systems,
+            "units": self.units,
+            "tasks": outcome.tasks,
+            "tasks_resumed": outcome.resumed,
+            "split_examples": outcome.split,
+            "duplicate_units": outcome.duplicate_units,
+            "cand_tokens": final.cand_tokens,
+            "ref_tokens": final.ref_tokens,
+            "mode": ex.mode,
+            "execution": self.execution or self.cfg.execution.mode,
+            "workers": ex.n_workers,
+            "scoring_seconds": round(self.scoring_seconds, 3),
+            "rows_scored": bar.scored_rows,       # by this run (not the resumed tasks')
+            "pairs_per_s": round(bar.rate(), 1),  # the bar's rate counts from the units' listing too
+        }
 
-    def write_summary():
-        with_retries(lambda: outputs.write_summary(run_url, summary, so), retries, "writing _summary.json", log)
+    def write_summary(self, summary: dict) -> None:
+        self.retry("writing _summary.json", outputs.write_summary, self.run_url, summary, self.so)
 
-    if not final["rows"]:  # before strict mode: nothing scored is the bigger problem
-        summary["status"] = "failed: no row scored"
-        summary["seconds"] = round(time.perf_counter() - t_start, 3)
-        write_summary()
-        raise NoRowsError(no_rows_message(spec, final, run_url), summary)
-    if cfg.strict and final["quarantined"]:
-        summary["status"] = "failed: strict mode and quarantined records"
-        summary["seconds"] = round(time.perf_counter() - t_start, 3)
-        write_summary()
-        raise StrictModeError(f"strict: {final['quarantined']} record(s) quarantined "
-                              f"({final['quarantine_reasons']}); see {run_url}/quarantine/", summary)
+    def check_rows(self, final: job.Totals, summary: dict) -> None:
+        """A run with no row scored, or (strict) with quarantined records, fails here, its summary
+        written."""
+        if not final.rows:  # before strict mode: nothing scored is the bigger problem
+            summary["status"] = "failed: no row scored"
+            summary["seconds"] = self.seconds()
+            self.write_summary(summary)
+            raise NoRowsError(no_rows_message(self.spec, final, self.run_url), summary)
+        if self.cfg.strict and final.quarantined:
+            summary["status"] = "failed: strict mode and quarantined records"
+            summary["seconds"] = self.seconds()
+            self.write_summary(summary)
+            raise StrictModeError(f"strict: {final.quarantined} record(s) quarantined "
+                                  f"({final.quarantine_reasons}); see {self.run_url}/quarantine/", summary)
 
-    # every part on disk is this run's and holds what it counted; the inputs are still those planned
-    files = with_retries(lambda: outputs.verify_parts(run_url, so, outcome.slices, chash, final["rows"],
-                                                      final["quarantined"]),
-                         retries, "checking the part files", log)
-    changed = outputs.changed_inputs(inputs, with_retries(lambda: outputs.list_inputs(spec), retries,
-                                                          "listing the inputs again", log))
-    if changed:
-        raise RunFolderError(f"the inputs changed while this run was running ({outputs.describe(changed)}); "
-                             f"no _SUCCESS written in {run_url}: run again to score them")
-    with_retries(lambda: outputs.write_stats(run_url, rows, sig, chash, cfg.stats.confidence, so), retries,
-                 "writing the statistics", log)
-    profile = profiles.get(cfg.scoring.profile)
-    if profile.outputs:  # the profile's own files (rouge155: ROUGE-1.5.5's printed averages)
+    def verify_parts(self, outcome: Outcome) -> list:
+        """Every part on disk is this run's and holds what it counted; returns the folder's files."""
+        return self.retry("checking the part files", outputs.verify_parts, self.run_url, self.so, outcome.slices,
+                          self.chash, outcome.final.rows, outcome.final.quarantined)
+
+    def check_inputs(self, inputs: dict) -> None:
+        """The inputs are still those planned, or no ``_SUCCESS``."""
+        changed = outputs.changed_inputs(inputs, self.retry("listing the inputs again", outputs.list_inputs,
+                                                            self.spec))
+        if changed:
+            raise RunFolderError(f"the inputs changed while this run was running ({outputs.describe(changed)}); "
+                                 f"no _SUCCESS written in {self.run_url}: run again to score them")
+
+    def write_statistics(self, final: job.Totals) -> None:
+        """The statistics, and the profile's own files (rouge155: ROUGE-1.5.5's printed averages)."""
+        cfg = self.cfg
+        self.retry("writing the statistics", outputs.write_stats, self.run_url, final.stats_rows, self.sig,
+                   self.chash, cfg.stats.confidence, self.so)
+        profile = profiles.get(cfg.scoring.profile)
+        if not profile.outputs:
+            return
+
         def read(system, columns):
-            return outputs.read_scores(run_url, system, columns, so)
+            return outputs.read_scores(self.run_url, system, columns, self.so)
 
-        docs = profile.extra_outputs(final["systems"], cfg.scoring, cfg.stats, read)
-        with_retries(lambda: outputs.write_profile_outputs(run_url, docs, profile.outputs, so),
-                     retries, f"writing {', '.join(profile.outputs)}", log)
-    exact_rows = []
-    if cfg.stats.bootstrap == "exact" and cfg.stats.n_boot > 0:
-        args = (run_url, final["systems"], list(cfg.scoring.rouge_types), cfg.stats.seed, cfg.stats.n_boot,
-                cfg.stats.confidence, so)
-        exact_rows = ex.submit(job.exact_bootstrap, *args, key=f"rouge-exact-{uuid.uuid4().hex[:8]}",
-                               retries=retries, what="the exact bootstrap").result()
-        with_retries(lambda: outputs.write_exact(run_url, exact_rows, sig, chash, so), retries,
-                     "writing the exact bootstrap", log)
-    summary["seconds"] = round(time.perf_counter() - t_start, 3)
-    summary["finished_at"] = outputs.utc_now()   # orders run histories (compare --history)
-    write_summary()
-    lease.stop_heartbeat()  # nothing of the run is written after _SUCCESS, the lease included
-    # what killed writes of earlier attempts left (every task of this run has ended)
-    with_retries(lambda: outputs.remove_temp_files(run_url, so, files), retries, "removing temp files", log)
-    lease.check()
-    outputs.pause_point("success")
-    with_retries(lambda: outputs.mark_success(run_url, so), retries, "writing _SUCCESS", log)
-    return RunResult(run_url, summary, rows, exact_rows, sig, chash)
+        docs = profile.extra_outputs(final.systems, cfg.scoring, cfg.stats, read)
+        self.retry(f"writing {', '.join(profile.outputs)}", outputs.write_profile_outputs, self.run_url, docs,
+                   profile.outputs, self.so)
+
+    def exact_bootstrap(self, ex, final: job.Totals) -> list:
+        """``stats.bootstrap: exact``: rouge-score's bootstrap from the parts (a task), written."""
+        st = self.cfg.stats
+        if st.bootstrap != "exact" or st.n_boot <= 0:
+            return []
+        args = (self.run_url, final.systems, list(self.cfg.scoring.rouge_types), st.seed, st.n_boot, st.confidence,
+                self.so)
+        rows = ex.submit(job.exact_bootstrap, *args, key=f"rouge-exact-{uuid.uuid4().hex[:8]}",
+                         retries=self.retries, what="the exact bootstrap").result()
+        self.retry("writing the exact bootstrap", outputs.write_exact, self.run_url, rows, self.sig, self.chash,
+                   self.so)
+        return rows
+
+    def finish(self, lease, summary: dict, files: list) -> None:
+        """The summary, then ``_SUCCESS``: the run's last write."""
+        summary["seconds"] = self.seconds()
+        summary["finished_at"] = outputs.utc_now()   # orders run histories (compare --history)
+        self.write_summary(summary)
+        lease.stop_heartbeat()  # nothing of the run is written after _SUCCESS, the lease included
+        # what killed writes of earlier attempts left (every task of this run has ended)
+        self.retry("removing temp files", outputs.remove_temp_files, self.run_url, self.so, files)
+        lease.check()
+        outputs.pause_point("success")
+        self.retry("writing _SUCCESS", outputs.mark_success, self.run_url, self.so)
 
 
 def _write_failed_summary(run_url: str, so: dict, sig: str, chash: str, e: BaseException, t_start: float,
                           cfg=None) -> None:
     """Best effort: ``_summary.json`` with the error, so ``rouge-pipeline show`` can say why
     (its message without the config's credentials: pipeline.redaction)."""
-    from pipeline.redaction import Redactor
-
     try:
         msg = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
         msg = Redactor().add_config(cfg.to_dict(redact=False) if cfg is not None else {}).text(msg)
@@ -357,16 +424,13 @@ def choose_mode(cfg, log=_log_default) -> tuple[str, str]:
 
 def run_config(cfg, progress: bool | None = True, log=_log_default, stream=None) -> RunResult:
     """Open the client the config asks for (auto / local / scheduler / sync) and run."""
-    from pipeline.execution.cluster import dashboard_link, open_client
-
     ex = cfg.execution
     mode, note = choose_mode(cfg, log)
     if mode != "scheduler":  # this machine compiles once, before any local worker starts
-        from pipeline.execution.warmup import ensure_compiled
-
-        ensure_compiled(job.ScoringSettings.from_config(cfg.scoring), log)
-    with open_client(mode, ex.scheduler, ex.n_workers, ex.memory_limit, worker_profile=ex.worker_profile) as client:
-        link = dashboard_link(client)
+        warmup.ensure_compiled(job.ScoringSettings.from_config(cfg.scoring), log)
+    with cluster.open_client(mode, ex.scheduler, ex.n_workers, ex.memory_limit,
+                             worker_profile=ex.worker_profile) as client:
+        link = cluster.dashboard_link(client)
         if link:
             log(f"dashboard: {link}")
         return run(cfg, client, progress=progress, log=log, stream=stream, execution=note)

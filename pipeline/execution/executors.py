@@ -13,7 +13,12 @@ futures given and releases them.
 """
 from __future__ import annotations
 
+import collections
+import threading
 import time
+from concurrent.futures import CancelledError
+
+from pipeline.execution import warmup
 
 
 class Lazy:
@@ -49,8 +54,6 @@ class Lazy:
 
     def cancel(self) -> None:
         if not self._ran:
-            from concurrent.futures import CancelledError
-
             self._call, self._error, self._ran = None, CancelledError(self.key), True
 
 
@@ -58,8 +61,6 @@ class Completed:
     """The sync executor's ``as_completed``: in order, with ``add`` (as Dask's)."""
 
     def __init__(self, futures):
-        import collections
-
         self.queue = collections.deque(futures)
 
     def add(self, future) -> None:
@@ -112,8 +113,6 @@ class SyncExecutor:
         return Completed(futures)
 
     def new_flag(self, name: str):
-        import threading
-
         return threading.Event()   # set from another thread (the lease's heartbeat)
 
     def stop(self, futures, flags=(), drain: bool = True) -> None:
@@ -148,6 +147,7 @@ class DaskExecutor:
                **hints):
         return self.client.submit(fn, *args, **(kwargs or {}), key=key, retries=retries, pure=False, **hints)
 
+    # distributed is imported by the Dask executor's methods only: a run in process never loads Dask
     def as_completed(self, futures):
         from distributed import as_completed
 
@@ -187,12 +187,11 @@ class DaskExecutor:
         check and the kernels (and a profile's tables) of ``settings``: a ``WorkerPlugin``
         (:mod:`pipeline.execution.plugin`).  ``per_host`` (an existing cluster): one worker per
         host warms first, so a host's workers load its cache instead of all compiling at once."""
-        from pipeline.execution import plugin
-        from pipeline.execution.warmup import warmup
+        from pipeline.execution import plugin  # imports distributed: not loaded with this module (sync runs)
 
         if per_host:
             by_host: dict[str, str] = {}
             for addr, info in sorted(self.client.scheduler_info()["workers"].items()):
                 by_host.setdefault(info.get("host") or addr.rsplit(":", 1)[0], addr)
-            self.client.run(warmup, settings, workers=sorted(by_host.values()))
+            self.client.run(warmup.warmup, settings, workers=sorted(by_host.values()))
         plugin.register(self.client, settings)

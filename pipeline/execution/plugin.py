@@ -6,6 +6,8 @@ import os
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
+import pipeline
+from pipeline.execution import warmup
 from pipeline.execution.cluster import WORKER_ENV
 
 NAME = "rouge-pipeline-worker-setup"
@@ -28,8 +30,6 @@ class WorkerSetup(WorkerPlugin):
     def setup(self, worker) -> None:
         for k, v in WORKER_ENV.items():  # before the kernels' thread pools start
             os.environ[k] = v
-        import pipeline
-
         if pipeline.__version__ != self.version:
             late = worker.address not in self.initial
             if late:
@@ -38,15 +38,11 @@ class WorkerSetup(WorkerPlugin):
                 worker.loop.add_callback(worker.close, nanny=True, reason="rouge-pipeline version mismatch")
             raise WorkerVersionError(f"worker {worker.address} runs rouge-pipeline {pipeline.__version__}, "
                                      f"this client {self.version}" + ("; it closes itself" if late else ""))
-        from pipeline.execution.warmup import warmup
-
-        warmup(self.settings)
+        warmup.warmup(self.settings)
 
 
 def register(client, settings) -> None:
     """Set up every worker now and every worker that joins later (re-registering replaces the
     previous run's plugin)."""
-    import pipeline
-
     initial = frozenset(client.scheduler_info()["workers"])
     client.register_plugin(WorkerSetup(settings, pipeline.__version__, initial), name=NAME)

@@ -8,10 +8,20 @@ Whether it has is a stamp file next to numba's cache, keyed by everything that i
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
+import platform
+import subprocess
 import sys
 import time
+from importlib.metadata import version
+
+from pipeline import __version__, job
+from pipeline.scorer import RougeScorer, _compiled
+
+# The kernels' modules are imported inside the functions that load them: the worker plugin imports
+# this module before it sets NUMBA_NUM_THREADS, which numba reads when it is first imported.
 
 from pipeline.scoring.types import DEFAULT_TYPES
 
@@ -21,8 +31,6 @@ def warmup(settings=None, diagnostics: bool = True, stats: bool = True) -> float
     build that run's scorer (a unicode or rouge155 profile's tables) through a task's path.
     ``diagnostics=False``/``stats=False`` leave the diagnostics' / statistics' kernels out."""
     t0 = time.perf_counter()
-    from pipeline.scorer import RougeScorer, _compiled
-
     _compiled()  # imports numba, which ends the cold-start tier (that tier would load no kernel)
 
     refs = ["The cat sat on the mat.\nIt was happy.", "a b c \u2014 caf\u00e9"]  # non-ASCII: the UTF-8 kernel
@@ -40,9 +48,8 @@ def _warm_job(settings=None, diagnostics: bool = True, stats: bool = True) -> No
     import numpy as np
     import pyarrow as pa
 
-    from pipeline import job
-    from pipeline.io import records
-    from pipeline.scoring.split import score_split
+    from pipeline.io import records  # numba: imported here (see the note at the top)
+    from pipeline.scoring.split import score_split  # numba, likewise
 
     table = pa.table({
         "id": ["a", "b"], "system": ["s", "s"],
@@ -52,8 +59,6 @@ def _warm_job(settings=None, diagnostics: bool = True, stats: bool = True) -> No
     })
     runs = [job.ScoringSettings(), settings or job.ScoringSettings()]
     if not diagnostics:
-        import dataclasses
-
         runs = [dataclasses.replace(s, diagnostics=False) for s in runs]
     for s in dict.fromkeys(runs):
         scores = job.score_table(table, s)
@@ -69,8 +74,6 @@ def warm_diagnostics() -> None:
     import numpy as np
     import pyarrow as pa
 
-    from pipeline import job
-
     types = ("rouge1",)
     schema = job.scores_schema(types, diagnostics=False)
     row = {"id": "a", "system": "s", "n_refs": 1, "cand_tokens": 1, "ref_tokens": 1, "rouge1_precision": 1.0,
@@ -79,7 +82,7 @@ def warm_diagnostics() -> None:
     job.unit_stats(scores, job.UnitContext(run_url="", scoring=job.ScoringSettings(rouge_types=types), seed=0,
                                            n_boot=10))
 
-    from pipeline.scoring.diagnostics import _per_example
+    from pipeline.scoring.diagnostics import _per_example  # numba, likewise
 
     tok = np.array([1, 2, 3, 1, 2, 4, 1, 2, 3, 5], dtype=np.int32)
     c_start, c_end = np.array([0, 3], dtype=np.int64), np.array([3, 6], dtype=np.int64)
@@ -90,13 +93,7 @@ def warm_diagnostics() -> None:
 
 def _warm_key() -> str:
     """Changes whenever numba's cache of this package's kernels would be stale."""
-    import platform
-
-    from pipeline import __version__
-
     try:
-        from importlib.metadata import version
-
         numba_version = version("numba")
     except Exception:  # noqa: BLE001
         numba_version = "unknown"
@@ -144,8 +141,6 @@ def _start_helper(settings):
     """The second compiling process (:func:`warm_diagnostics`), or None on one core."""
     if not getattr(settings, "diagnostics", True) or (os.cpu_count() or 1) < 2:
         return None
-    import subprocess
-
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     try:
         return subprocess.Popen([sys.executable, "-c", "from pipeline.execution.warmup import warm_diagnostics as w; w()"],

@@ -16,6 +16,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from pipeline import job
+from pipeline.job.results import Brief, Totals
 
 FAN_IN = 8
 
@@ -24,7 +25,7 @@ FAN_IN = 8
 class Outcome:
     """What the waves leave the driver."""
 
-    final: dict                                   # finalize_results: counts and statistics rows
+    final: Totals | None = None                   # finalize_results: counts and statistics rows
     slices: dict = field(default_factory=dict)    # unit -> its slice count (the part check)
     tasks: int = 0                                # slices written or resumed
     resumed: int = 0                              # slices an earlier run had written
@@ -84,6 +85,7 @@ class Waves:
         # every task that writes, until it ends: its brief -> (what, unit index, its result's future)
         self.pending: dict = {}
         self.counts: dict = {}      # unit -> [slices, rows, slices resumed]
+        self.by_index = {u.index: u for u in units}
         self.eager = not ex.distributed
         self.workers = max(1, ex.n_workers)
 
@@ -143,17 +145,32 @@ class Waves:
                 raise TaskFailed(what, e if e is not None else RuntimeError(
                     f"its task was {status} (the scheduler or another client cancelled it, "
                     "or the connection was lost)"))
-            b = f.result()
+            b: Brief = f.result()
             del self.pending[f]
-            if b.get("stopped"):
+            if b.stopped:
                 raise TaskFailed(what, RuntimeError("it was stopped (the run's stop flag is set)"))
             for extra in on_brief(b, u, fut) or ():
                 completed.add(extra)
 
     def run(self) -> Outcome:
-        out = Outcome(final={})
-        by_index = {u.index: u for u in self.units}
+        """Wave 1, the duplicate search, wave 2, the statistics' last merge."""
+        out = Outcome()
         tree1 = Tree(self._submit, self._key("merge-1"), self.eager)
+        dup, plain, oversized = self._wave1(out, tree1)
+        again = self._duplicates(dup)
+        out.duplicate_units = len(again)
+        if again:
+            tree1 = None   # wave 1's statistics hold the rows wave 2 drops: not merged further
+        tree2 = self._wave2(out, plain, oversized, again, dup)
+        dup = plain = oversized = None   # their futures released before the last merge
+        out.slices = {u: c[0] for u, c in self.counts.items()}
+        out.final = self._statistics(out, again, tree1, tree2)
+        return out
+
+    def _wave1(self, out: Outcome, tree1: Tree) -> tuple:
+        """:func:`job.score_unit` per unit, each unit's key hashes into the duplicate search, its
+        statistics into ``tree1``.  Returns (the search's future, the plain slices each unit
+        left, the oversized ones: ``(unit, slice, blocks, the future of the result holding its rows)``)."""
         hashes, position = [], {}
         for u in self.units:
             work = job.UnitWork(self.target_cost, self.first, self.done.get(u.index, frozenset()))
@@ -165,66 +182,69 @@ class Waves:
         if not self.eager:
             hashes = None   # held by the scheduler for the duplicate search; nothing per unit here
         plain: dict = {}   # unit -> the plain slices wave 1 left
-        oversized: list = []   # (unit, slice, blocks, the future of the result holding its rows)
+        oversized: list = []
 
-        def on_wave1(b, u, fut):
-            self.counts[u] = [b["slices"], b["rows"], b["skipped"]]
-            out.tasks += b["tasks"]
-            out.resumed += b["skipped"]
-            for k, blocks in b["left"]:
+        def on_brief(b: Brief, u: int, fut) -> None:
+            self.counts[u] = [b.slices, b.rows, b.skipped]
+            out.tasks += b.tasks
+            out.resumed += b.skipped
+            for k, blocks in b.left:
                 if blocks > 1:
-                    oversized.append((by_index[u], k, blocks, fut))
+                    oversized.append((self.by_index[u], k, blocks, fut))
                 else:
                     plain.setdefault(u, []).append(k)
             tree1.add(fut)
             if self.eager:  # in process: its hashes taken now, so the unit's result is let go
                 hashes[position[u]].status
             if self.bar is not None:
-                self.bar.update(b["rows"], skipped=bool(b["tasks"]) and b["skipped"] == b["tasks"])
+                self.bar.update(b.rows, skipped=bool(b.tasks) and b.skipped == b.tasks)
 
-        self._drain(on_wave1)
+        self._drain(on_brief)
+        return dup, plain, oversized
+
+    def _duplicates(self, dup) -> set:
+        """The units holding a later duplicate (:func:`job.later_duplicates`), scored again in wave 2."""
         try:
             again = set(self._submit(job.duplicate_units, dup, key=self._key("duplicate-units")).result())
         except Exception as e:  # noqa: BLE001
             raise TaskFailed("finding duplicate ids across units", e) from e
-        hashes = None
-        out.duplicate_units = len(again)
         if again:
             self.log(f"{len(again)} unit(s) hold ids that earlier units hold: scored again without them")
-            # wave 1's statistics are not wanted now, and a wave-1 task Dask reruns must not
-            # write its unit's rows back
-            tree1 = None
+            # a wave-1 task Dask reruns must not write its unit's rows back
             self.ex.stop([], flags=(self.wave1_flag,), drain=False)
+        return again
 
-        # wave 2: what wave 1 left, and the units holding a later duplicate
+    def _wave2(self, out: Outcome, plain: dict, oversized: list, again: set, dup) -> Tree:
+        """What wave 1 left, and the units holding a later duplicate (scored whole, without it).
+        Returns the tree of its statistics (not fed when units were scored again)."""
         tree2 = Tree(self._submit, self._key("merge-2"), self.eager)
         n2 = 0
         for u, ks in sorted(plain.items()):
             if u not in again:   # a unit scored again is scored whole
-                n2 += self._left(by_index[u], ks)
+                n2 += self._left(self.by_index[u], ks)
         for unit, k, blocks, fut in oversized:
             if unit.index not in again:
                 self._blocks(unit, k, blocks, fut)
                 n2 += 1
         for u in sorted(again):
-            self._unit(by_index[u], job.UnitWork(self.target_cost, again=True), "again", duplicates=dup)
+            self._unit(self.by_index[u], job.UnitWork(self.target_cost, again=True), "again", duplicates=dup)
             n2 += 1
         if self.bar is not None:
             self.bar.total_tasks += n2
 
-        def on_wave2(b, u, fut):
+        def on_brief(b: Brief, u: int, fut) -> list:
             extra = []
-            if b.get("left") is not None and u in again:
+            if b.left is not None and u in again:
                 # the unit scored again: its oversized slices now, from the rows that task kept
-                for k, blocks in b["left"]:
-                    extra.append(self._blocks(by_index[u], k, blocks, fut))
-                rows = b["rows"] - self.counts[u][1]
+                for k, blocks in b.left:
+                    extra.append(self._blocks(self.by_index[u], k, blocks, fut))
+                rows = b.rows - self.counts[u][1]
                 out.resumed -= self.counts[u][2]   # what wave 1 resumed of it is written again
-                self.counts[u] = [b["slices"], b["rows"], 0]
+                self.counts[u] = [b.slices, b.rows, 0]
             else:
-                out.tasks += b["tasks"]
-                out.split += b.get("split_examples") or 0
-                rows = b["rows"]
+                out.tasks += b.tasks
+                out.split += b.split_examples
+                rows = b.rows
                 if not again:
                     tree2.add(fut)
             if self.bar is not None:
@@ -232,24 +252,25 @@ class Waves:
                 self.bar.update(rows)
             return extra
 
-        self._drain(on_wave2)
-        dup = None
-        out.slices = {u: c[0] for u, c in self.counts.items()}
+        self._drain(on_brief)
+        return tree2
+
+    def _statistics(self, out: Outcome, again: set, tree1: Tree | None, tree2: Tree) -> Totals:
+        """The statistics trees' last merge, finalised on a worker (:func:`job.finalize_results`)."""
         if again:
             # wave 1's statistics hold the dropped rows: every unit's, from the files it wrote
             top = Tree(self._submit, self._key("merge-reload"), self.eager)
             for u, n in sorted(out.slices.items()):
-                top.add(self._submit(job.reload_unit, by_index[u], n, self.ctx, key=self._key("reload", u)))
+                top.add(self._submit(job.reload_unit, self.by_index[u], n, self.ctx, key=self._key("reload", u)))
             tops = top.top()
             out.tasks = sum(out.slices.values())
         else:
             tops = tree1.top() + tree2.top()
         root = self._submit(job.finalize_results, self.confidence, *tops, key=self._key("final"))
         try:
-            out.final = root.result()
+            return root.result()
         except Exception as e:  # noqa: BLE001
             raise TaskFailed("merging the statistics", e) from e
-        return out
 
     def halt(self) -> None:
         """Set the run's stop flags (the lease was lost): every task stops at its next write."""

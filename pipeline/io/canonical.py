@@ -145,8 +145,8 @@ class Out:
         row_key = self.pack[file] << ROW_KEY_BITS | row if self.pack else row
         seen = self.first_seen()
         if self.drop and row_key in self.drop:
-            # A duplicate of an earlier unit's row (plan time): later rows of this unit with
-            # the same key are duplicates of that first occurrence too.
+            # A duplicate of an earlier unit's row (found across units, wave 2): later rows of
+            # this unit with the same key are duplicates of that first occurrence too.
             seen[key] = self.drop[row_key]
         first = seen.get(key)
         if first is not None:

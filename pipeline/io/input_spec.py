@@ -186,10 +186,10 @@ class WorkUnit:
     ``files`` (``records``) makes the unit a *pack*: several small whole files of one format,
     read in this order as one table (``file`` is the first of them).
     ``drop_rows`` holds ``(row key, where the first occurrence is)`` for the rows whose
-    ``(system, id)`` already occurs in an earlier unit (found by the driver's plan pass,
-    which sees every id): they become ``duplicate id`` quarantine rows.  The row key of row
-    ``r`` is ``r`` in a unit of one file, ``k << ROW_KEY_BITS | r`` in the ``k``-th file of a
-    pack (:meth:`row_key`, :meth:`locate`).
+    ``(system, id)`` already occurs in an earlier unit (found across units from wave 1's key
+    hashes and confirmed on the ids: :mod:`pipeline.job.dedup`): they become ``duplicate id``
+    quarantine rows.  The row key of row ``r`` is ``r`` in a unit of one file,
+    ``k << ROW_KEY_BITS | r`` in the ``k``-th file of a pack (:meth:`row_key`, :meth:`locate`).
     ``ref_report`` (``paired``) holds the reference rows whose bad records this unit reports
     as quarantine rows; ``id_prefix`` (``lines``) the ids' prefix.
 

@@ -131,8 +131,9 @@ def listed_sizes(spec: InputSpec | dict) -> dict[str, int | None]:
 
 # --------------------------------------------------------------------------- duplicates across units
 def unit_keys(table: pa.Table, unit: WorkUnit | None = None) -> pa.Table:
-    """The ``(system, id, row)`` columns of a unit's canonical table (the exact duplicate search's
-    input); for a pack, ``row`` holds the row keys (:meth:`WorkUnit.row_key`)."""
+    """The ``(system, id, row)`` columns of a unit's canonical table (what the duplicate search
+    across units hashes and compares: :mod:`pipeline.job.dedup`); for a pack, ``row`` holds the row
+    keys (:meth:`WorkUnit.row_key`)."""
     keys = table.select(["system", "id", "row"])
     if unit is None or not unit.files:
         return keys

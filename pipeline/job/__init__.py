@@ -6,7 +6,8 @@
 * :mod:`.resume`: a finished slice read back (its statistics computed again from its parts).
 * :mod:`.dedup`: duplicate ids across units, from the key hashes wave 1 returns.
 * :mod:`.longdocs`: an oversized example's rougeLsum in blocks of reference sentences.
-* :mod:`.results`: task results merged and finalised; the exact bootstrap.
+* :mod:`.results`: what a task returns (:class:`TaskResult`, :class:`Brief`), results merged and
+  finalised (:class:`Totals`); the exact bootstrap.
 
 The names below are the job's interface for the executors (``pipeline.execution``); each loads
 its module on first use, so that importing the package stays light (the run folder is :mod:`pipeline.runfolder`).
@@ -18,7 +19,8 @@ _EXPORTS = {
     **dict.fromkeys(("finish_split", "prepare_split", "split_block"), "longdocs"),
     **dict.fromkeys(("BYTES_PER_TOKEN", "DEFAULT_TARGET_COST", "SOURCE_TOKEN_COST", "Slice", "estimate_costs",
                      "split_by_cost", "unit_from_dict", "unit_to_dict"), "plan"),
-    **dict.fromkeys(("exact_bootstrap", "finalize_results", "merge_results"), "results"),
+    **dict.fromkeys(("Brief", "TaskResult", "Totals", "exact_bootstrap", "finalize_results", "merge_results"),
+                    "results"),
     "load_done": "resume",
     **dict.fromkeys(("MAX_SPLIT_BLOCKS", "STATS", "TOO_LONG_STATUS", "ScoringSettings", "example_keys", "split_blocks_for", "key_hashes", "reason_cause",
                      "score_matrix", "score_table", "scorer_for", "scores_schema", "unit_stats"), "scores"),

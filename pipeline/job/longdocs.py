@@ -3,10 +3,13 @@ reference sentences on several workers (:mod:`pipeline.scoring.split`), the same
 How many blocks: :func:`pipeline.job.scores.split_blocks_for`."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from pipeline.io.input_spec import WorkUnit
 from pipeline.runfolder import RunStopped, check_stop
+from pipeline.job.results import TaskResult
 from pipeline.job.scores import ScoringSettings, scorer_for
 from pipeline.job.task import UnitContext, score_slice
 from pipeline.scoring import split
@@ -36,9 +39,9 @@ def split_block(prep: dict | None, k: int, n_blocks: int, settings: ScoringSetti
     return out
 
 
-def finish_split(unit: WorkUnit, k: int, ctx: UnitContext, pre: dict, prep: dict | None, *blocks) -> dict:
+def finish_split(unit: WorkUnit, k: int, ctx: UnitContext, pre: dict, prep: dict | None, *blocks) -> TaskResult:
     """Score and write oversized slice ``k`` of ``unit`` from its blocks (no read: ``pre`` holds
-    its rows); ``"split_examples"``: 1, or 0 when the example was dropped as a duplicate."""
+    its rows); ``split_examples``: 1, or 0 when the example was dropped as a duplicate."""
     try:
         check_stop(ctx)
         positions = None
@@ -47,6 +50,5 @@ def finish_split(unit: WorkUnit, k: int, ctx: UnitContext, pre: dict, prep: dict
                          for r in range(len(prep["references"]))]
         result = score_slice(pre["rows"], pre["quarantine"], unit, k, pre["slices"], ctx, split_positions=positions)
     except RunStopped:
-        return {"stopped": True, "rows": 0, "tasks": 0, "skipped": 0}
-    result["split_examples"] = int(prep is not None)
-    return result
+        return TaskResult(unit=unit.index, stopped=True)
+    return dataclasses.replace(result, split_examples=int(prep is not None))

@@ -54,7 +54,7 @@ def estimate_costs(table: pa.Table, source: bool = True) -> np.ndarray:
     estimated as UTF-8 bytes / 6 (a cheap proxy for the LCS table size), plus, with ``source``
     (diagnostics on), ``SOURCE_TOKEN_COST`` per source token (linear: pipeline.scoring.diagnostics).  Bytes, not
     characters: they come from the Arrow offsets without reading the text (counting characters
-    was ~2.7 ms per 12,500 short pairs of the plan pass), are the same for ASCII, and are
+    would read every text before it is scored), are the same for ASCII, and are
     nearer the token count for CJK text, whose characters are tokens of their own."""
     if table.num_rows == 0:
         return np.zeros(0, dtype=np.int64)

@@ -12,6 +12,7 @@ import pyarrow as pa
 from pipeline.scoring import diagnostics as diag
 from pipeline import profiles
 from pipeline.io.input_spec import QUARANTINE_SCHEMA
+from pipeline.scorer import RougeScorer
 from pipeline.scoring import split
 from pipeline.scoring.batch import MAX_BACKTRACK_WORDS, STATUS_OK
 from pipeline.scoring.engine import RougeEngine
@@ -49,7 +50,8 @@ MAX_SPLIT_BLOCKS = 64
 def split_blocks_for(piece, settings: ScoringSettings, target_cost: float) -> int:
     """How many blocks of reference sentences an oversized slice's rougeLsum is cut into (1: no
     split; ``piece``: a :class:`pipeline.job.plan.Slice`)."""
-    # only the engine (rouge-score's types on default or unicode tokens, max-F) has the block kernels
+    # only rouge-score's own types on default or unicode tokens with max-F have the block kernels:
+    # the engine's, which the rouge-score and unicode profiles build
     if (not piece.oversized or "rougeLsum" not in settings.rouge_types
             or type(scorer_for(settings)) is not RougeEngine):
         return 1
@@ -137,7 +139,7 @@ def score_matrix(scores: pa.Table, rouge_types) -> np.ndarray:
 
 def unit_stats(scores: pa.Table, ctx, hashes: np.ndarray | None = None) -> StatsAccumulator:
     """The statistics of a task's scores; ``hashes``: :func:`key_hashes` of exactly its rows,
-    when the plan pass has them."""
+    when the task has them (wave 1 hashes its unit's keys for the duplicate search)."""
     types = list(ctx.scoring.rouge_types)
     systems = scores.column("system").combine_chunks()
     # keys as one Arrow column: hashed from its buffer (no str per example)
@@ -148,13 +150,13 @@ def unit_stats(scores: pa.Table, ctx, hashes: np.ndarray | None = None) -> Stats
 
 def key_hashes(keys: pa.Table) -> np.ndarray | None:
     """A uint64 per ``(system, id)`` of a :func:`readers.unit_keys` table: the statistics' hash
-    of its example key (:func:`example_keys`, BLAKE2b-64), so the plan pass hashes each key once
+    of its example key (:func:`example_keys`, BLAKE2b-64), so a wave-1 task hashes each key once
     for both.  Equal keys give equal hashes, so where no two hashes are equal no two keys are
-    (:func:`drop_duplicates`)."""
+    (the duplicate search across units: :mod:`pipeline.job.dedup`)."""
     if keys.num_rows == 0:
         return np.zeros(0, dtype=np.uint64)
     if keys.column("system").null_count or keys.column("id").null_count:
-        return None  # not in a canonical table; drop_duplicates then runs the exact search
+        return None  # not a canonical table's keys (its readers let no null through): callers refuse it
     return example_key_hashes(example_keys(keys.column("system"), keys.column("id")))
 
 _LOCATION = re.compile(r" (?:line|row) \d+: ")

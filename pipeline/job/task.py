@@ -2,11 +2,12 @@
 
 :func:`score_unit` reads a unit, cuts it by cost into slices (:func:`pipeline.job.plan.split_by_cost`),
 scores each slice and writes it at once under its (unit, slice) names
-(:func:`pipeline.runfolder.write_task_files`), then returns the unit's counts, its mergeable
-statistics (a ``StatsAccumulator``), its key hashes (for the duplicates across units:
-:mod:`pipeline.job.dedup`) and the slices it left for wave 2 (oversized examples, and, on a
-cluster, slices past its first few).  The same function scores those slices in wave 2, and a unit
-again with its cross-unit duplicates dropped.  A rerun loads finished slices from their markers.
+(:func:`pipeline.runfolder.write_task_files`), then returns a
+:class:`~pipeline.job.results.TaskResult`: the unit's counts, its mergeable statistics (a
+``StatsAccumulator``), its key hashes (for the duplicates across units: :mod:`pipeline.job.dedup`)
+and the slices it left for wave 2 (oversized examples, and, on a cluster, slices past its first
+few).  The same function scores those slices in wave 2, and a unit again with its cross-unit
+duplicates dropped.  A rerun loads finished slices from their markers.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from pipeline.job import dedup
 from pipeline.runfolder import RunStopped, check_stop, pause_point, remove_slices, write_task_files
 from pipeline.job.plan import estimate_costs, split_by_cost
 from pipeline.job.resume import load_done
-from pipeline.job.results import empty_result, merge_results
+from pipeline.job.results import Brief, TaskResult, empty_result, merge_results
 from pipeline.job.scores import ScoringSettings, _reason_counts, key_hashes, score_table, split_blocks_for, unit_stats
 
 
@@ -129,7 +130,7 @@ def encode_outputs(scores: pa.Table, quarantine: pa.Table, ctx: UnitContext,
 
 
 def score_slice(table: pa.Table, quarantine: pa.Table | None, unit: WorkUnit, k: int, n: int, ctx: UnitContext,
-                hashes: np.ndarray | None = None, split_positions=None) -> dict:
+                hashes: np.ndarray | None = None, split_positions=None) -> TaskResult:
     """Score and write slice ``k`` of ``n`` (``table``: its rows; ``quarantine``: the unit's,
     written with slice 0)."""
     if k != 0 or quarantine is None:
@@ -142,7 +143,16 @@ def score_slice(table: pa.Table, quarantine: pa.Table | None, unit: WorkUnit, k:
         hashes = None
     prepared = encode_outputs(scores, q, ctx, hashes)
     prepared["held"] = held
-    return write_task_files(prepared, unit.index, k, n, ctx)
+    return _slice_result(write_task_files(prepared, unit.index, k, n, ctx), skipped=0)
+
+
+def _slice_result(done: dict, skipped: int) -> TaskResult:
+    """A slice's result from what the run folder gives of it (:func:`write_task_files`,
+    :func:`load_done`: its marker's counts and its statistics)."""
+    return TaskResult(unit=done["unit"], rows=done["rows"], quarantined=done["quarantined"],
+                      quarantine_reasons=done["quarantine_reasons"], systems=done["systems"],
+                      cand_tokens=done["cand_tokens"], ref_tokens=done.get("ref_tokens", 0), stats=done["stats"],
+                      tasks=1, skipped=skipped, slices=done["slices"])
 
 
 def _hashes(table: pa.Table) -> np.ndarray:
@@ -153,7 +163,7 @@ def _hashes(table: pa.Table) -> np.ndarray:
 
 
 def _load_slices(unit: WorkUnit, n: int, ctx: UnitContext) -> list | None:
-    """Every slice's result from its marker and parts (:func:`load_done`), or None if one is
+    """Every slice as :func:`load_done` gives it (from its marker and parts), or None if one is
     missing or of another slice count."""
     results = []
     for k in range(n):
@@ -164,44 +174,41 @@ def _load_slices(unit: WorkUnit, n: int, ctx: UnitContext) -> list | None:
     return results
 
 
-def _resumed(unit: WorkUnit, ctx: UnitContext, done: frozenset) -> dict | None:
+def _resumed(unit: WorkUnit, ctx: UnitContext, done: frozenset) -> TaskResult | None:
     """The unit's result from its markers, if an earlier run finished every slice of it."""
     first = load_done(unit.index, 0, ctx) if 0 in done else None
     if first is None or not set(range(first["slices"])) <= done:
         return None
-    results = _load_slices(unit, first["slices"], ctx)
-    if results is None:
+    loaded = _load_slices(unit, first["slices"], ctx)
+    if loaded is None:
         return None
-    for r in results:
-        r["skipped"] = 1
-    return _unit_result(unit, first["slices"], results, np.concatenate([r.pop("hashes") for r in results]), [])
+    hashes = np.concatenate([d["hashes"] for d in loaded])
+    return _unit_result(unit, first["slices"], [_slice_result(d, skipped=1) for d in loaded], hashes, [])
 
 
-def _unit_result(unit: WorkUnit, n: int, results: list, hashes, left: list, split: dict | None = None) -> dict:
-    out = merge_results(*results) or empty_result(unit.index)
-    out["tasks"] = len(results)
-    out.update(unit=unit.index, slices=n, left=left, hashes=hashes, split=split or {})
-    return out
+def _unit_result(unit: WorkUnit, n: int, results: list, hashes, left: list, split: dict | None = None,
+                 stopped: bool = False) -> TaskResult:
+    merged = merge_results(*results) or empty_result(unit.index)
+    return dataclasses.replace(merged, unit=unit.index, tasks=len(results), slices=n, left=left, hashes=hashes,
+                               split=split or {}, stopped=stopped)
 
 
-def score_unit(spec, unit: WorkUnit, ctx: UnitContext, work: UnitWork, duplicates: dict | None = None) -> dict:
+def score_unit(spec, unit: WorkUnit, ctx: UnitContext, work: UnitWork, duplicates: dict | None = None) -> TaskResult:
     """Read ``unit`` once, cut it by cost, score and write its slices as :class:`UnitWork` says.
 
-    Returns the merged result of the slices written (or resumed) here with ``"slices"`` (the
-    unit's slice count), ``"left"`` (``[(slice, blocks)]`` for wave 2; blocks > 1: an oversized
-    example cut in blocks of reference sentences, whose rows are in ``"split"``) and
-    ``"hashes"`` (the key hashes of the unit's rows; wave 1 only).  ``duplicates``: the result of
+    Returns the merged result of the slices written (or resumed) here with ``slices`` (the
+    unit's slice count), ``left`` (``[(slice, blocks)]`` for wave 2; blocks > 1: an oversized
+    example cut in blocks of reference sentences, whose rows are in ``split``) and ``hashes``
+    (the key hashes of the unit's rows; wave 1 only).  ``duplicates``: the result of
     :func:`dedup.later_duplicates` (``work.again``).  A run stopped meanwhile gets an empty result
-    marked ``"stopped"``, and nothing more is written."""
+    marked ``stopped``, and nothing more is written."""
     try:
         return _score_unit(spec, unit, ctx, work, duplicates)
     except RunStopped:
-        out = _unit_result(unit, 0, [], np.zeros(0, dtype=np.uint64), [])
-        out["stopped"] = True
-        return out
+        return _unit_result(unit, 0, [], np.zeros(0, dtype=np.uint64), [], stopped=True)
 
 
-def _score_unit(spec, unit: WorkUnit, ctx: UnitContext, work: UnitWork, duplicates: dict | None) -> dict:
+def _score_unit(spec, unit: WorkUnit, ctx: UnitContext, work: UnitWork, duplicates: dict | None) -> TaskResult:
     _test_sleep()
     check_stop(ctx)
     pause_point("task", unit.index)
@@ -226,11 +233,9 @@ def _score_unit(spec, unit: WorkUnit, ctx: UnitContext, work: UnitWork, duplicat
         if not wave1 and k not in work.slices:
             continue
         if k in work.done:  # wave 1 of a rerun: what an earlier run wrote (work.done is empty otherwise)
-            r = load_done(unit.index, k, ctx)
-            if r is not None and r["slices"] == len(slices):
-                r.pop("hashes")
-                r["skipped"] = 1
-                results.append(r)
+            d = load_done(unit.index, k, ctx)
+            if d is not None and d["slices"] == len(slices):
+                results.append(_slice_result(d, skipped=1))
                 continue
         blocks = split_blocks_for(s, ctx.scoring, work.target_cost)
         if wave1 and blocks > 1:
@@ -249,30 +254,29 @@ def _score_unit(spec, unit: WorkUnit, ctx: UnitContext, work: UnitWork, duplicat
     return _unit_result(unit, len(slices), results, hashes, left, split)
 
 
-def brief(result: dict) -> dict:
-    """What the client needs of a unit's result (its statistics, hashes and rows stay on the workers)."""
-    return {k: result.get(k) for k in ("unit", "slices", "left", "rows", "quarantined", "tasks", "skipped",
-                                       "split_examples", "stopped")}
+def brief(result: TaskResult) -> Brief:
+    """What the client needs of a task's result (its statistics, hashes and rows stay on the workers)."""
+    return Brief(unit=result.unit, slices=result.slices, left=result.left, rows=result.rows,
+                 quarantined=result.quarantined, tasks=result.tasks, skipped=result.skipped,
+                 split_examples=result.split_examples, stopped=result.stopped)
 
 
-def split_input(result: dict, k: int) -> dict:
+def split_input(result: TaskResult, k: int) -> dict:
     """Oversized slice ``k``'s rows, as :func:`score_unit` kept them for its blocks."""
-    if result.get("stopped"):
+    if result.stopped:
         raise RunStopped("the run was stopped")
-    return result["split"][k]
+    return result.split[k]
 
 
-def hashes_of(result: dict) -> np.ndarray:
+def hashes_of(result: TaskResult) -> np.ndarray:
     """A wave-1 result's key hashes (the input of :func:`dedup.later_duplicates`)."""
-    return result["hashes"]
+    return result.hashes
 
 
-def reload_unit(unit: WorkUnit, n_slices: int, ctx: UnitContext) -> dict:
+def reload_unit(unit: WorkUnit, n_slices: int, ctx: UnitContext) -> TaskResult:
     """A unit's result from the files its slices wrote (every one must be there): the statistics
     of a run whose wave 2 dropped duplicates from units wave 1 had written whole."""
-    results = _load_slices(unit, n_slices, ctx)
-    if results is None:
+    loaded = _load_slices(unit, n_slices, ctx)
+    if loaded is None:
         raise RuntimeError(f"unit {unit.key}: one of its {n_slices} slices has no complete marker and parts")
-    for r in results:
-        r.pop("hashes")
-    return merge_results(*results) or empty_result(unit.index)
+    return merge_results(*(_slice_result(d, skipped=0) for d in loaded)) or empty_result(unit.index)

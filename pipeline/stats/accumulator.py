@@ -155,7 +155,7 @@ class StatsAccumulator:
         (a single ``str`` applies to all); ``scores``: float64 ``(n, len(type_names), 3)`` of
         precision, recall, fmeasure in ``[0, 1]``; ``boot_buckets``: a power of two (module
         docstring); ``key_hashes``: :func:`poisson.key_hashes` of ``keys``, when the caller has
-        them already (the pipeline's plan pass hashes every key once for its own use).
+        them already (a wave-1 task hashes its unit's keys once, for the duplicate search and these).
         """
         type_names = [str(t) for t in type_names]
         if not type_names:

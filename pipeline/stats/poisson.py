@@ -219,7 +219,7 @@ if _numba is not None:
         the little-endian uint64 :func:`key_hashes` takes from hashlib.  The state and the
         message live in scalars, and the twelve rounds are written out with their SIGMA
         permutations (``_B2_SIGMA``) as constants: looping over the rounds and indexing the
-        message through SIGMA took twice as long (~0.5 us a key; the plan pass hashes every key)."""
+        message through SIGMA is about twice as slow, and wave 1 hashes every key of the input."""
         block = np.zeros(128, dtype=np.uint8)
         m = block.view(np.uint64)  # little-endian words (as is every platform numba targets)
         for i in range(offs.shape[0] - 1):

@@ -609,7 +609,7 @@ def test_after_the_run_a_wave_1_task_dask_would_rerun_writes_nothing(client2, tm
     unit = w.units[2]   # c: only duplicates, scored again and now without a score part
     for ctx in (w.ctx1, w.ctx):   # the wave-1 task as Dask would rerun it; any task of the run
         again = client2.submit(job.score_unit, w.spec, unit, ctx, job.UnitWork(w.target_cost), pure=False).result()
-        assert again["stopped"] and again["rows"] == 0
+        assert again.stopped and again.rows == 0
     assert {p: p.stat().st_mtime_ns for p in (tmp_path / "run").rglob("*")} == before
     assert not list((tmp_path / "run" / "scores").glob("*/part-00002-*.parquet"))
 

@@ -171,19 +171,19 @@ def test_score_unit_writes_each_slice_at_once_and_resumes_from_markers(tmp_path)
     ctx = _ctx(tmp_path / "run")
     work = job.UnitWork(target_cost=400)
     results = [job.score_unit(spec, u, ctx, work) for u in units]
-    assert sum(r["slices"] for r in results) > len(units), "several slices a unit at this target"
-    assert all(r["left"] == [] for r in results), "in process, wave 1 leaves nothing"
+    assert sum(r.slices for r in results) > len(units), "several slices a unit at this target"
+    assert all(r.left == [] for r in results), "in process, wave 1 leaves nothing"
     # every canonical row scored exactly once, quarantine rows emitted once per unit
     n_rows = sum(read_unit(spec, u)[0].num_rows for u in units)
     n_q = sum(read_unit(spec, u)[1].num_rows for u in units)
     merged = job.merge_results(*results)
-    assert merged["rows"] == n_rows and merged["quarantined"] == n_q == 3
-    assert merged["quarantine_reasons"] == {"duplicate id for system": 1, "malformed JSON (Expecting property "
+    assert merged.rows == n_rows and merged.quarantined == n_q == 3
+    assert merged.quarantine_reasons == {"duplicate id for system": 1, "malformed JSON (Expecting property "
                                             "name enclosed in double quotes)": 1, "null candidate": 1}
     run = tmp_path / "run"
     for r in results:
-        for k in range(r["slices"]):
-            assert (run / "_done" / f"unit-{r['unit']:05d}-{k:04d}.json").exists()
+        for k in range(r.slices):
+            assert (run / "_done" / f"unit-{r.unit:05d}-{k:04d}.json").exists()
     part = run / "scores" / "system-sysA" / "part-00000-0000.parquet"
     f = pq.ParquetFile(part)
     assert f.schema_arrow.remove_metadata() == job.scores_schema(("rouge1", "rougeL"))
@@ -192,32 +192,57 @@ def test_score_unit_writes_each_slice_at_once_and_resumes_from_markers(tmp_path)
     assert not list(run.glob("quarantine/part-0000?-0001.parquet")), "a unit's quarantine goes with slice 0"
     # the key hashes of every row, as the statistics hash them
     table = read_unit(spec, units[0])[0]
-    assert results[0]["hashes"].tolist() == job.key_hashes(readers.unit_keys(table, units[0])).tolist()
+    assert results[0].hashes.tolist() == job.key_hashes(readers.unit_keys(table, units[0])).tolist()
     # resume: every slice's marker and files present -> nothing read, the same statistics
     # (recomputed from the part files) and hashes (from the parts' keys)
     for u, r in zip(units, results):
-        done = frozenset(range(r["slices"]))
+        done = frozenset(range(r.slices))
         again = job.score_unit(dataclasses.replace(spec, paths=("/nonexistent/*.jsonl",)), u, ctx,
                                job.UnitWork(400, done=done))
-        assert again["skipped"] == again["tasks"] == r["slices"] and again["stats"] == r["stats"]
-        assert sorted(again["hashes"].tolist()) == sorted(r["hashes"].tolist())
+        assert again.skipped == again.tasks == r.slices and again.stats == r.stats
+        assert sorted(again.hashes.tolist()) == sorted(r.hashes.tolist())
     # not trusted, so the slice is scored again: a marker of another format, a marker whose
     # row count its part files do not have, a damaged part
     marker_path = run / "_done" / "unit-00000-0000.json"
     marker = json.loads(marker_path.read_text())
-    assert "stats" not in marker and marker["slices"] == results[0]["slices"]
+    assert "stats" not in marker and marker["slices"] == results[0].slices
     for bad in ({**marker, "marker": 4}, {**marker, "rows": marker["rows"] + 1}, {**marker, "slice": 1}):
         marker_path.write_text(json.dumps(bad))
         assert job.load_done(0, 0, ctx) is None
-        redo = job.score_unit(spec, units[0], ctx, job.UnitWork(400, done=frozenset(range(results[0]["slices"]))))
-        assert redo["skipped"] == redo["tasks"] - 1 and redo["stats"] == results[0]["stats"]
+        redo = job.score_unit(spec, units[0], ctx, job.UnitWork(400, done=frozenset(range(results[0].slices))))
+        assert redo.skipped == redo.tasks - 1 and redo.stats == results[0].stats
     data = part.read_bytes()
     part.write_bytes(data[: len(data) // 2])
     assert job.load_done(0, 0, ctx) is None
     # statistics do not depend on the split
     res2 = [job.score_unit(spec, u, _ctx(tmp_path / "run2"), job.UnitWork(1e12)) for u in units]
-    assert all(r["slices"] == 1 for r in res2)
-    assert job.merge_results(*res2)["stats"] == merged["stats"]
+    assert all(r.slices == 1 for r in res2)
+    assert job.merge_results(*res2).stats == merged.stats
+
+
+def test_a_task_result_is_typed_and_pickles_to_the_same_numbers(tmp_path):
+    """What a task returns to the graph is a frozen TaskResult; pickled as Dask sends it, the
+    statistics tree merges it to the same numbers, and the client gets a Brief of it."""
+    import pickle
+
+    spec = InputSpec.from_config({"layout": "records", "paths": write_records(tmp_path / "in", 12)})
+    ctx = _ctx(tmp_path / "run")
+    results = [job.score_unit(spec, u, ctx, job.UnitWork(target_cost=400)) for u in plan_units(spec)]
+    assert all(isinstance(r, job.TaskResult) for r in results)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        results[0].rows = 0
+    sent = [pickle.loads(pickle.dumps(r)) for r in results]
+    assert [r.hashes.tolist() for r in sent] == [r.hashes.tolist() for r in results]
+    merged = job.merge_results(*sent)
+    assert isinstance(merged, job.TaskResult) and merged.stats == job.merge_results(*results).stats
+    assert (merged.rows, merged.quarantined) == (sum(r.rows for r in results), sum(r.quarantined for r in results))
+    totals = job.finalize_results(0.95, *sent)
+    assert isinstance(totals, job.Totals) and totals.rows == merged.rows and totals.stats_rows
+    b = pickle.loads(pickle.dumps(job.brief(results[0])))
+    assert isinstance(b, job.Brief) and (b.slices, b.rows, b.left, b.stopped) == (
+        results[0].slices, results[0].rows, [], False)
+    # Dask sizes a result by sys.getsizeof: its key hashes count
+    assert sys.getsizeof(results[0]) >= results[0].hashes.nbytes > 0
 
 
 def test_score_unit_on_a_cluster_leaves_slices_past_its_first_and_oversized_examples(tmp_path):
@@ -236,16 +261,16 @@ def test_score_unit_on_a_cluster_leaves_slices_past_its_first_and_oversized_exam
     costs = job.estimate_costs(read_unit(spec, unit)[0])
     slices = job.split_by_cost([unit], [costs], 20)
     long_slice = next(s for s in slices if s.oversized)
-    assert r["slices"] == len(slices) and len(slices) > 4
+    assert r.slices == len(slices) and len(slices) > 4
     blocks = job.split_blocks_for(long_slice, ctx.scoring, 20)
-    assert (long_slice.index, blocks) in r["left"] and blocks > 1
+    assert (long_slice.index, blocks) in r.left and blocks > 1
     scored = {k for k in range(len(slices)) if (tmp_path / "run" / "_done" / f"unit-00000-{k:04d}.json").exists()}
     assert len(scored) == 2 and long_slice.index not in scored
-    assert sorted(scored | {k for k, _ in r["left"]}) == list(range(len(slices)))
+    assert sorted(scored | {k for k, _ in r.left}) == list(range(len(slices)))
     # wave 2: one left slice by itself
-    k = next(k for k, b in r["left"] if b == 1)
+    k = next(k for k, b in r.left if b == 1)
     r2 = job.score_unit(spec, unit, ctx, job.UnitWork(target_cost=20, slices=(k,)))
-    assert r2["tasks"] == 1 and r2["left"] == [] and r2["hashes"] is None
+    assert r2.tasks == 1 and r2.left == [] and r2.hashes is None
     assert (tmp_path / "run" / "_done" / f"unit-00000-{k:04d}.json").exists()
 
 
