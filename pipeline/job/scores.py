@@ -12,7 +12,6 @@ import pyarrow as pa
 from pipeline.scoring import diagnostics as diag
 from pipeline import profiles
 from pipeline.io.input_spec import QUARANTINE_SCHEMA
-from pipeline.scorer import RougeScorer
 from pipeline.scoring import split
 from pipeline.scoring.batch import MAX_BACKTRACK_WORDS, STATUS_OK
 from pipeline.scoring.engine import RougeEngine
