@@ -86,15 +86,19 @@ class RunFailedError(PipelineError, RuntimeError):
     label = "run failed: "
 
 
-class StrictModeError(PipelineError, RuntimeError):
-    """``strict: true`` and some records were quarantined (the command adds ``summary``'s counts)."""
-
-    status = EXIT_STRICT
-    label = ""
+class _EndedWithSummary(PipelineError, RuntimeError):
+    """A run that ended without ``_SUCCESS`` but with a summary of what it read (``summary``)."""
 
     def __init__(self, message, summary):
         super().__init__(message)
         self.summary = summary
+
+
+class StrictModeError(_EndedWithSummary):
+    """``strict: true`` and some records were quarantined (the command adds ``summary``'s counts)."""
+
+    status = EXIT_STRICT
+    label = ""
 
 
 class RunFolderError(PipelineError, RuntimeError):
@@ -105,17 +109,13 @@ class RunFolderError(PipelineError, RuntimeError):
     label = ""
 
 
-class NoRowsError(PipelineError, RuntimeError):
+class NoRowsError(_EndedWithSummary):
     """The run scored no row: the input holds no record, or every record was quarantined.
     The message says why (the most common quarantine reasons, the fields of the first
     records, a "did you mean" for the column mapping); no statistics and no ``_SUCCESS``."""
 
     status = EXIT_NO_ROWS
     label = "no row scored: "
-
-    def __init__(self, message, summary):
-        super().__init__(message)
-        self.summary = summary
 
 
 class RunFolderBusyError(PipelineError, RuntimeError):

@@ -31,7 +31,8 @@ def documented() -> dict[str, tuple[str, int]]:
 
 def error_classes() -> dict[str, type]:
     return {name: c for name, c in vars(errors).items()
-            if isinstance(c, type) and issubclass(c, errors.PipelineError) and c is not errors.PipelineError}
+            if isinstance(c, type) and issubclass(c, errors.PipelineError) and not name.startswith("_")
+            and c is not errors.PipelineError}
 
 
 def instance(cls: type) -> BaseException:
