@@ -20,7 +20,10 @@ Left where they are, because no command maps them:
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_STRICT, EXIT_RUN_FOLDER = 0, 1, 2, 3, 4
 EXIT_NO_ROWS = 5
 EXIT_BUSY = 6
-EXIT_NOT_COMPARABLE = 3   # compare: the runs cannot be compared (coverage, settings)
+EXIT_MOVED = 1            # compare, nightly: a row moved out of its band (up or down)
+EXIT_NOT_COMPARABLE = 3   # compare, nightly: the runs cannot be compared (coverage, settings)
+EXIT_INCONCLUSIVE = 4     # compare, nightly: nothing moved, but a move of min_effect could have gone unseen
+EXIT_SCORING_FAILED = 10  # nightly: the scoring failed (its own status and line are printed)
 EXIT_TIMEOUT = 124        # nightly: the scoring ran past timeout_minutes (as GNU timeout's)
 EXIT_INTERRUPTED = 130
 EXIT_PIPE_CLOSED = 141    # 128 + SIGPIPE: the reader (e.g. `head`) closed our output early
