@@ -15,6 +15,7 @@ from pipeline.io.paths import get_fs
 from pipeline.io.readers import plan_units, read_unit
 from pipeline.redaction import without_redacted
 from pipeline.runfolder import read as run_folder
+from pipeline.runfolder import records
 
 
 @dataclass
@@ -24,6 +25,8 @@ class RunData:
     stats: dict | None    # stats/stats.json
     summary: dict | None  # _summary.json
     scores: pd.DataFrame  # every system's per-example scores
+    record: dict | None = None    # _gate.json: the gate's verdict on this run (None: never judged)
+    accepted: dict | None = None  # _accepted.json: a person accepted its change (who, when, why)
 
     @property
     def rouge_types(self) -> list[str]:
@@ -75,7 +78,8 @@ def load_run(url: str, storage_options: dict | None = None) -> RunData:
     try:
         run = run_folder.open_run(url, storage_options)
         df = read_scores(url, storage_options)
-        return RunData(url, run.info, run.stats(), run.summary(), df)
+        return RunData(url, run.info, run.stats(), run.summary(), df, records.read_verdict(url, storage_options),
+                       records.read_accepted(url, storage_options))
     except (RunFolderError, OldLayoutError) as e:
         raise CompareError(str(e)) from None
     except (OSError, ValueError) as e:
