@@ -185,7 +185,7 @@ def _gate_runs(args):
     the history is the in-control runs (pipeline.gate.control), the base the latest of them with
     the new run's settings unless given (BASE NEW, --baseline)."""
     from pipeline.gate.control import choose_base, control_history  # start-up: the gate loads pandas
-    from pipeline.gate.runs import history_runs, load_run
+    from pipeline.gate.runs import history_runs, load_run  # start-up: the gate loads pandas
 
     new = load_run(args.runs[-1])
     history, notes = control_history(history_runs(new, args.history, previous=args.previous))
@@ -205,7 +205,7 @@ def _gate_runs(args):
 def _compare_outcome(args, result: dict, base, new) -> int:
     """Print the comparison, record its verdict in the new run's folder, and return its exit status."""
     from pipeline.gate.control import exit_status, record_verdict  # start-up: the gate loads pandas
-    from pipeline.gate.format import format_result
+    from pipeline.gate.format import format_result  # start-up: with the gate
 
     if args.json:
         print(json.dumps(result, indent=2, sort_keys=True, default=str))

@@ -5,6 +5,7 @@ interval of the mean drawn with it), and the replicate band."""
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 
@@ -81,6 +82,7 @@ def betainc(a: float, b: float, x: float) -> float:
     return 1.0 - front * _betacf(b, a, 1 - x) / b
 
 
+@lru_cache(maxsize=1024)
 def t_upper(p: float, df: int) -> float:
     """Student's t quantile with ``P(T > t) = p`` (``0 < p < 0.5``), by bisection on the tail."""
     def tail(t: float) -> float:
@@ -89,7 +91,7 @@ def t_upper(p: float, df: int) -> float:
     lo, hi = 0.0, 1.0
     while tail(hi) > p:
         hi *= 2
-    for _ in range(200):
+    for _ in range(80):
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if tail(mid) > p else (lo, mid)
     return (lo + hi) / 2
@@ -111,6 +113,7 @@ def binom_tail(k: int, n: int, p: float) -> float:
     return min(1.0, total)
 
 
+@lru_cache(maxsize=4096)
 def fewest_to_alarm(n: int, p: float, level: float) -> int | None:
     """The fewest of ``n`` examples that must move one way for :func:`binom_tail` to reach ``level``
     (``None``: not even all ``n``)."""

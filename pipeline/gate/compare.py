@@ -51,13 +51,14 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
 
 from pipeline.config import DEFAULT_MIN_EFFECT  # also the CLI's default
 from pipeline.gate.bands import (BAND_METHODS, DEFAULT_ALPHA, DEFAULT_K, DEFAULT_METHOD, DEFAULT_WINDOW, MIN_HISTORY,
+                                 binom_tail,
                                  history_band, outside_chart, paired_bootstrap, prediction_band, replicate_band,
                                  sign_flip_pvalues, sign_test)
 from pipeline.gate.format import system_label
@@ -66,7 +67,7 @@ from pipeline.scoring.diagnostics import DIAG_NAMES
 from pipeline.scoring.types import STATS
 from pipeline.stats.keys import DEFAULT_SEED, example_key
 
-__all__ = ["VERDICTS", "Aligned", "CompareOptions", "Evidence", "Judgement", "RunMeans", "align", "attach_texts", "compare", "judge_row",
+__all__ = ["VERDICTS", "Aligned", "CompareOptions", "Evidence", "Judgement", "RunMeans", "align", "history_judgement", "attach_texts", "compare", "judge_row",
            "movers", "paired_tests", "screen_runs", "settings_check", "signature_diff", "verdict"]
 
 
@@ -213,12 +214,17 @@ class RunMeans:
 
 
 def _by_system(run: RunData, cols: list[str]) -> dict[str, pd.DataFrame]:
-    """A run's scores per system, indexed by id (the columns ``cols`` that it has)."""
+    """A run's scores per system, indexed by id (the columns ``cols`` that it has); kept on the run,
+    which a nightly history reads again for every row."""
+    key = tuple(cols)
+    cached = getattr(run, "_gate_by_system", None)
+    if cached is not None and cached[0] is run.scores and cached[1] == key:
+        return cached[2]
     df = run.scores
-    if not len(df):
-        return {}
     keep = [c for c in cols if c in df.columns]
-    return {s: g.set_index("id")[keep] for s, g in df.groupby("system", sort=True)}
+    out = {s: g.set_index("id")[keep] for s, g in df.groupby("system", sort=True)} if len(df) else {}
+    run._gate_by_system = (run.scores, key, out)
+    return out
 
 
 @dataclass(frozen=True)
@@ -230,6 +236,7 @@ class Evidence:
     replicates: list[dict]
     level: float = 1.0
     m: int = 1
+    stacks: dict = field(default_factory=dict, compare=False)
 
     @classmethod
     def of(cls, history: list[RunData], replicates: list[RunData], cols: list[str]) -> Evidence:
@@ -237,9 +244,13 @@ class Evidence:
 
     def matrix(self, runs: list[dict], system: str, ids: list[str], col: str) -> np.ndarray:
         """``(runs holding the system, len(ids))`` scores of ``col`` on ``ids`` (NaN: not in that run)."""
-        rows = [r[system][col].reindex(ids).to_numpy(np.float64) for r in runs
-                if system in r and col in r[system].columns]
-        return np.vstack(rows) if rows else np.zeros((0, len(ids)))
+        key = (id(runs), system)
+        if key not in self.stacks:   # each run's system read once on the compared ids, every column
+            frames = [r[system].reindex(ids) for r in runs if system in r]
+            self.stacks[key] = {c: np.vstack([f[c].to_numpy(np.float64) for f in frames])
+                                for c in (frames[0].columns if frames else [])}
+        got = self.stacks[key].get(col)
+        return got if got is not None else np.zeros((0, len(ids)))
 
 
 @dataclass(frozen=True)
@@ -313,14 +324,15 @@ def align(base: RunData, new: RunData, system: str, in_base: bool, in_new: bool,
                              "coverage": cov})
 
 
-def paired_tests(al: Aligned, opts: CompareOptions) -> tuple[list, list, np.ndarray]:
-    """Step 2, per column of the aligned scores: the ``confidence`` paired-bootstrap CI of the mean
-    difference (NaN with ``n_boot`` 0) and the sign-flip p-value (NaN with ``n_perm`` 0), as
+def paired_tests(al: Aligned, opts: CompareOptions, m: int = 1) -> tuple[list, list, np.ndarray]:
+    """Step 2, per column of the aligned scores: the paired-bootstrap CI of the mean difference at
+    ``confidence`` for the whole night, i.e. ``1 - (1 - confidence) / m`` for each of the ``m`` rows
+    judged (Bonferroni; NaN with ``n_boot`` 0) and the sign-flip p-value (NaN with ``n_perm`` 0), as
     ``(ci_low, ci_high, p)``."""
     d = al.delta
     reps = paired_bootstrap(al.keys, d, opts.seed, opts.n_boot) if opts.n_boot > 0 else None
     pvals = sign_flip_pvalues(d, opts.seed, opts.n_perm) if opts.n_perm > 0 else np.full(d.shape[1], np.nan)
-    q = (1 - opts.confidence) / 2
+    q = (1 - opts.confidence) / 2 / m
     lo, hi = [], []
     for c in range(d.shape[1]):
         c_lo, c_hi = np.nanquantile(reps[:, c], [q, 1 - q]) if reps is not None else (float("nan"), float("nan"))
@@ -354,11 +366,20 @@ def judge_row(al: Aligned, c_i: int, col: str, lo: float, hi: float, ev: Evidenc
     if len(reps):
         return _replicate_judgement(al, c_i, hist, reps, opts)
     if len(hist) >= opts.min_history:
-        return _history_judgement(al.new[:, c_i], hist, ev.level, opts)
+        return history_judgement(al.new[:, c_i], hist, ev.level, opts)
     q_lo = -lo if math.isfinite(lo) else math.inf
     q_hi = hi if math.isfinite(hi) else math.inf
-    return Judgement("bootstrap", bool((lo > 0 or hi < 0) and abs(delta) >= opts.min_effect), delta,
-                     detectable=max(opts.min_effect, q_lo, q_hi))
+    outside = bool((lo > 0 or hi < 0) and abs(delta) >= opts.min_effect)
+    if ev.history and outside:   # a short history (a new one, e.g. after an acceptance): nights, not examples
+        outside = _paired_sign_test(al.delta[:, c_i], delta, ev.level)
+    return Judgement("bootstrap", outside, delta, detectable=max(opts.min_effect, q_lo, q_hi))
+
+
+def _paired_sign_test(d: np.ndarray, delta: float, level: float) -> bool:
+    """Two nights of one build are exchangeable: each example that changed went either way with
+    probability 1/2.  Whether the examples that went ``delta``'s way are too many at ``level / 2``."""
+    way = int((d < 0).sum()) if delta < 0 else int((d > 0).sum())
+    return binom_tail(way, int((d != 0).sum()), 0.5) <= level / 2
 
 
 def _row_means(m: np.ndarray) -> list[float]:
@@ -368,7 +389,7 @@ def _row_means(m: np.ndarray) -> list[float]:
     return [float(x) for x in v if math.isfinite(x)]
 
 
-def _history_judgement(new: np.ndarray, hist: np.ndarray, level: float, opts: CompareOptions) -> Judgement:
+def history_judgement(new: np.ndarray, hist: np.ndarray, level: float, opts: CompareOptions) -> Judgement:
     """Tonight's examples against their own in-control history (:func:`sign_test` at ``level``),
     with the t prediction band of the mean drawn for the chart."""
     with warnings.catch_warnings():
@@ -404,7 +425,7 @@ def _system_rows(al: Aligned, cols: list[str], ev: Evidence, opts: CompareOption
                     "ci_low": None, "ci_high": None, "p_value": None, "alarm": False, "status": "no common examples",
                     "band": None, "detectable": None}, None, None)
         return
-    lo, hi, pvals = paired_tests(al, opts)
+    lo, hi, pvals = paired_tests(al, opts, ev.m)
     n = len(al.frame)
     for c_i, c in enumerate(cols):
         t, s = c.rsplit("_", 1)

@@ -47,8 +47,12 @@ class RunData:
         return (str(self.info.get("started_at") or self.recorded_time), self.url)
 
     def means(self) -> dict[tuple[str, str], float]:
-        """``{(system, type): mean F}`` over the run's finite scores."""
+        """``{(system, type): mean F}`` over the run's finite scores (kept: a history is read nightly)."""
+        cached = getattr(self, "_means", None)
+        if cached is not None and cached[0] is self.scores:
+            return cached[1]
         out = {}
+        self._means = (self.scores, out)
         if not len(self.scores):
             return out
         for system, g in self.scores.groupby("system", sort=True):
