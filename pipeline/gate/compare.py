@@ -12,29 +12,38 @@ Method (``compare(base, new)``):
    ``min_coverage`` (default 1.0: every base example), a system of the base run missing from
    the new one, or different signatures (unless ``allow_different_settings``) make the verdict
    ``"not comparable"`` (exit status 3) with the reasons; zero common examples is never
-   "inside the band".  Ids present in the new run only are listed.  Examples whose status is
+   "no change".  Ids present in the new run only are listed.  Examples whose status is
    ``too_long`` (NaN scores) in either run are left out of the statistics.
 2. For every system, rouge type and statistic (P/R/F), the paired differences
    ``d_i = new_i - base_i`` give the mean difference ``delta``, a percentile confidence
    interval from a paired **Poisson bootstrap** whose weights are a pure function of
    ``(seed, system, id, replicate)`` (:mod:`pipeline.stats.poisson`, the same weights as the
    run statistics), and the two-sided p-value of a paired **sign-flip permutation test**.
-3. The band, on the F-measure rows (``alarm_stats``), in this order of preference:
+3. The band, on the F-measure rows (``alarm_stats``), in this order of preference.  Every number a
+   band uses is read on the **compared examples** (ids only in the new run never dilute a move).
+   ``m`` is the number of rows judged (systems x rouge types x ``alarm_stats``); the night's
+   false-alarm rate ``alpha`` (default 1%) is shared by them (Bonferroni: ``alpha / m`` a row).
 
    * ``band=X``: a fixed absolute band; moved iff ``|delta| > X``.
-   * **history** (``history=[runs]``, at least ``min_history`` of them holding the system): a
-     control chart of the last ``window`` runs' means, ``mean +- k * sd`` (``method="mad"``: the
-     robust ``median +- k * 1.4826 * MAD``); moved iff the new run's mean is strictly outside the
-     band **and** at least ``min_effect`` from its centre.
    * **replicates** (``replicates=[runs]``: repeated runs of the base's build): the run-to-run
      variation ``sd`` of the means of the base and its replicates; moved iff
-     ``|new - centre| > k * sd`` and ``>= min_effect`` (centre: the history median when there is
-     enough history, else the mean of base and replicates).
-   * otherwise the **bootstrap band**: moved iff the ``confidence`` bootstrap CI of ``delta``
-     excludes 0 **and** ``|delta| >= min_effect``.
+     ``|new - centre| > k * sd`` and ``>= min_effect``.
+   * **history** (``history=[runs]``: the in-control runs, :mod:`pipeline.gate.control`; at least
+     ``min_history`` of them holding the system): each compared example against its own last
+     ``window`` in-control scores (:func:`pipeline.gate.bands.sign_test`): tonight's examples
+     below (above) their median are counted and held against a binomial whose rate is learned
+     from the history, one-sided at ``alpha / m / 2``; moved iff that rejects **and** the mean
+     moved at least ``min_effect`` that way.  The t prediction interval of the mean at the same
+     level, clipped to [0, 1], is drawn with it.  (Night-to-night noise of a mean is
+     heavy-tailed: a few outputs change a lot; counting examples is honest about it.)
+   * otherwise the **bootstrap band**: moved iff the paired bootstrap CI of ``delta`` at
+     ``1 - (1 - confidence) / m`` excludes 0 **and** ``|delta| >= min_effect``; within a short
+     history (e.g. after an acceptance) also a paired sign test at ``alpha / m``.
 
-   Each row says which band it used (``band``).  Both directions alarm ("moved up",
-   "moved down"): a jump up is as suspicious as a drop (copying, padding).
+   Four verdicts per row: "moved up", "moved down", "no change", and "inconclusive" when the
+   smallest uniform move of every compared example the band could detect (``detectable``) is
+   larger than ``min_effect`` (too little history, too few examples).  The run: "moved" if a
+   row moved, else "inconclusive" if a row is, else "no change"; "not comparable" first.
 4. The movers: examples ranked by the largest ``|delta F|`` over the rouge types, with
    their candidate texts from both runs and the references, read back from each run's input
    (relative input paths resolve against the working directory recorded in the run's
@@ -45,7 +54,8 @@ Each step is a function: :func:`screen_runs` and :func:`align` (1), :func:`paire
 :func:`judge_row` (3), :func:`movers` (4); :func:`compare` runs them and :func:`verdict` sums up.
 The options are a :class:`CompareOptions` (or its fields as keywords of :func:`compare`).
 
-Exit statuses of ``rouge-pipeline compare``: 0 inside the band, 1 moved, 2 error, 3 not comparable.
+Exit statuses of ``rouge-pipeline compare``: 0 no change, 1 moved, 2 error, 3 not comparable,
+4 inconclusive (:func:`pipeline.gate.control.exit_status`).
 """
 from __future__ import annotations
 
@@ -58,7 +68,6 @@ import pandas as pd
 
 from pipeline.config import DEFAULT_MIN_EFFECT  # also the CLI's default
 from pipeline.gate.bands import (BAND_METHODS, DEFAULT_ALPHA, DEFAULT_K, DEFAULT_METHOD, DEFAULT_WINDOW, MIN_HISTORY,
-                                 binom_tail,
                                  history_band, outside_chart, paired_bootstrap, prediction_band, replicate_band,
                                  sign_flip_pvalues, sign_test)
 from pipeline.gate.format import system_label
@@ -133,7 +142,7 @@ def signature_diff(a: str, b: str) -> list[str]:
 def compare(base: RunData, new: RunData, options: CompareOptions | None = None, *,
             history: list[RunData] | None = None, replicates: list[RunData] | None = None, **settings) -> dict:
     """The comparison as a JSON-able dict (see the module docstring); ``result["verdict"]`` is
-    ``"no change"``, ``"moved"`` or ``"not comparable"``.  ``settings`` are fields of
+    ``"no change"``, ``"moved"``, ``"inconclusive"`` or ``"not comparable"``.  ``settings`` are fields of
     :class:`CompareOptions` (``compare(base, new, band=0.01)``) and win over ``options``."""
     opts = replace(options or CompareOptions(), **settings)
     types = [t for t in base.rouge_types if t in new.rouge_types]
@@ -371,15 +380,19 @@ def judge_row(al: Aligned, c_i: int, col: str, lo: float, hi: float, ev: Evidenc
     q_hi = hi if math.isfinite(hi) else math.inf
     outside = bool((lo > 0 or hi < 0) and abs(delta) >= opts.min_effect)
     if ev.history and outside:   # a short history (a new one, e.g. after an acceptance): nights, not examples
-        outside = _paired_sign_test(al.delta[:, c_i], delta, ev.level)
+        outside = _paired_flip_test(al.delta[:, c_i], ev.level, opts)
     return Judgement("bootstrap", outside, delta, detectable=max(opts.min_effect, q_lo, q_hi))
 
 
-def _paired_sign_test(d: np.ndarray, delta: float, level: float) -> bool:
-    """Two nights of one build are exchangeable: each example that changed went either way with
-    probability 1/2.  Whether the examples that went ``delta``'s way are too many at ``level / 2``."""
-    way = int((d < 0).sum()) if delta < 0 else int((d > 0).sum())
-    return binom_tail(way, int((d != 0).sum()), 0.5) <= level / 2
+def _paired_flip_test(d: np.ndarray, level: float, opts: CompareOptions) -> bool:
+    """Two nights of one build are exchangeable: each example's difference is as likely with either
+    sign.  Whether the sign-flip test rejects at ``level`` (two-sided), with enough trials to
+    resolve it (at least ``20 / level``); the unchanged examples flip nothing and are left out."""
+    nz = d[d != 0]
+    if not len(nz):
+        return False
+    trials = max(opts.n_perm, int(math.ceil(20 / level)))
+    return bool(sign_flip_pvalues(nz[:, None], opts.seed, trials)[0] <= level)
 
 
 def _row_means(m: np.ndarray) -> list[float]:
