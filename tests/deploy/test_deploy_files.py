@@ -160,7 +160,7 @@ def check_nightly(doc) -> None:
     import jsonschema
 
     jsonschema.validate(doc, json.loads((REPO / "jobs/nightly.schema.json").read_text()))
-    assert (REPO / doc["config"]).is_file(), doc["config"]
+    assert (REPO / "jobs" / doc["config"]).is_file(), doc["config"]    # read next to the job file
 
 
 def test_nightly_job_matches_its_schema_and_its_config_loads():
@@ -168,11 +168,12 @@ def test_nightly_job_matches_its_schema_and_its_config_loads():
 
     doc = yaml.safe_load((REPO / "jobs/nightly.yaml").read_text())
     check_nightly(doc)
-    load_config(REPO / doc["config"])        # the job's run config is valid too
+    load_config(REPO / "jobs" / doc["config"])        # the job's run config is valid too
     load_config(REPO / "docker/job.yaml")
     import jsonschema
 
     for key, value in (("schedul", "30 2 * * *"), ("schedule", "every night"), ("output_root", "s3://b/x/"),
+                       ("notify", {"webhook_env": "X", "on": ["moved"]}), ("notify", {"when": ["moved"]}),
                        ("config", "jobs/score.yml.bak"), ("keep_previous", "yes")):
         d = dict(doc)
         if key == "schedul":
@@ -240,12 +241,15 @@ def test_nightly_validates_its_job_file_at_run_time_with_did_you_mean(tmp_path, 
     assert "did you mean 'schedule'?" in capsys.readouterr().err
     # the run-time check agrees with jsonschema on valid and invalid documents
     sch = nightly.schema()
-    cases = [doc, {**doc, "compare": False}, {**doc, "compare": {"band": 0}}, {**doc, "compare": {"k": 3, "window": 7}},
+    cases = [doc, {**doc, "compare": False}, {**doc, "compare": {"band": -1}}, {**doc, "compare": {"k": 3, "window": 7}},
              {**doc, "compare": {"min_coverage": 1.5}}, {**doc, "compare": "yes"}, {**doc, "timeout_minutes": 0},
              {**doc, "timeout_minutes": 1.5}, {**doc, "scheduler": None}, {**doc, "scheduler": "dask:1"},
              {**doc, "date_format": "%d"}, {**doc, "keep_previous": "yes"}, {**doc, "name": "Bad Name"},
              {k: v for k, v in doc.items() if k != "config"}, {**doc, "compare": {"method": "iqr"}},
-             {**doc, "output_root": "s3://b/x/"}, {**doc, "compare": {"min_history": 1}}]
+             {**doc, "output_root": "s3://b/x/"}, {**doc, "compare": {"min_history": 1}},
+             {**doc, "notify": {"webhook_env": "X", "when": []}}, {**doc, "notify": {"webhook_env": "X",
+                                                                                  "when": ["moved", "moved"]}},
+             {**doc, "notify": {"webhook_env": "X", "when": ["sometimes"]}}, {**doc, "notify": {"webhook_env": "1X"}}]
     for case in cases:
         ours = nightly.schema_errors(case, sch)
         theirs = list(jsonschema.Draft202012Validator(sch).iter_errors(case))
@@ -258,9 +262,12 @@ def test_nightly_command_writes_dated_folders_and_keeps_the_previous(tmp_path, c
 
     assert main(["nightly", str(REPO / "jobs/nightly.yaml"), "--date", "2026-08-15", "--dry-run"]) == 0
     assert capsys.readouterr().out.strip().splitlines() == [
-        "rouge-pipeline score --config jobs/score.yaml --output s3://rouge-runs/nightly/2026-08-15 --no-progress",
+        f"rouge-pipeline score --config {REPO / 'jobs/score.yaml'} --output s3://rouge-runs/nightly/2026-08-15 "
+        "--no-progress",
         "rouge-pipeline compare s3://rouge-runs/nightly/2026-08-15 --previous --min-effect 0.002 --k 4 --window 14 "
-        "--min-history 5 --band-method sd --html s3://rouge-runs/nightly/2026-08-15/compare.html"]
+        "--min-history 5 --band-method sd --html s3://rouge-runs/nightly/2026-08-15/compare.html",
+        "# notify: POST a JSON message to $ROUGE_NIGHTLY_WEBHOOK when the night is moved, not_comparable, "
+        "inconclusive, scoring_failed, compare_failed, timed_out"]
     job = {"name": "sample-nightly", "config": str(REPO / "configs/sample.yaml"), "schedule": "30 2 * * *",
            "output_root": str(tmp_path / "nightly")}
     check_nightly(job)
