@@ -51,7 +51,7 @@ def test_dockerfile_lints_clean_and_a_typo_fails(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     text = good.read_text()
     assert "FROM python:3.11.7-slim-bookworm" in text and "tini" in text and "OMP_NUM_THREADS=1" in text
-    assert "python -m pipeline.execution.warmup" in text and "NUMBA_CACHE_DIR" in text and "USER 10001" in text
+    assert "python -P -m pipeline.execution.warmup" in text and "NUMBA_CACHE_DIR" in text and "USER 10001" in text
     assert "DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False" in text  # workers of the image's clusters
     assert "DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION=1.0" in text  # its scheduler
     from pipeline.execution.cluster import LOCAL_HOUSEKEEPING   # and the local cluster's intervals
