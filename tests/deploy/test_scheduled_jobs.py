@@ -188,3 +188,19 @@ def test_every_spec_says_what_the_statuses_mean():
         text = (REPO / path).read_text()
         assert "10 scoring failed" in text or "10) what=" in text, path
         assert "124" in text, path
+
+
+def test_the_deployment_doc_takes_each_platform_to_a_person():
+    doc = (REPO / "docs/deployment.md").read_text()
+    sections = doc.split("\n### ")[1:]
+    titles = [s.splitlines()[0] for s in sections]
+    for platform in ("cron", "Kubernetes CronJob", "Kubernetes DaskJob", "Slurm"):
+        body = next(s for s, t in zip(sections, titles) if t.startswith(platform)).split("\n## ", 1)[0]
+        assert re.search(r"^1\. ", body, re.M) and re.search(r"^3\. ", body, re.M), platform   # step by step
+        assert "webhook" in body and "person" in body, platform
+        assert "Try" in body, platform                                                   # a night by hand
+    for path in set(re.findall(r"\bjobs/[\w./-]+\.(?:yaml|sh|sbatch|cron|scrontab)\b", doc)):
+        assert (REPO / path).is_file(), path
+    assert "CRON_TZ" in doc and "local time" in doc                       # the time zone, said plainly
+    for status in sorted(set(EXIT_STATUSES.values()) - {0}):
+        assert re.search(rf"(?<![\w.-]){status}(?![\w.-])", doc.split("**What the night comes to**")[1][:600]), status
