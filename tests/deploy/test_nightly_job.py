@@ -30,8 +30,8 @@ SAMPLE = REPO / "configs" / "sample" / "part-0.jsonl"
 def _job(tmp_path: Path, **extra) -> Path:
     (tmp_path / "score.yaml").write_text("input: {layout: records, paths: x.jsonl}\n")
     path = tmp_path / "nightly.yaml"
-    path.write_text(yaml.safe_dump({"name": "gate", "config": "score.yaml", "output_root": str(tmp_path / "out"),
-                                    **extra}))
+    path.write_text(yaml.safe_dump({"name": "gate", "config": "score.yaml", "schedule": "30 2 * * *",
+                                    "output_root": str(tmp_path / "out"), **extra}))
     return path
 
 
@@ -109,7 +109,8 @@ def test_a_real_strict_scoring_failure_exits_10_not_3(tmp_path, capsys):
         "input": {"layout": "records", "paths": str(data)}, "output": {"url": str(tmp_path / "unused")},
         "stats": {"n_boot": 20}, "strict": True, "execution": {"mode": "sync"}}))
     job = tmp_path / "nightly.yaml"
-    job.write_text(yaml.safe_dump({"name": "gate", "config": "score.yaml", "output_root": str(tmp_path / "n")}))
+    job.write_text(yaml.safe_dump({"name": "gate", "config": str(tmp_path / "score.yaml"), "schedule": "30 2 * * *",
+                                   "output_root": str(tmp_path / "n")}))
     assert main(["nightly", str(job), "--date", "2026-08-14", "--sync"]) == 10
     err = capsys.readouterr().err
     assert "its status 3" in err and "quarantined" in err
