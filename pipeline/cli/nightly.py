@@ -248,14 +248,15 @@ def _with_timeout(main, argv: list[str], minutes) -> tuple[int, bool]:
     return status, fired.is_set()
 
 
-class _LastLine(io.TextIOBase):
-    """stderr, passed through, remembering the last ``rouge-pipeline: ...`` line (a failure's line)."""
+class _LastLine:
+    """stderr, passed through, remembering the last ``rouge-pipeline: ...`` line (a failure's line);
+    everything but ``write`` is the wrapped stream's."""
 
     def __init__(self, stream):
-        self.stream, self.last, self._buf = stream, None, ""
+        self._stream, self.last, self._buf = stream, None, ""
 
     def write(self, text: str) -> int:
-        self.stream.write(text)
+        self._stream.write(text)
         self._buf += text
         *lines, self._buf = self._buf.split("\n")
         for line in lines:
@@ -263,8 +264,8 @@ class _LastLine(io.TextIOBase):
                 self.last = line
         return len(text)
 
-    def flush(self) -> None:
-        self.stream.flush()
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
 
 
 def _score(main, argv: list[str], job: dict) -> tuple[str, int, str | None]:

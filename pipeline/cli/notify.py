@@ -18,6 +18,8 @@ import dataclasses
 import json
 import os
 
+from pipeline import redaction
+
 DEFAULT_ON = ("moved", "not_comparable", "inconclusive", "scoring_failed", "compare_failed", "timed_out")
 DEFAULT_TIMEOUT = 10.0
 MAX_ROWS = 20
@@ -142,6 +144,8 @@ def maybe_send(spec, night: Night, environ=None) -> str | None:
     if not url:
         return f"notify: ${var} is not set; no notification sent"
     timeout = float(spec.get("timeout_seconds", DEFAULT_TIMEOUT))
+    if redaction.active() is not None:     # masked in any line printed from here on, too
+        redaction.active().add([url])
     try:
         send(url, message(night), timeout)
     except (OSError, ValueError) as e:   # URLError, HTTPError and timeouts are OSErrors
