@@ -56,8 +56,9 @@ EXIT_STATUSES = {
     "timed_out": EXIT_TIMEOUT,
     "interrupted": EXIT_INTERRUPTED,
 }
-# compare's exit status -> the night's verdict; any other status: "compare_failed".  Until compare
-# has an "inconclusive" verdict of its own, its 4 is read as one only with its JSON result.
+# compare's exit status -> the night's verdict; any other status: "compare_failed".  A 1, 3 or 4
+# counts only with compare's JSON result in hand: without one it was an error's status (a
+# run-folder error is 4, an unforeseen one may be 1), i.e. "compare_failed".
 COMPARE_VERDICTS = {EXIT_OK: "no_change", EXIT_MOVED: "moved", EXIT_NOT_COMPARABLE: "not_comparable",
                     EXIT_INCONCLUSIVE: "inconclusive", EXIT_INTERRUPTED: "interrupted"}
 # compare verdicts that are only trusted with the comparison's result in hand
@@ -311,8 +312,6 @@ def _gate(main, gate: list[str]) -> tuple[str, dict | None, int]:
     verdict = COMPARE_VERDICTS.get(status, "compare_failed")
     if verdict in _NEED_RESULT and not isinstance(result, dict):
         verdict = "compare_failed"                    # e.g. a run-folder error with status 4 or 1
-    if verdict == "inconclusive" and "inconclusive" not in str(result.get("verdict", "")):
-        verdict = "compare_failed"
     return verdict, result if isinstance(result, dict) else None, status
 
 

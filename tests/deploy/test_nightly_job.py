@@ -69,6 +69,7 @@ MOVED = {"verdict": "moved", "rows": [{"system": "lead", "type": "rouge1", "stat
     (1, MOVED, 1),
     (3, {"verdict": "not comparable", "rows": [], "not_comparable": ["coverage 50%"]}, 3),
     (4, {"verdict": "inconclusive", "rows": []}, 4),
+    (4, {"verdict": "no change", "inconclusive": True, "rows": []}, 4),   # compare's status decides
     (4, None, 2),             # a 4 without a result is a run-folder error of compare, not "inconclusive"
     (1, None, 2),             # a 1 without a result is compare failing unexpectedly, not "moved"
     (2, None, 2),
