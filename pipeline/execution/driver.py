@@ -226,7 +226,7 @@ class _Run:
         return job.UnitContext(run_url=self.run_url, scoring=job.ScoringSettings.from_config(cfg.scoring),
                                seed=cfg.stats.seed, n_boot=cfg.stats.n_boot,
                                metadata={META_SIGNATURE: self.sig, META_CONFIG_HASH: self.chash},
-                               storage_options=self.so, plan_id=self.pid,
+                               storage_options=self.so, plan_id=self.pid, keep_texts=cfg.output.keep_texts,
                                stop=ex.new_flag(f"rouge-stop-{uuid.uuid4().hex[:8]}"))
 
     def score(self, ex, lease, inputs: dict, done: dict, progress, stream) -> tuple[Outcome, Progress]:

@@ -36,10 +36,12 @@ Method (``compare(base, new)``):
    Each row says which band it used (``band``).  Both directions alarm ("moved up",
    "moved down"): a jump up is as suspicious as a drop (copying, padding).
 4. The movers: examples ranked by the largest ``|delta F|`` over the rouge types, with
-   their candidate texts from both runs and the references, read back from each run's input
-   (relative input paths resolve against the working directory recorded in the run's
-   ``_run.json``); if an input has moved the movers are listed without texts and
-   ``texts_error`` says why.
+   their candidate texts from both runs and the references, as each run scored them: kept in
+   the run (``output.keep_texts``), else read back from each run's input (relative input paths
+   resolve against the working directory recorded in the run's ``_run.json``) and shown only
+   when they match the run's ``text_digest``; a side whose text is not shown says why
+   (``texts_note``: the input changed since the run), and if an input has moved the movers are
+   listed without texts and ``texts_error`` says why.
 
 Each step is a function: :func:`screen_runs` and :func:`align` (1), :func:`paired_tests` (2),
 :func:`judge_row` (3), :func:`movers` (4); :func:`compare` runs them and :func:`verdict` sums up.
@@ -59,7 +61,7 @@ from pipeline.config import DEFAULT_MIN_EFFECT  # also the CLI's default
 from pipeline.gate.bands import (BAND_METHODS, DEFAULT_K, DEFAULT_METHOD, DEFAULT_WINDOW, MIN_HISTORY, history_band,
                                  outside_chart, paired_bootstrap, replicate_band, sign_flip_pvalues)
 from pipeline.gate.format import system_label
-from pipeline.gate.runs import CompareError, RunData, read_texts, same_run
+from pipeline.gate.runs import CompareError, RunData, run_texts, same_run
 from pipeline.scoring.diagnostics import DIAG_NAMES
 from pipeline.scoring.types import STATS
 from pipeline.stats.keys import DEFAULT_SEED, example_key
@@ -443,14 +445,16 @@ def _nan_none(v):
 
 
 def attach_texts(result: dict, base: RunData, new: RunData) -> None:
+    """Each mover's candidates of both runs and its references, as each run scored them
+    (:func:`run_texts`); a side whose text cannot be shown says why in ``texts_note``."""
     wanted = {(m["system"], m["id"]) for m in result["movers"]}
     errors = []
-    got = {}
+    got, why = {}, {}
     for name, run in (("base", base), ("new", new)):
         try:
-            got[name] = read_texts(run.info, wanted)
+            got[name], why[name] = run_texts(run, wanted)
         except Exception as e:  # the input moved or is unreadable: list the movers without texts
-            got[name] = {}
+            got[name], why[name] = {}, {}
             errors.append(f"{name} input: {e}")
     for m in result["movers"]:
         key = (m["system"], m["id"])
@@ -458,4 +462,5 @@ def attach_texts(result: dict, base: RunData, new: RunData) -> None:
         m["base_candidate"] = b["candidate"] if b else None
         m["new_candidate"] = n["candidate"] if n else None
         m["references"] = (n or b or {}).get("references")
+        m["texts_note"] = {side: why[side][key] for side in ("base", "new") if key in why[side]}
     result["texts_error"] = "; ".join(errors) or None

@@ -173,7 +173,7 @@ def test_overwrite_deletes_only_run_files_and_refuses_stray_user_files(tmp_path,
     assert run_outputs(out) == run_outputs(fresh)
 
 
-@pytest.mark.parametrize("old", [1, 2])
+@pytest.mark.parametrize("old", [1, 2, 3])
 def test_old_format_run_folder_is_refused_not_half_read(tmp_path, inputs, capsys, old):
     out = tmp_path / "run"
     cfg = _cfg(tmp_path, str(inputs / "*.jsonl"))
@@ -181,6 +181,8 @@ def test_old_format_run_folder_is_refused_not_half_read(tmp_path, inputs, capsys
     info = json.loads((out / "_run.json").read_text())
     if old == 1:
         del info["run_format"]                  # as every run folder before issue 17
+    elif old == 3:
+        info["run_format"] = 3                  # scores without text_digest (before issue 27)
     else:
         info["run_format"] = 2                  # parts and markers named by a global task number
         for p in [*out.glob("scores/*/part-*.parquet"), *out.glob("quarantine/part-*.parquet"),
@@ -191,7 +193,7 @@ def test_old_format_run_folder_is_refused_not_half_read(tmp_path, inputs, capsys
     before = snapshot(tmp_path)
     code, err = score(capsys, cfg, out)
     assert code == cli.EXIT_RUN_FOLDER, err
-    assert f"run folder format {old}, this version writes 3" in err and "is not resumed" in err
+    assert f"run folder format {old}, this version writes {outputs.RUN_FORMAT}" in err and "is not resumed" in err
     assert snapshot(tmp_path) == before
     code, err = score(capsys, cfg, out, "--overwrite")
     assert code == 0, err
