@@ -45,6 +45,10 @@ ROUGE155_CORPUS = "rouge155_corpus.json"
 DONE = "_done"
 SCORES = "scores"
 QUARANTINE = "quarantine"
+STATS = "stats"
+# the run's own folders: every file in them is one the run wrote (names.is_run_file, a part
+# its _summary.json lists); a reader refuses a run holding anything else there
+RUN_FOLDERS = (DONE, SCORES, QUARANTINE, STATS)
 STATS_PARQUET = "stats/stats.parquet"
 STATS_JSON = "stats/stats.json"
 EXACT_PARQUET = "stats/bootstrap_exact.parquet"
@@ -139,8 +143,25 @@ def url(run_url: str, rel: str) -> str:
     return f"{run_url.rstrip('/')}/{rel}"
 
 
+def marker_rel(unit_index: int, slice_index: int) -> str:
+    """``_done/unit-UUUUU-SSSS.json``: a slice's completion marker, relative to the run folder."""
+    return f"{DONE}/unit-{_index(unit_index, 'unit_index'):05d}-{_index(slice_index, 'slice_index'):04d}.json"
+
+
 def marker_url(run_url: str, unit_index: int, slice_index: int) -> str:
-    return url(run_url, f"{DONE}/unit-{_index(unit_index, 'unit_index'):05d}-{_index(slice_index, 'slice_index'):04d}.json")
+    return url(run_url, marker_rel(unit_index, slice_index))
+
+
+def is_marker_file(rel: str) -> bool:
+    """Whether ``rel`` is a completion marker of this or an older format (``_done/unit-*.json``)."""
+    return rel.startswith(f"{DONE}/") and bool(_RUN_FILE.match(rel))
+
+
+def part_system_folder(rel: str) -> str | None:
+    """``scores/system-<s>/part-...``: the system's folder name (``system-<escaped>``), else None."""
+    head, _, rest = rel.partition("/")
+    folder = rest.partition("/")[0]
+    return folder if head == SCORES and "/" in rest else None
 
 
 def score_part_url(run_url: str, system: str, unit_index: int, slice_index: int) -> str:
