@@ -152,12 +152,12 @@ def check_listing(run_url: str, fs, root: str, summary) -> dict[str, list]:
 
 
 def _check_totals(run_url: str, parts: dict, summary: dict) -> None:
-    for folder, key in ((SCORES, "rows"), (QUARANTINE, "quarantined")):
+    for folder, key, what in ((SCORES, "rows", "scored"), (QUARANTINE, "quarantined", "quarantined")):
         rows = [v[0] for r, v in parts.items() if r.startswith(folder + "/")]
         if None in rows:
             continue
         if sum(rows) != summary.get(key):
-            raise RunFolderError(f"{run_url}: its part files hold {sum(rows)} {key} rows, its {names.SUMMARY} "
+            raise RunFolderError(f"{run_url}: its part files hold {sum(rows)} {what} rows, its {names.SUMMARY} "
                                  f"says {summary.get(key)}; the run is not whole: score it again")
 
 

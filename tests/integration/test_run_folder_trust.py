@@ -810,3 +810,28 @@ def test_a_run_that_loses_its_lease_stops_writing_at_once(tmp_path, monkeypatch)
     assert written == ["unit-00000-0000.json", "unit-00001-0000.json"], written
     assert not (out / "_SUCCESS").exists()
     assert json.loads((out / outputs.LEASE).read_text()) == taken[0]   # the other run's lease, left alone
+
+
+# --------------------------------------------------------------------------- issue 27: the lease at the very end
+@pytest.mark.parametrize("how", ["deleted", "taken"])
+def test_a_run_that_loses_its_lease_at_the_very_end_writes_no_success(tmp_path, inputs, capsys, how):
+    """Paused just before ``_SUCCESS`` (every other file written, the heartbeat stopped), its lease
+    is deleted, or broken and taken by another run: the run must not write ``_SUCCESS``."""
+    out = tmp_path / "run"
+    cfg = _cfg(tmp_path, str(inputs / "*.jsonl"))
+    proc, gate = _start_paused(tmp_path, cfg, out, "success")
+    try:
+        (out / outputs.LEASE).unlink()
+        if how == "taken":
+            other = _lease(out)
+        gate.touch()
+        _, err = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == cli.EXIT_BUSY, err
+    assert "this run lost its lease" in err and "no _SUCCESS written" in err
+    assert not (out / "_SUCCESS").exists()
+    if how == "taken":
+        assert json.loads((out / outputs.LEASE).read_text()) == other     # left alone
