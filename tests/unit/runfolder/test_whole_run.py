@@ -209,3 +209,12 @@ def test_verify_parts_refuses_a_missing_quarantine_part(copy):
     (copy / q).unlink()
     with pytest.raises(RunFolderError, match=rf"part files this run wrote are missing \({q}\)"):
         _verify(copy)
+
+
+def test_verify_parts_refuses_parts_that_hold_other_rows_than_counted(copy):
+    """A part its marker names, of this config, holding its rows twice."""
+    t = pq.read_table(copy / A_PART)
+    pq.write_table(pa.concat_tables([t, t]), copy / A_PART)
+    with pytest.raises(RunFolderError, match=rf"its part files hold {46 + t.num_rows} scored and 2 quarantined "
+                                             "rows, this run counted 46 and 2; no _SUCCESS written"):
+        _verify(copy)
