@@ -159,10 +159,11 @@ def corpus_statistics(scored, rouge_types=DEFAULT_TYPES, seed: int = DEFAULT_SEE
     return StatsAccumulator.from_dict(final).finalize(confidence)
 
 
-def _read_part(url: str, rows: int | None, run_url: str, storage_options: dict):
+def _read_part(url: str, listed: tuple, run_url: str, storage_options: dict):
     table = run_folder.read_part(url, storage_options)
+    rel, rows = listed
     if rows is not None and table.num_rows != rows:
-        raise RunFolderError(f"{run_url}: {url} holds {table.num_rows} rows, the run wrote {rows}; "
+        raise RunFolderError(f"{run_url}: {rel} holds {table.num_rows} rows, the run wrote {rows}; "
                              "the run is not whole: score it again")
     return table.to_pandas()
 

@@ -152,11 +152,13 @@ class OpenedRun:
     def part_urls(self) -> list[str]:
         return score_part_urls(self.url, self.storage_options)
 
-    def part_rows(self) -> list[int | None]:
-        """The rows the run wrote in each of :meth:`part_urls` (None: not known)."""
+    def part_rows(self) -> list[tuple[str, int | None]]:
+        """Each of :meth:`part_urls` as (its name in the run folder, the rows the run wrote
+        there; None: not known)."""
         fs, paths = score_files(self.url, self.storage_options)
         root = get_fs(self.url, self.storage_options)[1].rstrip("/")
-        return [((self.parts or {}).get(p[len(root) + 1:]) or [None])[0] for p in paths]
+        rels = [p[len(root) + 1:] for p in paths]
+        return [(r, ((self.parts or {}).get(r) or [None])[0]) for r in rels]
 
 
 def open_run(run_url: str, storage_options: dict | None = None, *, finished: bool = True) -> OpenedRun:

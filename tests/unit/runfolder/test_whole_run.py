@@ -218,3 +218,24 @@ def test_verify_parts_refuses_parts_that_hold_other_rows_than_counted(copy):
     with pytest.raises(RunFolderError, match=rf"its part files hold {46 + t.num_rows} scored and 2 quarantined "
                                              "rows, this run counted 46 and 2; no _SUCCESS written"):
         _verify(copy)
+
+
+def test_a_part_read_with_other_rows_than_listed_is_refused(copy):
+    """The listing agrees (names, sizes, totals); one part's rows do not: found as it is read,
+    by the gate and by each ``read_run`` partition."""
+    summary = _json(copy / "_summary.json")
+    other = next(p for p in summary["parts"] if p.startswith("scores/") and p != A_PART)
+    summary["parts"][A_PART][0] -= 1
+    summary["parts"][other][0] += 1
+    (copy / "_summary.json").write_text(json.dumps(summary))
+    n = pq.read_metadata(copy / A_PART).num_rows
+    run_folder.open_run(str(copy))
+    msg = f"{copy}: {A_PART} holds {n} rows, the run wrote {n - 1}; the run is not whole: score it again"
+    with pytest.raises(RunFolderError) as e:
+        run_folder.open_run(str(copy)).scores()
+    assert str(e.value) == msg
+    with pytest.raises(CompareError, match="the run wrote"):
+        load_run(str(copy))
+    with pytest.raises(RunFolderError, match=rf"^{copy}: scores/system-a/part-\d{{5}}-\d{{4}}\.parquet holds \d+ "
+                                             r"rows, the run wrote \d+; the run is not whole"):
+        read_run(str(copy)).compute()      # whichever partition is read first
