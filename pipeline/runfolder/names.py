@@ -11,7 +11,9 @@ Run folder (any fsspec URL)::
     stats/stats.parquet, stats/stats.json  corpus statistics per system, type and stat
     stats/bootstrap_exact.{parquet,json}   rouge-score's BootstrapAggregator (stats.bootstrap: exact)
     rouge155_corpus.json           ROUGE-1.5.5's printed averages (profile rouge155)
-    _summary.json                  rows, quarantined by reason, systems, tasks, seconds, pairs/s, signature
+    _summary.json                  rows, quarantined by reason, systems, tasks, seconds, pairs/s, signature;
+                                   parts: every part file with its rows and bytes (what readers hold the
+                                   folder to: runfolder.whole)
     _LEASE.json                    the run holding the folder (outputs.lease.Lease; removed at the end)
     _SUCCESS                       written last, after the parts are verified (docs/run-folder.md)
 """
@@ -155,13 +157,6 @@ def marker_url(run_url: str, unit_index: int, slice_index: int) -> str:
 def is_marker_file(rel: str) -> bool:
     """Whether ``rel`` is a completion marker of this or an older format (``_done/unit-*.json``)."""
     return rel.startswith(f"{DONE}/") and bool(_RUN_FILE.match(rel))
-
-
-def part_system_folder(rel: str) -> str | None:
-    """``scores/system-<s>/part-...``: the system's folder name (``system-<escaped>``), else None."""
-    head, _, rest = rel.partition("/")
-    folder = rest.partition("/")[0]
-    return folder if head == SCORES and "/" in rest else None
 
 
 def score_part_url(run_url: str, system: str, unit_index: int, slice_index: int) -> str:
