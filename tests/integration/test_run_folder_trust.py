@@ -817,7 +817,9 @@ def test_a_run_that_loses_its_lease_stops_writing_at_once(tmp_path, monkeypatch)
 @pytest.mark.parametrize("how", ["deleted", "taken"])
 def test_a_run_that_loses_its_lease_at_the_very_end_writes_no_success(tmp_path, inputs, capsys, how):
     """Paused just before ``_SUCCESS`` (every other file written, the heartbeat stopped), its lease
-    is deleted, or broken and taken by another run: the run must not write ``_SUCCESS``."""
+    is deleted, or broken and taken by another run: the run must not write ``_SUCCESS``.
+    (Mutations: the driver's ``lease.check()`` removed, or back before the pause as on main:
+    both cases fail.)"""
     out = tmp_path / "run"
     cfg = _cfg(tmp_path, str(inputs / "*.jsonl"))
     proc, gate = _start_paused(tmp_path, cfg, out, "success")

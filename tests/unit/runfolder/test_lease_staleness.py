@@ -3,7 +3,8 @@
 A heartbeat that is NaN, Infinity or in the future is no time a live run wrote: such a lease is
 judged by its file's modification time, like a corrupt one, and never holds a folder for good.
 Another user's live run on this host (signalling it says ``EPERM``) is alive: its lease is never
-broken as stale."""
+broken as stale (mutation: ``_pid_alive`` returning False on ``PermissionError`` fails
+``test_another_users_live_process_on_this_host_is_alive``)."""
 from __future__ import annotations
 
 import json

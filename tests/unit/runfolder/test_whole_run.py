@@ -4,7 +4,13 @@ reach ``_SUCCESS`` (pipeline/runfolder/whole.py).  Every reader (``open_run``: t
 holds a part it did not write (duplicated, copied, a ``backup.parquet``), or holds a
 ``(system, id)`` twice; ``verify_parts`` refuses, before ``_SUCCESS``, a file the run did not
 write, a part past a unit's last slice, a part of other settings, a stray or missing quarantine
-part.  Each is checked on a copy of one finished run, which passes every check untouched."""
+part.  Each is checked on a copy of one finished run, which passes every check untouched.
+
+Issue 27's mutation gaps, each made by hand and seen to fail here: main's ``verify_parts`` with
+``<=`` for ``<`` in its slice check (a part one slice past a unit's last accepted) fails
+``..._one_slice_past_a_units_last``; without its config-hash check, ``..._other_settings``;
+this tree's ``verify_parts`` without quarantine in ``whole.part_files`` fails
+``..._stray_quarantine_part``, without its missing-part check ``..._missing_quarantine_part``."""
 from __future__ import annotations
 
 import json
