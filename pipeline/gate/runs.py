@@ -76,7 +76,8 @@ def load_run(url: str, storage_options: dict | None = None) -> RunData:
     url = str(url).rstrip("/")
     try:
         run = run_folder.open_run(url, storage_options)
-        df = read_scores(url, storage_options)
+        table = run.scores()   # checked: each part's rows, their sum, no (system, id) twice
+        df = table.to_pandas() if table is not None else read_scores(url, storage_options)
         return RunData(url, run.info, run.stats(), run.summary(), df)
     except (RunFolderError, OldLayoutError) as e:
         raise CompareError(str(e)) from None
