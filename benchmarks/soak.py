@@ -97,7 +97,7 @@ def timed_local_run(cfg, n_workers: int, log=lambda _m: None):
     cluster = local_cluster(n_workers, dashboard_address=None)
     try:
         with distributed.Client(cluster) as client:
-            client.run(lambda: __import__("pipeline.execution.warmup").warmup.warmup())
+            client.run(lambda: __import__("pipeline.execution.warmup").execution.warmup.warmup())
             t0 = time.perf_counter()
             res = run(cfg, client=client, progress=False, log=log)
             seconds = time.perf_counter() - t0

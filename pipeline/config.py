@@ -10,6 +10,7 @@ input:            # pipeline.io.input_spec.InputSpec    (layout, paths | candida
 output:
   url: s3://bucket/runs/nightly       # the run folder
   overwrite: false
+  keep_texts: false                   # true: the parts also hold the candidate and references scored
 scoring:
   rouge_types: [rouge1, rouge2, rougeL, rougeLsum]
   use_stemmer: false                  # rouge-score's default
@@ -95,6 +96,7 @@ _type_name, _check_bool, _check_int, _check_choice, _check_str = type_name, chec
 class OutputConfig:
     url: str = ""
     overwrite: bool = False
+    keep_texts: bool = False   # the scores' parts also hold the texts (compare's movers read them there)
 
     def validate(self):
         _check_str(self.url, "output.url")
@@ -103,6 +105,7 @@ class OutputConfig:
         except ValueError as e:
             raise ConfigError(str(e)) from None
         _check_bool(self.overwrite, "output.overwrite")
+        _check_bool(self.keep_texts, "output.keep_texts")
 
 
 # the scoring section: the one validated, frozen settings type (pipeline.settings)
@@ -262,7 +265,7 @@ class RunConfig:
         return out
 
     def hashed_settings(self) -> dict:
-        """The settings that change numbers or inputs (never output, execution or credentials),
+        """The settings that change numbers or inputs (never output but `keep_texts`, execution or credentials),
         the statistics' format and the task markers' (a folder written with other formats is
         not resumed: its statistics would not merge with this run's, its markers not be read)."""
         from pipeline.stats.accumulator import BOOT_BUCKETS, FORMAT_VERSION  # loads numba: only when hashing
@@ -277,6 +280,8 @@ class RunConfig:
             "stats_format": [FORMAT_VERSION, BOOT_BUCKETS],
             "marker_format": run_folder_names.MARKER_FORMAT,
             "version": __version__,
+            # the parts' columns: a run is not resumed with parts of both kinds (false: not in the hash)
+            **({"output": {"keep_texts": True}} if self.output.keep_texts else {}),
         }
 
     def config_hash(self, length: int = 16) -> str:

@@ -400,6 +400,7 @@ def _show(args) -> int:
         status = f" (status: {summary['status']})" if summary else ""
         print(f"rouge-pipeline: {run_folder.not_finished(run)}{status}", file=sys.stderr)
         return EXIT_FAILED
+    run_folder.open_run(run)   # not whole (a part missing, a stray file): RunFolderError, status 4
     exact = run_folder.read_exact(run)
     if args.json:
         print(json.dumps(stats, indent=2))

@@ -3,21 +3,29 @@
 It validates the job file against its JSON schema (``pipeline/cli/nightly.schema.json``, also at
 ``jobs/nightly.schema.json``) at run time -- unknown keys are refused with a "did you mean" --
 then runs ``score --config <config> --output <output_root>/<date>`` (date: today in UTC, formatted
-with ``date_format``).  Each day gets a new folder; earlier folders are never touched, and a rerun
+with ``date_format``; ``--date`` must be one folder name: no ``/``, ``\\`` or ``..``).  A relative
+``config`` is read next to the job file, so ``--dry-run`` and the real run read the same file from
+any working directory.  Each day gets a new folder; earlier folders are never touched, and a rerun
 on the same day resumes that day's folder.  Then, unless ``compare: false``, it runs
-``compare <new> --previous``: the band is learned from the finished earlier dated folders (a
-control chart once there are enough of them, the paired bootstrap against the latest one before
-that), the HTML report is written to ``<new>/compare.html`` (any fsspec URL), and the job exits 1
-when the outputs moved and 3 when the runs are not comparable, with the reason on stderr.
-``timeout_minutes``: a scoring still running after that long is stopped as Ctrl-C would stop it
-(lease released, finished work kept for the next run) and the job exits 124 with one line.
+``compare <new> --previous`` and writes the HTML report to ``<new>/compare.html`` (any fsspec URL).
+``schedule`` is documentation only (the platform's scheduler decides when the job runs).
+
+The night ends in one verdict and one exit status (:data:`EXIT_STATUSES`, docs/errors.md): 0 no
+change, 1 moved, 2 job-file/usage error or the comparison failed, 3 not comparable, 4 inconclusive,
+10 the scoring failed (its own status and line are printed; never reported as a comparison's
+status), 124 the scoring ran past ``timeout_minutes`` (stopped as Ctrl-C would stop it: lease
+released, finished work kept for the next run), 130 interrupted.  ``notify:`` POSTs a
+Slack-compatible JSON message for the verdicts it lists (``pipeline.cli.notify``); a webhook that
+is down or slow prints one warning line and never changes the exit status.
 ``keep_previous`` may only be ``true``: nightly never deletes a run folder.
 """
 from __future__ import annotations
 
 import _thread
+import contextlib
 import datetime
 import difflib
+import io
 import json
 import re
 import shlex
@@ -25,12 +33,37 @@ import sys
 import threading
 from pathlib import Path
 
-from pipeline.errors import EXIT_CONFIG, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NOT_COMPARABLE, EXIT_OK, EXIT_TIMEOUT
+from pipeline.cli import notify
+from pipeline.errors import (EXIT_CONFIG, EXIT_INCONCLUSIVE, EXIT_INTERRUPTED, EXIT_MOVED, EXIT_NOT_COMPARABLE,
+                             EXIT_OK, EXIT_SCORING_FAILED, EXIT_TIMEOUT)
+from pipeline.gate.format import format_result
 
 SCHEMA_PATH = Path(__file__).with_name("nightly.schema.json")
 COMPARE_FLAGS = {"band": "--band", "min_effect": "--min-effect", "min_coverage": "--min-coverage", "k": "--k",
                  "window": "--window", "min_history": "--min-history", "method": "--band-method",
                  "allow_different_settings": "--allow-different-settings"}
+
+# The night's verdict -> nightly's exit status: the one table docs/errors.md, the cron wrapper, the
+# K8s podFailurePolicy and the Slurm/DaskJob specs follow.
+EXIT_STATUSES = {
+    "no_change": EXIT_OK,
+    "moved": EXIT_MOVED,                        # a row moved out of its band, up or down
+    "job_error": EXIT_CONFIG,                   # the job file or the command line
+    "compare_failed": EXIT_CONFIG,              # compare itself failed (its line says why)
+    "not_comparable": EXIT_NOT_COMPARABLE,
+    "inconclusive": EXIT_INCONCLUSIVE,          # nothing moved, but a move of min_effect could go unseen
+    "scoring_failed": EXIT_SCORING_FAILED,      # the scoring's own status and line are printed
+    "timed_out": EXIT_TIMEOUT,
+    "interrupted": EXIT_INTERRUPTED,
+}
+# compare's exit status -> the night's verdict; any other status: "compare_failed".  A 1, 3 or 4
+# counts only with compare's JSON result in hand: without one it was an error's status (a
+# run-folder error is 4, an unforeseen one may be 1), i.e. "compare_failed".
+COMPARE_VERDICTS = {EXIT_OK: "no_change", EXIT_MOVED: "moved", EXIT_NOT_COMPARABLE: "not_comparable",
+                    EXIT_INCONCLUSIVE: "inconclusive", EXIT_INTERRUPTED: "interrupted"}
+# compare verdicts that are only trusted with the comparison's result in hand
+_NEED_RESULT = {"moved", "not_comparable", "inconclusive"}
+_DATE = re.compile(r"^[0-9A-Za-z][0-9A-Za-z_.:+-]*$")
 
 
 def add_parser(sub) -> None:
@@ -60,37 +93,24 @@ def _is_type(v, t: str) -> bool:
 def schema_errors(doc, sch: dict, where: str = "") -> list[str]:
     """The violations of ``doc`` against ``sch``, for the JSON-schema keywords the job schema uses
     (type, enum, pattern, required, properties, additionalProperties, minimum, maximum,
-    exclusiveMinimum, oneOf); tests check that it agrees with ``jsonschema``."""
+    exclusiveMinimum, items, minItems, uniqueItems, oneOf); tests check that it agrees with
+    ``jsonschema``."""
     at = where or "the job"
     types = sch.get("type")
     if types is not None:
         types = [types] if isinstance(types, str) else types
         if not any(_is_type(doc, t) for t in types):
             return [f"{at}: expected {' or '.join(types)}, got {json.dumps(doc)}"]
-    errs = []
-    if "enum" in sch and doc not in sch["enum"]:
-        errs.append(f"{at}: {json.dumps(doc)} is not one of {', '.join(json.dumps(e) for e in sch['enum'])}")
-    if isinstance(doc, str) and "pattern" in sch and not re.search(sch["pattern"], doc):
-        errs.append(f"{at}: {doc!r} does not match {sch['pattern']!r}")
-    if _is_type(doc, "number"):
-        if "minimum" in sch and doc < sch["minimum"]:
-            errs.append(f"{at}: {doc} is below the minimum {sch['minimum']}")
-        if "maximum" in sch and doc > sch["maximum"]:
-            errs.append(f"{at}: {doc} is above the maximum {sch['maximum']}")
-        if "exclusiveMinimum" in sch and doc <= sch["exclusiveMinimum"]:
-            errs.append(f"{at}: {doc} must be greater than {sch['exclusiveMinimum']}")
+    errs = _value_errors(doc, sch, at)
     if isinstance(doc, dict):
-        props = sch.get("properties", {})
-        for key in sch.get("required", []):
-            if key not in doc:
-                errs.append(f"{at}: missing key {key!r}")
-        for key, v in doc.items():
-            if key in props:
-                errs += schema_errors(v, props[key], f"{where + '.' if where else ''}{key}")
-            elif sch.get("additionalProperties") is False:
-                near = difflib.get_close_matches(str(key), list(props), n=1)
-                errs.append(f"{at}: unknown key {key!r}" + (f" (did you mean {near[0]!r}?)" if near else "")
-                            + f"; allowed: {', '.join(props)}")
+        errs += _object_errors(doc, sch, where)
+    if isinstance(doc, list):
+        if "minItems" in sch and len(doc) < sch["minItems"]:
+            errs.append(f"{at}: needs at least {sch['minItems']} item(s)")
+        if sch.get("uniqueItems") and len({json.dumps(v, sort_keys=True) for v in doc}) < len(doc):
+            errs.append(f"{at}: items repeat")
+        for i, v in enumerate(doc):
+            errs += schema_errors(v, sch.get("items", {}), f"{at}[{i}]")
     if "oneOf" in sch:
         results = [schema_errors(doc, s, where) for s in sch["oneOf"]]
         ok = [r for r in results if not r]
@@ -104,6 +124,39 @@ def schema_errors(doc, sch: dict, where: str = "") -> list[str]:
     return errs
 
 
+def _value_errors(doc, sch: dict, at: str) -> list[str]:
+    errs = []
+    if "enum" in sch and doc not in sch["enum"]:
+        errs.append(f"{at}: {json.dumps(doc)} is not one of {', '.join(json.dumps(e) for e in sch['enum'])}")
+    if isinstance(doc, str) and "pattern" in sch and not re.search(sch["pattern"], doc):
+        errs.append(f"{at}: {doc!r} does not match {sch['pattern']!r}")
+    if _is_type(doc, "number"):
+        if "minimum" in sch and doc < sch["minimum"]:
+            errs.append(f"{at}: {doc} is below the minimum {sch['minimum']}")
+        if "maximum" in sch and doc > sch["maximum"]:
+            errs.append(f"{at}: {doc} is above the maximum {sch['maximum']}")
+        if "exclusiveMinimum" in sch and doc <= sch["exclusiveMinimum"]:
+            errs.append(f"{at}: {doc} must be greater than {sch['exclusiveMinimum']}")
+    return errs
+
+
+def _object_errors(doc: dict, sch: dict, where: str) -> list[str]:
+    at = where or "the job"
+    errs = []
+    props = sch.get("properties", {})
+    for key in sch.get("required", []):
+        if key not in doc:
+            errs.append(f"{at}: missing key {key!r}")
+    for key, v in doc.items():
+        if key in props:
+            errs += schema_errors(v, props[key], f"{where + '.' if where else ''}{key}")
+        elif sch.get("additionalProperties") is False:
+            near = difflib.get_close_matches(str(key), list(props), n=1)
+            errs.append(f"{at}: unknown key {key!r}" + (f" (did you mean {near[0]!r}?)" if near else "")
+                        + f"; allowed: {', '.join(props)}")
+    return errs
+
+
 # seconds in one of timeout_minutes' minutes (a test shortens it)
 _MINUTE = 60.0
 
@@ -112,17 +165,41 @@ def validate_job(job) -> None:
     if isinstance(job, dict) and job.get("keep_previous") is False:
         raise ValueError("keep_previous: false is not supported: nightly never deletes earlier run folders "
                          "(remove old dated folders yourself); drop the key or set it to true")
+    if isinstance(job, dict):
+        notify.check_no_literal_url(job.get("notify"))   # before any message could echo the value
     errs = schema_errors(job, schema())
     if errs:
         raise ValueError("; ".join(errs))
 
 
-def score_argv(job: dict, date: str | None = None, scheduler: str | None = None, sync: bool = False) -> list[str]:
+def check_date(date: str) -> str:
+    """``--date`` names one folder under ``output_root``: refused when it could name another."""
+    if not _DATE.match(date) or ".." in date:
+        raise ValueError(f"--date {date!r}: the run folder's date is one folder name under output_root "
+                         "(letters, digits, '-', '_', '.', ':', '+'; no '/', '\\' or '..'), e.g. 2026-08-15")
+    return date
+
+
+def config_path(job: dict, job_file: str | None) -> str:
+    """The job's ``config``: a URL or an absolute path as written, a relative path next to the job
+    file (whatever the working directory); a local file must exist (so ``--dry-run`` says so too)."""
+    config = str(job["config"])
+    if "://" in config or Path(config).is_absolute() or job_file is None:
+        path = config
+    else:
+        path = str(Path(job_file).parent / config)
+    if "://" not in path and not Path(path).is_file():
+        raise ValueError(f"config: {path}: no such file (a relative config is read next to the job file)")
+    return path
+
+
+def score_argv(job: dict, date: str | None = None, scheduler: str | None = None, sync: bool = False,
+               job_file: str | None = None) -> list[str]:
     validate_job(job)
     if date is None:
         date = datetime.datetime.now(datetime.timezone.utc).strftime(job.get("date_format") or "%Y-%m-%d")
-    argv = ["score", "--config", str(job["config"]), "--output", f"{str(job['output_root']).rstrip('/')}/{date}",
-            "--no-progress"]
+    argv = ["score", "--config", config_path(job, job_file), "--output",
+            f"{str(job['output_root']).rstrip('/')}/{check_date(date)}", "--no-progress"]
     scheduler = scheduler or job.get("scheduler")
     if sync:
         argv.append("--sync")
@@ -132,6 +209,8 @@ def score_argv(job: dict, date: str | None = None, scheduler: str | None = None,
 
 
 def compare_argv(job: dict, new: str) -> list[str] | None:
+    """``compare NEW --previous`` with the job's ``compare:`` options; a 0 is a value (``band: 0``
+    alarms on any change), only a missing key or ``false`` leaves a flag out."""
     opts = job.get("compare", True)
     if opts is False:
         return None
@@ -170,40 +249,136 @@ def _with_timeout(main, argv: list[str], minutes) -> tuple[int, bool]:
     return status, fired.is_set()
 
 
-def run(args, main) -> int:
+class _LastLine:
+    """stderr, passed through, remembering the last ``rouge-pipeline: ...`` line (a failure's line);
+    everything but ``write`` is the wrapped stream's."""
+
+    def __init__(self, stream):
+        self._stream, self.last, self._buf = stream, None, ""
+
+    def write(self, text: str) -> int:
+        self._stream.write(text)
+        self._buf += text
+        *lines, self._buf = self._buf.split("\n")
+        for line in lines:
+            if line.startswith("rouge-pipeline: "):
+                self.last = line
+        return len(text)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def _score(main, argv: list[str], job: dict) -> tuple[str, int, str | None]:
+    """Run the scoring: (verdict, the scoring's own status, its failure line)."""
+    tee = _LastLine(sys.stderr)
+    old, sys.stderr = sys.stderr, tee
+    try:
+        status, timed_out = _with_timeout(main, argv, job.get("timeout_minutes"))
+    finally:
+        sys.stderr = old
+    new = argv[argv.index("--output") + 1]
+    if timed_out:
+        line = (f"rouge-pipeline: nightly: {new}: the scoring did not finish within timeout_minutes="
+                f"{job['timeout_minutes']} and was stopped (exit {EXIT_TIMEOUT}; the next run resumes the folder)")
+        return "timed_out", status, line
+    if status == EXIT_OK:
+        return "no_change", status, None
+    if status == EXIT_INTERRUPTED:
+        return "interrupted", status, tee.last
+    cause = (tee.last or "").removeprefix("rouge-pipeline: ") or "no message"
+    line = (f"rouge-pipeline: nightly: the scoring of {new} failed with its status {status}: {cause} "
+            f"(exit {EXIT_SCORING_FAILED}; nothing was compared)")
+    return "scoring_failed", status, line
+
+
+def _gate(main, gate: list[str]) -> tuple[str, dict | None, int]:
+    """Run the comparison (its JSON captured, its table printed): (verdict, compare's result, its status)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        status = main(gate + ["--json"])
+    text = out.getvalue()
+    try:
+        result = json.loads(text) if text.strip() else None
+    except ValueError:
+        result = None
+    if result is not None and isinstance(result, dict) and "rows" in result:
+        try:
+            print(format_result(result))
+        except (KeyError, TypeError, ValueError):   # a result of another shape: print it as it came
+            print(text, end="")
+    elif text:
+        print(text, end="")
+    verdict = COMPARE_VERDICTS.get(status, "compare_failed")
+    if verdict in _NEED_RESULT and not isinstance(result, dict):
+        verdict = "compare_failed"                    # e.g. a run-folder error with status 4 or 1
+    return verdict, result if isinstance(result, dict) else None, status
+
+
+def _gate_line(verdict: str, new: str, report: str, status: int) -> str | None:
+    if verdict == "moved":
+        return (f"::error::rouge-pipeline nightly: the outputs of {new} moved out of the band; read the movers "
+                f"above and {report}")
+    if verdict == "not_comparable":
+        return f"::error::rouge-pipeline nightly: {new} is not comparable with the earlier runs (reason above; {report})"
+    if verdict == "inconclusive":
+        return (f"::warning::rouge-pipeline nightly: {new}: inconclusive: nothing moved, but a move of min_effect "
+                f"could have gone unseen (above; {report})")
+    if verdict == "compare_failed":
+        return f"::error::rouge-pipeline nightly: the comparison of {new} failed (compare's status {status}; above)"
+    return None
+
+
+def _load(args) -> tuple[dict, list[str], list[str] | None]:
     import yaml  # start-up: a third-party package, for a job that runs only
 
     try:
         with open(args.job, encoding="utf-8") as f:
             job = yaml.safe_load(f)
-        if not isinstance(job, dict):
-            raise ValueError("the top level must be a mapping")
-        argv = score_argv(job, args.date, args.scheduler, args.sync)
-    except (OSError, ValueError, yaml.YAMLError) as e:
+    except yaml.YAMLError as e:
+        raise ValueError(str(e)) from e
+    if not isinstance(job, dict):
+        raise ValueError("the top level must be a mapping")
+    argv = score_argv(job, args.date, args.scheduler, args.sync, job_file=args.job)
+    return job, argv, compare_argv(job, argv[argv.index("--output") + 1])
+
+
+def run(args, main) -> int:
+    try:
+        if args.date is not None:
+            check_date(args.date)
+    except ValueError as e:
+        print(f"rouge-pipeline: nightly: {e}", file=sys.stderr)
+        return EXIT_STATUSES["job_error"]
+    try:
+        job, argv, gate = _load(args)
+        if not args.dry_run:
+            notify.check_environment(job.get("notify"))
+    except (OSError, ValueError) as e:
         print(f"rouge-pipeline: configuration error: {args.job}: {e}", file=sys.stderr)
-        return EXIT_CONFIG
+        return EXIT_STATUSES["job_error"]
     new = argv[argv.index("--output") + 1]
-    gate = compare_argv(job, new)
     if args.dry_run:
         print("rouge-pipeline " + " ".join(shlex.quote(a) for a in argv))
         if gate:
             print("rouge-pipeline " + " ".join(shlex.quote(a) for a in gate))
+        if job.get("notify"):
+            print("# " + notify.describe(job["notify"]))
         return EXIT_OK
-    status, timed_out = _with_timeout(main, argv, job.get("timeout_minutes"))
-    if timed_out:
-        print(f"rouge-pipeline: nightly: {new}: the scoring did not finish within timeout_minutes="
-              f"{job['timeout_minutes']} and was stopped (exit {EXIT_TIMEOUT}; the next run resumes the folder)",
-              file=sys.stderr)
-        return EXIT_TIMEOUT
-    if status != EXIT_OK or gate is None:
-        return status
-    status = main(gate)
-    if status == EXIT_FAILED:
-        print(f"::error::rouge-pipeline nightly: the outputs of {new} moved out of the band; read the movers "
-              f"above and {gate[-1]}", file=sys.stderr)
-    elif status == EXIT_NOT_COMPARABLE:
-        print(f"::error::rouge-pipeline nightly: {new} is not comparable with the earlier runs (reason above; "
-              f"{gate[-1]})", file=sys.stderr)
-    elif status not in (EXIT_OK,):
-        print(f"::error::rouge-pipeline nightly: the comparison failed (status {status})", file=sys.stderr)
+    verdict, score_status, line = _score(main, argv, job)
+    result = None
+    if verdict == "no_change" and gate is not None:
+        verdict, result, compare_status = _gate(main, gate)
+        line = _gate_line(verdict, new, gate[-1], compare_status)
+    status = EXIT_STATUSES[verdict]
+    if line and verdict != "interrupted":
+        print(line, file=sys.stderr, flush=True)
+    night = notify.Night(job=job["name"], date=new.rsplit("/", 1)[-1], run=new, verdict=verdict, status=status,
+                         report=gate[-1] if result is not None else None, result=result,
+                         scoring_status=score_status if verdict == "scoring_failed" else None,
+                         line=line if verdict in ("scoring_failed", "timed_out") else None)
+    warning = notify.maybe_send(job.get("notify"), night)
+    if warning:
+        print(f"rouge-pipeline: nightly: warning: {warning}; the exit status ({status}) is unchanged",
+              file=sys.stderr, flush=True)
     return status

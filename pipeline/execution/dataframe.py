@@ -23,6 +23,7 @@ from dask import delayed
 
 from pipeline import job
 from pipeline.config import ConfigError
+from pipeline.errors import RunFolderError
 from pipeline.runfolder import read as run_folder
 from pipeline.scoring.types import DEFAULT_TYPES
 from pipeline.stats import StatsAccumulator
@@ -158,16 +159,25 @@ def corpus_statistics(scored, rouge_types=DEFAULT_TYPES, seed: int = DEFAULT_SEE
     return StatsAccumulator.from_dict(final).finalize(confidence)
 
 
-def _read_part(url: str, storage_options: dict):
-    return run_folder.read_part(url, storage_options).to_pandas()
+def _read_part(url: str, listed: tuple, run_url: str, storage_options: dict):
+    table = run_folder.read_part(url, storage_options)
+    rel, rows = listed
+    if rows is not None and table.num_rows != rows:
+        raise RunFolderError(f"{run_url}: {rel} holds {table.num_rows} rows, the run wrote {rows}; "
+                             "the run is not whole: score it again")
+    return table.to_pandas()
 
 
 def read_run(run_url: str, storage_options: dict | None = None):
-    """A finished run's per-example scores as a Dask DataFrame (one partition per part file)."""
+    """A finished, whole run's per-example scores as a Dask DataFrame (one partition per part
+    file).  Refused (:class:`pipeline.errors.RunFolderError`) without ``_SUCCESS`` or when the
+    folder is not what its ``_summary.json`` lists (:func:`pipeline.runfolder.read.open_run`);
+    each partition checks its rows when it is read.  Duplicate ``(system, id)`` are not looked
+    for here (that needs every id: the gate's reader does it)."""
     so = storage_options or {}
-    # a folder in any state, as read_run has always read (open_run checks the layout)
-    urls = run_folder.open_run(run_url, so, finished=False).part_urls()
+    opened = run_folder.open_run(run_url, so)
+    urls = opened.part_urls()
     if not urls:
         raise FileNotFoundError(f"{run_url}: no per-example scores")
     meta = run_folder.part_schema(urls[0], so).empty_table().to_pandas()
-    return dd.from_map(_read_part, urls, storage_options=so, meta=meta)
+    return dd.from_map(_read_part, urls, opened.part_rows(), args=(str(run_url), so), meta=meta)

@@ -176,7 +176,8 @@ def _run_held(r: _Run, ex, lease, inputs: dict, progress, stream) -> RunResult:
     outcome, bar = r.score(ex, lease, inputs, done, progress, stream)
     summary = r.summary(outcome, bar, ex)
     r.check_rows(outcome.final, summary)
-    files = r.verify_parts(outcome)
+    files, parts = r.verify_parts(outcome)
+    summary[outputs.PARTS_KEY] = parts   # what a reader holds the folder to (runfolder.whole)
     r.check_inputs(inputs)
     r.write_statistics(outcome.final)
     exact_rows = r.exact_bootstrap(ex, outcome.final)
@@ -226,7 +227,7 @@ class _Run:
         return job.UnitContext(run_url=self.run_url, scoring=job.ScoringSettings.from_config(cfg.scoring),
                                seed=cfg.stats.seed, n_boot=cfg.stats.n_boot,
                                metadata={META_SIGNATURE: self.sig, META_CONFIG_HASH: self.chash},
-                               storage_options=self.so, plan_id=self.pid,
+                               storage_options=self.so, plan_id=self.pid, keep_texts=cfg.output.keep_texts,
                                stop=ex.new_flag(f"rouge-stop-{uuid.uuid4().hex[:8]}"))
 
     def score(self, ex, lease, inputs: dict, done: dict, progress, stream) -> tuple[Outcome, Progress]:
@@ -325,8 +326,9 @@ class _Run:
             raise StrictModeError(f"strict: {final.quarantined} record(s) quarantined "
                                   f"({final.quarantine_reasons}); see {self.run_url}/quarantine/", summary)
 
-    def verify_parts(self, outcome: Outcome) -> list:
-        """Every part on disk is this run's and holds what it counted; returns the folder's files."""
+    def verify_parts(self, outcome: Outcome) -> tuple[list, dict]:
+        """Every part on disk is this run's and holds what it counted; returns the folder's files
+        and the parts (``{part: [rows, bytes]}``, for the summary)."""
         return self.retry("checking the part files", outputs.verify_parts, self.run_url, self.so, outcome.slices,
                           self.chash, outcome.final.rows, outcome.final.quarantined)
 
@@ -375,8 +377,8 @@ class _Run:
         lease.stop_heartbeat()  # nothing of the run is written after _SUCCESS, the lease included
         # what killed writes of earlier attempts left (every task of this run has ended)
         self.retry("removing temp files", outputs.remove_temp_files, self.run_url, self.so, files)
-        lease.check()
         outputs.pause_point("success")
+        lease.check()   # right before: a lease deleted or taken meanwhile leaves no _SUCCESS
         self.retry("writing _SUCCESS", outputs.mark_success, self.run_url, self.so)
 
 

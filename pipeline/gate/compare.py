@@ -45,10 +45,12 @@ Method (``compare(base, new)``):
    larger than ``min_effect`` (too little history, too few examples).  The run: "moved" if a
    row moved, else "inconclusive" if a row is, else "no change"; "not comparable" first.
 4. The movers: examples ranked by the largest ``|delta F|`` over the rouge types, with
-   their candidate texts from both runs and the references, read back from each run's input
-   (relative input paths resolve against the working directory recorded in the run's
-   ``_run.json``); if an input has moved the movers are listed without texts and
-   ``texts_error`` says why.
+   their candidate texts from both runs and the references, as each run scored them: kept in
+   the run (``output.keep_texts``), else read back from each run's input (relative input paths
+   resolve against the working directory recorded in the run's ``_run.json``) and shown only
+   when they match the run's ``text_digest``; a side whose text is not shown says why
+   (``texts_note``: the input changed since the run), and if an input has moved the movers are
+   listed without texts and ``texts_error`` says why.
 
 Each step is a function: :func:`screen_runs` and :func:`align` (1), :func:`paired_tests` (2),
 :func:`judge_row` (3), :func:`movers` (4); :func:`compare` runs them and :func:`verdict` sums up.
@@ -71,7 +73,7 @@ from pipeline.gate.bands import (BAND_METHODS, DEFAULT_ALPHA, DEFAULT_K, DEFAULT
                                  history_band, outside_chart, paired_bootstrap, prediction_band, replicate_band,
                                  sign_flip_pvalues, sign_test)
 from pipeline.gate.format import system_label
-from pipeline.gate.runs import CompareError, RunData, read_texts, same_run
+from pipeline.gate.runs import CompareError, RunData, run_texts, same_run
 from pipeline.scoring.diagnostics import DIAG_NAMES
 from pipeline.scoring.types import STATS
 from pipeline.stats.keys import DEFAULT_SEED, example_key
@@ -455,15 +457,18 @@ def _system_rows(al: Aligned, cols: list[str], ev: Evidence, opts: CompareOption
             if "sign_test" in j.chart:
                 row["sign_test"] = {k: _f(v) if isinstance(v, float) else v for k, v in j.chart["sign_test"].items()}
         row["alarm"] = bool(j.outside and s in opts.alarm_stats)
-        row["status"] = _status(j, opts)
+        row["status"] = _status(j, opts, s in opts.alarm_stats)
         yield row, j, _reason(label, row, j, lo[c_i], hi[c_i]) if row["alarm"] else None
 
 
-def _status(j: Judgement, opts: CompareOptions) -> str:
+def _status(j: Judgement, opts: CompareOptions, judged: bool = True) -> str:
     """``moved up``/``moved down`` outside the band; ``inconclusive`` when the smallest move the band
-    could detect is larger than ``min_effect`` (a fixed band is what it is: never inconclusive)."""
+    could detect is larger than ``min_effect`` (a fixed band is what it is: never inconclusive).  A
+    row of a statistic that is not judged (P, R) says ``inside`` or moved, for information."""
     if j.outside:
         return "moved up" if j.direction > 0 else "moved down"
+    if not judged:
+        return "inside"
     if j.band != "fixed" and not j.detectable <= opts.min_effect:
         return "inconclusive"
     return "no change"
@@ -585,14 +590,16 @@ def _nan_none(v):
 
 
 def attach_texts(result: dict, base: RunData, new: RunData) -> None:
+    """Each mover's candidates of both runs and its references, as each run scored them
+    (:func:`run_texts`); a side whose text cannot be shown says why in ``texts_note``."""
     wanted = {(m["system"], m["id"]) for m in result["movers"]}
     errors = []
-    got = {}
+    got, why = {}, {}
     for name, run in (("base", base), ("new", new)):
         try:
-            got[name] = read_texts(run.info, wanted)
+            got[name], why[name] = run_texts(run, wanted)
         except Exception as e:  # the input moved or is unreadable: list the movers without texts
-            got[name] = {}
+            got[name], why[name] = {}, {}
             errors.append(f"{name} input: {e}")
     for m in result["movers"]:
         key = (m["system"], m["id"])
@@ -600,4 +607,5 @@ def attach_texts(result: dict, base: RunData, new: RunData) -> None:
         m["base_candidate"] = b["candidate"] if b else None
         m["new_candidate"] = n["candidate"] if n else None
         m["references"] = (n or b or {}).get("references")
+        m["texts_note"] = {side: why[side][key] for side in ("base", "new") if key in why[side]}
     result["texts_error"] = "; ".join(errors) or None

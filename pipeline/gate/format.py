@@ -11,6 +11,11 @@ def system_label(system: str) -> str:
     return system if system else NO_SYSTEM
 
 
+def text_not_shown(why: str) -> str:
+    """A mover's side whose text is not the one the run scored (``texts_note``)."""
+    return f"(text not shown: {why})"
+
+
 def _fmt(v, spec="+.4f"):
     return "-" if v is None else format(v, spec)
 
@@ -99,10 +104,12 @@ def format_result(result: dict, stats=("fmeasure",), width: int = 100) -> str:
             out.append(f"{k:>3}. [{system_label(m['system'])}] {m['id']}: {d}; tokens {m['cand_tokens'][0]} -> "
                        f"{m['cand_tokens'][1]}")
             for name in ("base_candidate", "new_candidate"):
-                text = m.get(name)
+                text, side = m.get(name), name.split("_")[0]
                 if text is not None:
                     t = " ".join(text.split())
-                    out.append(f"       {name.split('_')[0]:>4}: {t[:width]}{'...' if len(t) > width else ''}")
+                    out.append(f"       {side:>4}: {t[:width]}{'...' if len(t) > width else ''}")
+                elif (m.get("texts_note") or {}).get(side):
+                    out.append(f"       {side:>4}: {text_not_shown(m['texts_note'][side])}")
         if result.get("texts_error"):
             out.append(f"  (texts unavailable: {result['texts_error']})")
     out.append("")

@@ -16,7 +16,7 @@ import re
 import numpy as np
 
 from pipeline.gate.bands import DEFAULT_ALPHA, DEFAULT_K, DEFAULT_WINDOW, MIN_HISTORY, prediction_band
-from pipeline.gate.format import band_text, system_label, verdict_text
+from pipeline.gate.format import band_text, system_label, text_not_shown, verdict_text
 from pipeline.scoring.diagnostics import summarize
 
 BINS = 20
@@ -354,6 +354,8 @@ def _mover_html(k: int, m: dict) -> str:
         if m.get(name) is not None:
             parts.append(f"<div>{label} candidate:</div>")
             parts.append(f'<div class="words">{highlight(m[name], ref) if ref else esc(m[name])}</div>')
+        elif (m.get("texts_note") or {}).get(label):
+            parts.append(f"<div>{label} candidate: {esc(text_not_shown(m['texts_note'][label]))}</div>")
     for i, r in enumerate(refs):
         if i == 0 and m.get("new_candidate") is not None:
             parts.append(f"<div>reference {i + 1} (marked: the words the new candidate matched):</div>")

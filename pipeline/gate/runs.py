@@ -1,6 +1,7 @@
 """Finished runs read back for comparison (issues #7, #18): :class:`RunData` (a run's
 ``_run.json``, statistics and per-example scores), the finders of a run's history, and the
-texts of chosen examples read again from a run's input."""
+texts of chosen examples as they were scored (:func:`run_texts`: kept in the run, or read again
+from its input and shown only when they match the run's ``text_digest``, issue #27)."""
 from __future__ import annotations
 
 import os
@@ -13,6 +14,7 @@ from pipeline.errors import CompareError, OldLayoutError, RunFolderError
 from pipeline.io.input_spec import InputSpec
 from pipeline.io.paths import get_fs
 from pipeline.io.readers import plan_units, read_unit
+from pipeline.job.digest import text_digest
 from pipeline.redaction import without_redacted
 from pipeline.runfolder import read as run_folder
 from pipeline.runfolder import records
@@ -81,7 +83,8 @@ def load_run(url: str, storage_options: dict | None = None) -> RunData:
     url = str(url).rstrip("/")
     try:
         run = run_folder.open_run(url, storage_options)
-        df = read_scores(url, storage_options)
+        table = run.scores()   # checked: each part's rows, their sum, no (system, id) twice
+        df = table.to_pandas() if table is not None else read_scores(url, storage_options)
         return RunData(url, run.info, run.stats(), run.summary(), df, records.read_verdict(url, storage_options),
                        records.read_accepted(url, storage_options))
     except (RunFolderError, OldLayoutError) as e:
@@ -202,3 +205,45 @@ def read_texts(info: dict, wanted: set[tuple[str, str]]) -> dict[tuple[str, str]
         if len(out) == len(wanted):
             break
     return out
+
+
+# why an example's texts are not shown (one short phrase per run side; format.py prints it)
+INPUT_CHANGED = "input changed since the run"
+NO_DIGEST = "the run has no text digests (an older run format)"
+
+
+def _rows_of(run: RunData, wanted: set[tuple[str, str]]) -> pd.DataFrame:
+    s = run.scores
+    if not len(s):
+        return s
+    hit = s["id"].isin({i for _, i in wanted})
+    rows = s[hit]
+    return rows[[k in wanted for k in zip(rows["system"], rows["id"])]]
+
+
+def _kept(rows: pd.DataFrame) -> dict[tuple[str, str], dict]:
+    return {(r.system, r.id): {"candidate": r.candidate, "references": [str(x) for x in r.references],
+                               "source": None}
+            for r in rows[["system", "id", "candidate", "references"]].itertuples(index=False)}
+
+
+def run_texts(run: RunData, wanted: set[tuple[str, str]]) -> tuple[dict, dict]:
+    """``({key: texts}, {key: why not})`` for the wanted ``(system, id)`` keys: the texts the run
+    kept (``output.keep_texts``), else those read again from its input (:func:`read_texts`) whose
+    digest is the run's ``text_digest`` (:mod:`pipeline.job.digest`); never a text the run did
+    not score (:data:`INPUT_CHANGED`, :data:`NO_DIGEST`).  Errors of the input's reading propagate."""
+    rows = _rows_of(run, wanted)
+    if "candidate" in rows.columns and "references" in rows.columns:
+        return _kept(rows), {}
+    if "text_digest" not in rows.columns:
+        return {}, dict.fromkeys(wanted, NO_DIGEST)
+    digests = {(s_, i): int(d) for s_, i, d in zip(rows["system"], rows["id"], rows["text_digest"])}
+    read = read_texts(run.info, wanted)
+    out, why = {}, {}
+    for key in wanted:
+        t = read.get(key)
+        if t is not None and key in digests and text_digest(t["candidate"], t["references"]) == digests[key]:
+            out[key] = t
+        else:
+            why[key] = INPUT_CHANGED
+    return out, why

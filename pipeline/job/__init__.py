@@ -1,6 +1,7 @@
 """The job: what runs on the workers, with no knowledge of where it runs (no Dask here).
 
 * :mod:`.scores`: a table of examples -> per-example scores (pinned schema) and statistics.
+* :mod:`.digest`: the per-example digest of the texts scored (``text_digest``).
 * :mod:`.plan`: a unit cut into slices by estimated cost.
 * :mod:`.task`: a unit read once, cut, scored and written slice by slice (resume-aware).
 * :mod:`.resume`: a finished slice read back (its statistics computed again from its parts).
@@ -22,6 +23,7 @@ _EXPORTS = {
     **dict.fromkeys(("Brief", "TaskResult", "Totals", "exact_bootstrap", "finalize_results", "merge_results"),
                     "results"),
     "load_done": "resume",
+    **dict.fromkeys(("text_digest", "text_digests"), "digest"),
     **dict.fromkeys(("MAX_SPLIT_BLOCKS", "STATS", "TOO_LONG_STATUS", "ScoringSettings", "example_keys", "split_blocks_for", "key_hashes", "reason_cause",
                      "score_matrix", "score_table", "scorer_for", "scores_schema", "unit_stats"), "scores"),
     **dict.fromkeys(("TEST_TASK_SLEEP_ENV", "UnitContext", "UnitWork", "brief", "encode_outputs", "hashes_of",

@@ -17,23 +17,33 @@ from pipeline.scoring.batch import MAX_BACKTRACK_WORDS, STATUS_OK
 from pipeline.scoring.engine import RougeEngine
 from pipeline.settings import ScoringSettings  # noqa: F401 - job.ScoringSettings, the tasks' settings
 from pipeline.scoring.types import STATS
+from pipeline.job.digest import text_digests
 from pipeline.stats import StatsAccumulator
 from pipeline.stats.keys import example_key_hashes, example_keys
 
 
-def scores_schema(rouge_types, diagnostics: bool = True) -> pa.Schema:
+# what a run keeps of the texts with output.keep_texts (the canonical table's columns)
+TEXT_FIELDS = [pa.field("candidate", pa.string()), pa.field("references", pa.list_(pa.string()))]
+
+
+def scores_schema(rouge_types, diagnostics: bool = True, keep_texts: bool = False) -> pa.Schema:
+    """The per-example scores' columns: keys, counts, ``text_digest`` (:mod:`pipeline.job.digest`),
+    the scores, the status, the diagnostics, and with ``keep_texts`` the texts scored."""
     fields = [
         pa.field("id", pa.string(), nullable=False),
         pa.field("system", pa.string(), nullable=False),
         pa.field("n_refs", pa.int32(), nullable=False),
         pa.field("cand_tokens", pa.int64(), nullable=False),
         pa.field("ref_tokens", pa.int64(), nullable=False),
+        pa.field("text_digest", pa.uint64(), nullable=False),
     ]
     for t in rouge_types:
         fields += [pa.field(f"{t}_{s}", pa.float64(), nullable=False) for s in STATS]
     fields.append(pa.field("status", pa.string(), nullable=False))
     if diagnostics:
         fields += diag.DIAG_FIELDS
+    if keep_texts:
+        fields += TEXT_FIELDS
     return pa.schema(fields)
 
 
@@ -62,7 +72,7 @@ _STATUS_LABELS = pa.array(["ok", "empty_candidate", "empty_reference", TOO_LONG_
 
 
 def score_table(table: pa.Table, settings: ScoringSettings, quarantine: bool = False, fmt: str = "jsonl",
-                split_positions=None):
+                split_positions=None, keep_texts: bool = False):
     """Canonical example table in, per-example scores (pinned schema) out.
 
     An example the scorer cannot score (``BatchScores.status == STATUS_TOO_LONG``: a
@@ -72,8 +82,9 @@ def score_table(table: pa.Table, settings: ScoringSettings, quarantine: bool = F
     ``file`` and ``row`` columns, ``fmt`` says whether ``row`` is a line or a Parquet row).
     ``split_positions``: for a one-row table, rougeLsum's union positions computed in
     blocks (:func:`split_block`), merged here instead of scoring rougeLsum again.
+    ``keep_texts``: the candidate and references columns kept next to the scores.
     """
-    schema = scores_schema(settings.rouge_types, settings.diagnostics)
+    schema = scores_schema(settings.rouge_types, settings.diagnostics, keep_texts)
     empty_q = QUARANTINE_SCHEMA.empty_table()
     if table.num_rows == 0:
         return (schema.empty_table(), empty_q) if quarantine else schema.empty_table()
@@ -96,6 +107,7 @@ def score_table(table: pa.Table, settings: ScoringSettings, quarantine: bool = F
         "n_refs": pa.array(res.n_refs, pa.int32()),
         "cand_tokens": pa.array(res.cand_len, pa.int64()),
         "ref_tokens": pa.array(res.ref_len, pa.int64()),
+        "text_digest": pa.array(text_digests(table.column("candidate"), table.column("references")), pa.uint64()),
     }
     for t, name in enumerate(settings.rouge_types):
         for k, stat in enumerate(STATS):
@@ -103,6 +115,8 @@ def score_table(table: pa.Table, settings: ScoringSettings, quarantine: bool = F
     cols["status"] = _STATUS_LABELS.take(pa.array(status_code, pa.int8()))
     if settings.diagnostics:
         cols.update(diag.for_table(table, res, settings, scorer_for))
+    if keep_texts:
+        cols.update({f.name: table.column(f.name) for f in TEXT_FIELDS})
     scores = pa.table(cols, schema=schema)
     if not quarantine:
         return scores

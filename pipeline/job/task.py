@@ -45,6 +45,8 @@ class UnitContext:
     # the run's stop flag (anything with is_set(); a distributed.Event on a cluster), checked
     # before each write (outputs.check_stop); None: never stopped from outside
     stop: object = field(default=None, hash=False, compare=False, repr=False)
+    # output.keep_texts: the parts also hold the candidate and references scored
+    keep_texts: bool = False
 
 
 @dataclass(frozen=True)
@@ -99,7 +101,8 @@ def unit_input(spec, unit: WorkUnit, ctx: UnitContext, target_cost: float, full:
 def _score_rows(table: pa.Table, quarantine: pa.Table, ctx: UnitContext, fmt: str, split_positions=None):
     """(scores, quarantine rows): the rows scored, the too-long ones added to the quarantine."""
     scores, too_long = score_table(table, ctx.scoring, quarantine=True, fmt=fmt,
-                                   split_positions=split_positions if table.num_rows == 1 else None)
+                                   split_positions=split_positions if table.num_rows == 1 else None,
+                                   keep_texts=ctx.keep_texts)
     if too_long.num_rows:
         quarantine = pa.concat_tables([quarantine, too_long])
     return scores, quarantine

@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 from pipeline.errors import OldLayoutError, RunFolderError
 from pipeline.io import writers
 from pipeline.io.paths import get_fs, is_local
-from pipeline.runfolder import names
+from pipeline.runfolder import names, whole
 from pipeline.runfolder.inputs import changed_inputs
 from pipeline.runfolder.names import (
     DONE, EXACT_JSON, EXACT_PARQUET, LAYOUT, LEASE, MARKER_FORMAT, META_CONFIG_HASH, META_SIGNATURE,
@@ -383,44 +383,40 @@ def exact_rows_to_arrow(rows: list[dict]) -> pa.Table:
                     schema=EXACT_SCHEMA)
 
 
-def verify_parts(run_url: str, so: dict, slices: dict[int, int], chash: str, rows: int, quarantined: int) -> list[str]:
-    """Refuse (before ``_SUCCESS``) a run folder whose ``scores/`` or ``quarantine/`` holds a file
-    part that is not one of this run's slices' (``slices``: ``{unit: its slice count}``) with its
-    config hash, or whose parts hold other row counts than the run counted."""
-    from concurrent.futures import ThreadPoolExecutor
-
+def verify_parts(run_url: str, so: dict, slices: dict[int, int], chash: str, rows: int,
+                 quarantined: int) -> tuple[list[str], dict[str, list]]:
+    """Refuse (before ``_SUCCESS``) a run folder whose own folders hold a file the run did not
+    write (:func:`whole.strays`), a part no marker of this run's slices names (``slices``:
+    ``{unit: its slice count}``: another run's, a slice past a unit's last, a stray quarantine
+    part), a part such a marker names that is missing, a part of another config hash, or parts
+    that hold other row counts than the run counted.  Returns the folder's files and the parts
+    (``{part: [rows, bytes]}``, in reading order) for ``_summary.json``."""
     fs, path = get_fs(run_url, so)
     root = path.rstrip("/")
-    files = folder_files(fs, root)
-    # the part files there (other names are no reader's parts: left alone)
-    rels = [r for r in files if r.startswith((f"{SCORES}/", f"{QUARANTINE}/"))
-            and names.PART_FILE.match(posixpath.basename(r))]
-
-    def footer(rel):
-        with fs.open(f"{root}/{rel}", "rb") as f:
-            md = pq.read_metadata(f)
-        return md.num_rows, (md.metadata or {}).get(META_CONFIG_HASH.encode(), b"").decode()
-
-    bad, counts = [], {SCORES: 0, QUARANTINE: 0}
-    parts = []
-    for rel in rels:
-        m = names.PART.match(rel)
-        if m is None or not int(m.group(2)) < slices.get(int(m.group(1)), 0):
-            bad.append(rel)
-        else:
-            parts.append(rel)
-    with ThreadPoolExecutor(max_workers=min(16, max(1, len(parts)))) as pool:
-        for rel, (n, h) in zip(parts, pool.map(footer, parts)):
-            if h != chash:
-                bad.append(f"{rel} (config hash {h or 'none'})")
-            counts[rel.split("/", 1)[0]] += n
+    sized = whole.listing(fs, root)
+    strays = whole.strays(sized)
+    if strays:
+        raise RunFolderError(f"{run_url} holds files the run did not write ({describe(strays)}); "
+                             "no _SUCCESS written: move them out of the run folder")
+    expected = whole.slice_parts(run_url, fs, root, slices)
+    mine = sorted((r for r in expected if r in sized), key=names.part_sort_key)
+    feet = whole.footers(fs, root, mine)
+    bad = [r for r in whole.part_files(sized) if r not in expected]
+    bad += [f"{r} (config hash {h or 'none'})" for r, (_, h) in feet.items() if h != chash]
     if bad:
         raise RunFolderError(f"{run_url} holds part files that are not this run's ({describe(bad)}); "
                              "no _SUCCESS written: remove them or rerun with --overwrite")
+    missing = sorted(set(expected) - set(mine), key=names.part_sort_key)
+    if missing:
+        raise RunFolderError(f"{run_url}: part files this run wrote are missing ({describe(missing)}); "
+                             "no _SUCCESS written: rerun to score them again")
+    counts = {SCORES: 0, QUARANTINE: 0}
+    for rel, (n, _) in feet.items():
+        counts[rel.split("/", 1)[0]] += n
     if counts[SCORES] != rows or counts[QUARANTINE] != quarantined:
         raise RunFolderError(f"{run_url}: its part files hold {counts[SCORES]} scored and {counts[QUARANTINE]} "
                              f"quarantined rows, this run counted {rows} and {quarantined}; no _SUCCESS written")
-    return files
+    return list(sized), {r: [feet[r][0], sized[r]] for r in mine}
 
 
 def write_stats(run_url: str, rows: list[dict], sig: str, chash: str, confidence: float, so: dict) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import posixpath
 import socket
@@ -24,6 +25,9 @@ from pipeline.runfolder.names import LEASE, url
 # A lease whose heartbeat is older than this is stale (the run holding it is gone).
 LEASE_TIMEOUT_S = 120.0
 LEASE_HEARTBEAT_S = 10.0
+# A heartbeat up to this far in the future is another host's clock running ahead; further, it is
+# not a time a live run wrote, and the lease is judged by its file's modification time.
+LEASE_CLOCK_SKEW_S = 30.0
 
 
 def _pid_alive(pid) -> bool:
@@ -36,16 +40,27 @@ def _pid_alive(pid) -> bool:
     return True
 
 
+def usable_heartbeat(beat, now: float) -> bool:
+    """Whether ``beat`` is a time a live run could have written: a finite number, not later than
+    ``now`` plus :data:`LEASE_CLOCK_SKEW_S` (NaN, Infinity or a time in the future would keep a
+    lease live for ever)."""
+    return (isinstance(beat, (int, float)) and not isinstance(beat, bool) and math.isfinite(beat)
+            and beat <= now + LEASE_CLOCK_SKEW_S)
+
+
 def lease_is_stale(holder: dict, now: float | None = None) -> str | None:
-    """Why ``holder``'s lease is stale, or None while it is live.  A lease without a numeric
-    heartbeat (corrupt or hand-edited) is judged by the file's modification time (``mtime``,
-    filled in by :meth:`Lease._read`): a live run rewrites it every few seconds."""
+    """Why ``holder``'s lease is stale, or None while it is live.  A lease without a usable
+    heartbeat (corrupt, hand-edited, NaN, Infinity, in the future: :func:`usable_heartbeat`) is
+    judged by the file's modification time (``mtime``, filled in by :meth:`Lease._read`): a live
+    run rewrites it every few seconds.  A process on this host is gone only when signalling it
+    says it does not exist: another user's live process (``EPERM``) is alive."""
     now = time.time() if now is None else now
     beat = holder.get("heartbeat")
-    if not isinstance(beat, (int, float)) or isinstance(beat, bool):
+    if not usable_heartbeat(beat, now):
         mtime = holder.get("mtime")
         if isinstance(mtime, (int, float)) and now - mtime > LEASE_TIMEOUT_S:
-            return (f"it has no readable heartbeat and the file was last written {now - mtime:.0f}s ago "
+            what = "no readable heartbeat" if not isinstance(beat, (int, float)) else f"a heartbeat of {beat!r}"
+            return (f"it has {what} and the file was last written {now - mtime:.0f}s ago "
                     f"(timeout {LEASE_TIMEOUT_S:.0f}s)")
         return None
     if now - beat > LEASE_TIMEOUT_S:
@@ -60,7 +75,9 @@ def holder_text(holder: dict) -> str:
     if holder.get("unreadable"):
         return f"an unreadable {LEASE}"
     beat = holder.get("heartbeat")
-    age = f", heartbeat {time.time() - beat:.0f}s ago" if isinstance(beat, (int, float)) else ""
+    now = time.time()
+    age = (f", heartbeat {now - beat:.0f}s ago" if usable_heartbeat(beat, now)
+           else f", heartbeat {beat!r}" if isinstance(beat, (int, float)) else "")
     return (f"run {holder.get('run_id')} (host {holder.get('host')}, pid {holder.get('pid')}, "
             f"started {holder.get('started')}{age})")
 
@@ -319,9 +336,10 @@ class Lease:
                     continue  # released meanwhile: try again
                 why = lease_is_stale(holder)
                 if why is None:
-                    if holder.get("unreadable"):
+                    if holder.get("unreadable") or not usable_heartbeat(holder.get("heartbeat"), time.time()):
+                        what = "is unreadable" if holder.get("unreadable") else "has no usable heartbeat"
                         raise RunFolderBusyError(
-                            f"{self.run_url}: {LEASE} is unreadable and was written in the last "
+                            f"{self.run_url}: {LEASE} {what} and was written in the last "
                             f"{LEASE_TIMEOUT_S:.0f}s; wait, or remove it if no run is using the folder") from None
                     raise RunFolderBusyError(f"{self.run_url}: in use by {holder_text(holder)}; wait for it to "
                                              f"end (a lease is stale after {LEASE_TIMEOUT_S:.0f}s without a "

@@ -11,7 +11,9 @@ Run folder (any fsspec URL)::
     stats/stats.parquet, stats/stats.json  corpus statistics per system, type and stat
     stats/bootstrap_exact.{parquet,json}   rouge-score's BootstrapAggregator (stats.bootstrap: exact)
     rouge155_corpus.json           ROUGE-1.5.5's printed averages (profile rouge155)
-    _summary.json                  rows, quarantined by reason, systems, tasks, seconds, pairs/s, signature
+    _summary.json                  rows, quarantined by reason, systems, tasks, seconds, pairs/s, signature;
+                                   parts: every part file with its rows and bytes (what readers hold the
+                                   folder to: runfolder.whole)
     _LEASE.json                    the run holding the folder (outputs.lease.Lease; removed at the end)
     _SUCCESS                       written last, after the parts are verified (docs/run-folder.md)
     _gate.json                     the gate's verdict on this run, written by compare after _SUCCESS (records.py)
@@ -24,8 +26,9 @@ import re
 from pipeline.io.writers import escape_system, is_temp_name
 
 # Written into _run.json; a folder with another (or none: before issue 17) is not resumed.
-# 3: parts and markers named by (unit, slice); 2 named them by a global task number.
-RUN_FORMAT = 3
+# 4: the scores hold a text_digest per example (issue 27); 3: parts and markers named by
+# (unit, slice); 2 named them by a global task number.
+RUN_FORMAT = 4
 # The run folder's layout (``_run.json`` "layout"): 2 = ``scores/system-<s>/``; 1 (no key) was
 # ``scores/system=<s>/``, which pandas and pyarrow cannot read as one dataset.
 LAYOUT = 2
@@ -49,6 +52,10 @@ ROUGE155_CORPUS = "rouge155_corpus.json"
 DONE = "_done"
 SCORES = "scores"
 QUARANTINE = "quarantine"
+STATS = "stats"
+# the run's own folders: every file in them is one the run wrote (names.is_run_file, a part
+# its _summary.json lists); a reader refuses a run holding anything else there
+RUN_FOLDERS = (DONE, SCORES, QUARANTINE, STATS)
 STATS_PARQUET = "stats/stats.parquet"
 STATS_JSON = "stats/stats.json"
 EXACT_PARQUET = "stats/bootstrap_exact.parquet"
@@ -144,8 +151,18 @@ def url(run_url: str, rel: str) -> str:
     return f"{run_url.rstrip('/')}/{rel}"
 
 
+def marker_rel(unit_index: int, slice_index: int) -> str:
+    """``_done/unit-UUUUU-SSSS.json``: a slice's completion marker, relative to the run folder."""
+    return f"{DONE}/unit-{_index(unit_index, 'unit_index'):05d}-{_index(slice_index, 'slice_index'):04d}.json"
+
+
 def marker_url(run_url: str, unit_index: int, slice_index: int) -> str:
-    return url(run_url, f"{DONE}/unit-{_index(unit_index, 'unit_index'):05d}-{_index(slice_index, 'slice_index'):04d}.json")
+    return url(run_url, marker_rel(unit_index, slice_index))
+
+
+def is_marker_file(rel: str) -> bool:
+    """Whether ``rel`` is a completion marker of this or an older format (``_done/unit-*.json``)."""
+    return rel.startswith(f"{DONE}/") and bool(_RUN_FILE.match(rel))
 
 
 def score_part_url(run_url: str, system: str, unit_index: int, slice_index: int) -> str:

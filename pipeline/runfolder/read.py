@@ -2,7 +2,9 @@
 run's own end) reads it through this module, which takes every name from :mod:`.names`.
 
 * :func:`open_run` opens a run for reading: finished (``_SUCCESS``), with a ``_run.json`` of this
-  layout.  What makes a finished run whole is checked there, so that every consumer gets it.
+  layout, whole (:mod:`.whole`: its folder against its ``_summary.json``, from one listing);
+  :meth:`OpenedRun.scores` checks the rows it reads (per part, in all, no ``(system, id)``
+  twice).  Every consumer gets these checks by reading through here.
 * The pieces, each None when its file is not there: :func:`read_summary`, :func:`read_stats`,
   :func:`read_exact`, :func:`read_scores` (one system's), :func:`read_all_scores` (every
   system's); :func:`score_files` lists the part files in the order they are read.
@@ -19,7 +21,7 @@ import pyarrow.parquet as pq
 
 from pipeline.io import writers
 from pipeline.io.paths import check_scheme, get_fs
-from pipeline.runfolder import names
+from pipeline.runfolder import names, whole
 from pipeline.errors import RunFolderError
 from pipeline.runfolder.folder import check_layout, read_run_info
 from pipeline.runfolder.names import EXACT_JSON, RUN_INFO, SCORES, STATS_JSON, SUCCESS, SUMMARY, url
@@ -113,11 +115,15 @@ def part_schema(part_url: str, storage_options: dict | None = None) -> pa.Schema
 # --------------------------------------------------------------------------- a run opened for reading
 @dataclass(frozen=True)
 class OpenedRun:
-    """A run folder :func:`open_run` let through: its ``_run.json`` (``info``) and its pieces."""
+    """A run folder :func:`open_run` let through: its ``_run.json`` (``info``), its pieces, and
+    the parts its ``_summary.json`` lists (``parts``: ``{part: [rows, bytes]}``), against which
+    every part read is checked (:mod:`.whole`)."""
 
     url: str
     info: dict | None
     storage_options: dict | None = None
+    parts: dict | None = None
+    summary_doc: dict | None = None
 
     def summary(self) -> dict | None:
         return read_summary(self.url, self.storage_options)
@@ -129,18 +135,39 @@ class OpenedRun:
         return read_exact(self.url, self.storage_options)
 
     def scores(self) -> pa.Table | None:
-        return read_all_scores(self.url, self.storage_options)
+        """Every system's per-example scores (:func:`read_all_scores`), each part's rows checked
+        against the run's list, their sum against its summary, no ``(system, id)`` twice."""
+        fs, paths = score_files(self.url, self.storage_options)
+        tables = _tables(fs, paths)
+        if self.parts is not None:
+            root = get_fs(self.url, self.storage_options)[1].rstrip("/")
+            for p, t in zip(paths, tables):
+                whole.check_rows(self.url, p[len(root) + 1:], t.num_rows, self.parts)
+        tables = [t.replace_schema_metadata(None) for t in tables]
+        table = pa.concat_tables(tables, promote_options="default") if tables else None
+        if self.summary_doc is not None and table is not None:
+            whole.check_scores(self.url, table, self.summary_doc)
+        return table
 
     def part_urls(self) -> list[str]:
         return score_part_urls(self.url, self.storage_options)
+
+    def part_rows(self) -> list[tuple[str, int | None]]:
+        """Each of :meth:`part_urls` as (its name in the run folder, the rows the run wrote
+        there; None: not known)."""
+        fs, paths = score_files(self.url, self.storage_options)
+        root = get_fs(self.url, self.storage_options)[1].rstrip("/")
+        rels = [p[len(root) + 1:] for p in paths]
+        return [(r, ((self.parts or {}).get(r) or [None])[0]) for r in rels]
 
 
 def open_run(run_url: str, storage_options: dict | None = None, *, finished: bool = True) -> OpenedRun:
     """The run at ``run_url`` for reading, after the checks every reader of a finished run shares.
 
-    Raises :class:`RunFolderError` when the run did not finish (:func:`not_finished`) or has no
-    ``_run.json``, :class:`OldLayoutError` when an older layout wrote it.  ``finished=False``
-    (``read_run``, which has always read a folder in any state) checks the layout only.
+    Raises :class:`RunFolderError` when the run did not finish (:func:`not_finished`), has no
+    ``_run.json``, or is not whole (:func:`whole.check_listing`: a file it did not write in its
+    folders, a part missing, extra or changed since), :class:`OldLayoutError` when an older
+    layout wrote it.  ``finished=False`` checks the layout only (a run's own end, tests).
     Messages name ``run_url`` as given."""
     base = str(run_url).rstrip("/")
     if finished and not is_complete(base, storage_options):
@@ -149,4 +176,9 @@ def open_run(run_url: str, storage_options: dict | None = None, *, finished: boo
     if finished and info is None:
         raise RunFolderError(f"{run_url}: no {RUN_INFO}")
     check_layout(run_url, info)
-    return OpenedRun(base, info, storage_options)
+    if not finished:
+        return OpenedRun(base, info, storage_options)
+    summary = read_summary(base, storage_options)
+    fs, path = get_fs(base, storage_options)
+    parts = whole.check_listing(str(run_url).rstrip("/"), fs, path.rstrip("/"), summary)
+    return OpenedRun(base, info, storage_options, parts, summary)

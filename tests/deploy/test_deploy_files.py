@@ -51,7 +51,7 @@ def test_dockerfile_lints_clean_and_a_typo_fails(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     text = good.read_text()
     assert "FROM python:3.11.7-slim-bookworm" in text and "tini" in text and "OMP_NUM_THREADS=1" in text
-    assert "python -m pipeline.execution.warmup" in text and "NUMBA_CACHE_DIR" in text and "USER 10001" in text
+    assert "python -P -m pipeline.execution.warmup" in text and "NUMBA_CACHE_DIR" in text and "USER 10001" in text
     assert "DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False" in text  # workers of the image's clusters
     assert "DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION=1.0" in text  # its scheduler
     from pipeline.execution.cluster import LOCAL_HOUSEKEEPING   # and the local cluster's intervals
@@ -104,7 +104,7 @@ def test_cronjob_validates_strictly_and_a_typo_fails(tmp_path):
     assert spec["jobTemplate"]["spec"]["backoffLimit"] >= 0 and spec["jobTemplate"]["spec"]["activeDeadlineSeconds"]
     bad = kubernetes_validate(_typo(good, tmp_path / "cronjob.yaml", "concurrencyPolicy:", "concurencyPolicy:"))
     assert bad.returncode != 0 and "concurencyPolicy" in bad.stdout + bad.stderr
-    bad2 = kubernetes_validate(_typo(good, tmp_path / "c2.yaml", "backoffLimit: 2", "backoffLimit: two"))
+    bad2 = kubernetes_validate(_typo(good, tmp_path / "c2.yaml", "backoffLimit: 1", "backoffLimit: two"))
     assert bad2.returncode != 0
 
 
@@ -160,7 +160,7 @@ def check_nightly(doc) -> None:
     import jsonschema
 
     jsonschema.validate(doc, json.loads((REPO / "jobs/nightly.schema.json").read_text()))
-    assert (REPO / doc["config"]).is_file(), doc["config"]
+    assert (REPO / "jobs" / doc["config"]).is_file(), doc["config"]    # read next to the job file
 
 
 def test_nightly_job_matches_its_schema_and_its_config_loads():
@@ -168,11 +168,12 @@ def test_nightly_job_matches_its_schema_and_its_config_loads():
 
     doc = yaml.safe_load((REPO / "jobs/nightly.yaml").read_text())
     check_nightly(doc)
-    load_config(REPO / doc["config"])        # the job's run config is valid too
+    load_config(REPO / "jobs" / doc["config"])        # the job's run config is valid too
     load_config(REPO / "docker/job.yaml")
     import jsonschema
 
     for key, value in (("schedul", "30 2 * * *"), ("schedule", "every night"), ("output_root", "s3://b/x/"),
+                       ("notify", {"webhook_env": "X", "on": ["moved"]}), ("notify", {"when": ["moved"]}),
                        ("config", "jobs/score.yml.bak"), ("keep_previous", "yes")):
         d = dict(doc)
         if key == "schedul":
@@ -183,7 +184,7 @@ def test_nightly_job_matches_its_schema_and_its_config_loads():
             check_nightly(d)
 
 
-SCHEDULED = ("jobs/cron/rouge-nightly.cron", "jobs/k8s/cronjob.yaml", "jobs/k8s/daskjob.yaml",
+SCHEDULED = ("jobs/cron/rouge-nightly.sh", "jobs/k8s/cronjob.yaml", "jobs/k8s/daskjob.yaml",
              "jobs/slurm/score.sbatch")
 GATE = "rouge-pipeline nightly jobs/nightly.yaml"
 
@@ -204,7 +205,7 @@ def test_every_scheduled_spec_runs_the_gate():
     3 not comparable) and lets its status through, not `score` alone."""
     for path in SCHEDULED:
         lines = [" ".join(l.split()) for l in executed_commands(path).splitlines()]
-        gate = [l for l in lines if GATE in l]
+        gate = [l for l in lines if GATE in l or (path.endswith(".sh") and '"$bin" nightly "$@"' in l)]
         assert gate, path
         assert not any("rouge-pipeline score" in l for l in lines), path      # the gate is not bypassed
         assert all("|| true" not in l for l in gate), path
@@ -214,7 +215,9 @@ def test_every_scheduled_spec_runs_the_gate():
     assert '|| status=$?' in sbatch and sbatch.rstrip().endswith('exit "$status"')
     job = yaml.safe_load((REPO / "jobs/nightly.yaml").read_text())
     assert job.get("compare", True) is not False                 # the job file gates too
-    assert "flock -n" in (REPO / "jobs/cron/rouge-nightly.cron").read_text()
+    assert "flock -n" in executed_commands("jobs/cron/rouge-nightly.sh")
+    cron = executed_commands("jobs/cron/rouge-nightly.cron")
+    assert "/jobs/cron/rouge-nightly.sh /opt/rouge-pipeline/jobs/nightly.yaml" in cron
     text = (REPO / "docker/compose.yaml").read_text()
     assert "rouge-pipeline score --config" in text or '"rouge-pipeline", "score", "--config"' in text
     r = _run("bash", "-n", str(REPO / "jobs/slurm/score.sbatch"))
@@ -240,12 +243,15 @@ def test_nightly_validates_its_job_file_at_run_time_with_did_you_mean(tmp_path, 
     assert "did you mean 'schedule'?" in capsys.readouterr().err
     # the run-time check agrees with jsonschema on valid and invalid documents
     sch = nightly.schema()
-    cases = [doc, {**doc, "compare": False}, {**doc, "compare": {"band": 0}}, {**doc, "compare": {"k": 3, "window": 7}},
+    cases = [doc, {**doc, "compare": False}, {**doc, "compare": {"band": -1}}, {**doc, "compare": {"k": 3, "window": 7}},
              {**doc, "compare": {"min_coverage": 1.5}}, {**doc, "compare": "yes"}, {**doc, "timeout_minutes": 0},
              {**doc, "timeout_minutes": 1.5}, {**doc, "scheduler": None}, {**doc, "scheduler": "dask:1"},
              {**doc, "date_format": "%d"}, {**doc, "keep_previous": "yes"}, {**doc, "name": "Bad Name"},
              {k: v for k, v in doc.items() if k != "config"}, {**doc, "compare": {"method": "iqr"}},
-             {**doc, "output_root": "s3://b/x/"}, {**doc, "compare": {"min_history": 1}}]
+             {**doc, "output_root": "s3://b/x/"}, {**doc, "compare": {"min_history": 1}},
+             {**doc, "notify": {"webhook_env": "X", "when": []}}, {**doc, "notify": {"webhook_env": "X",
+                                                                                  "when": ["moved", "moved"]}},
+             {**doc, "notify": {"webhook_env": "X", "when": ["sometimes"]}}, {**doc, "notify": {"webhook_env": "1X"}}]
     for case in cases:
         ours = nightly.schema_errors(case, sch)
         theirs = list(jsonschema.Draft202012Validator(sch).iter_errors(case))
@@ -258,9 +264,12 @@ def test_nightly_command_writes_dated_folders_and_keeps_the_previous(tmp_path, c
 
     assert main(["nightly", str(REPO / "jobs/nightly.yaml"), "--date", "2026-08-15", "--dry-run"]) == 0
     assert capsys.readouterr().out.strip().splitlines() == [
-        "rouge-pipeline score --config jobs/score.yaml --output s3://rouge-runs/nightly/2026-08-15 --no-progress",
+        f"rouge-pipeline score --config {REPO / 'jobs/score.yaml'} --output s3://rouge-runs/nightly/2026-08-15 "
+        "--no-progress",
         "rouge-pipeline compare s3://rouge-runs/nightly/2026-08-15 --previous --min-effect 0.002 --k 4 --window 14 "
-        "--min-history 5 --band-method sd --html s3://rouge-runs/nightly/2026-08-15/compare.html"]
+        "--min-history 5 --band-method sd --html s3://rouge-runs/nightly/2026-08-15/compare.html",
+        "# notify: POST a JSON message to $ROUGE_NIGHTLY_WEBHOOK when the night is moved, not_comparable, "
+        "inconclusive, scoring_failed, compare_failed, timed_out"]
     job = {"name": "sample-nightly", "config": str(REPO / "configs/sample.yaml"), "schedule": "30 2 * * *",
            "output_root": str(tmp_path / "nightly")}
     check_nightly(job)

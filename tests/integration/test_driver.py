@@ -89,6 +89,20 @@ def test_one_vs_two_workers_byte_identical_and_sync(corpus, client1, client2, tm
         assert (Path(r.run_url) / "_SUCCESS").exists()
 
 
+def test_keep_texts_two_workers_byte_identical_and_the_texts_are_the_inputs(corpus, client2, tmp_path):
+    """output.keep_texts (issue #27): the parts also hold the texts scored, byte-identical on two
+    workers and in process, and every row's text_digest is that of its kept texts."""
+    from pipeline.job.digest import text_digest
+
+    out = {"keep_texts": True}
+    r2 = run(_cfg(corpus, tmp_path / "w2", execution=TARGET, output=out), client2, progress=False, log=_log)
+    rs = run(_cfg(corpus, tmp_path / "sync", execution=TARGET, output=out), None, progress=False, log=_log)
+    assert r2.summary["tasks"] > 3 and _outputs(tmp_path / "w2") == _outputs(tmp_path / "sync")
+    assert r2.rows == rs.rows
+    rows = _sorted_scores(tmp_path / "w2").to_pylist()
+    assert rows and all(r["text_digest"] == text_digest(r["candidate"], r["references"]) for r in rows)
+
+
 def _computed(ts_data, prefix: str) -> dict:
     """``{key: (worker, start, stop)}`` of the finished tasks whose key starts with ``prefix``."""
     out = {}
@@ -523,7 +537,8 @@ def test_a_successful_run_removes_its_own_temp_files_only(corpus, tmp_path):
     part_dir = next((out / "scores").iterdir())
     ours = [part_dir / f".tmp-part-00000-0000.parquet-{'a' * 32}",
             out / f".tmp-_summary.json-{'0123456789abcdef' * 2}", out / "_done" / f".tmp-unit-00003-0001.json-{'f' * 32}"]
-    others = [out / ".tmp-notes.txt", out / f"tmp-part-00000.parquet-{'a' * 32}", part_dir / "keep.tmp-x",
+    # (a file of another name in scores/ would be refused, not kept: issue 27, test_whole_run.py)
+    others = [out / ".tmp-notes.txt", out / f"tmp-part-00000.parquet-{'a' * 32}", out / "keep.tmp-x",
               out / f".tmp-part-1.parquet-{'a' * 31}", tmp_path / f".tmp-_run.json-{'b' * 32}"]
     for p in ours + others:
         p.write_bytes(b"partial")

@@ -173,7 +173,7 @@ def test_overwrite_deletes_only_run_files_and_refuses_stray_user_files(tmp_path,
     assert run_outputs(out) == run_outputs(fresh)
 
 
-@pytest.mark.parametrize("old", [1, 2])
+@pytest.mark.parametrize("old", [1, 2, 3])
 def test_old_format_run_folder_is_refused_not_half_read(tmp_path, inputs, capsys, old):
     out = tmp_path / "run"
     cfg = _cfg(tmp_path, str(inputs / "*.jsonl"))
@@ -181,6 +181,8 @@ def test_old_format_run_folder_is_refused_not_half_read(tmp_path, inputs, capsys
     info = json.loads((out / "_run.json").read_text())
     if old == 1:
         del info["run_format"]                  # as every run folder before issue 17
+    elif old == 3:
+        info["run_format"] = 3                  # scores without text_digest (before issue 27)
     else:
         info["run_format"] = 2                  # parts and markers named by a global task number
         for p in [*out.glob("scores/*/part-*.parquet"), *out.glob("quarantine/part-*.parquet"),
@@ -191,7 +193,7 @@ def test_old_format_run_folder_is_refused_not_half_read(tmp_path, inputs, capsys
     before = snapshot(tmp_path)
     code, err = score(capsys, cfg, out)
     assert code == cli.EXIT_RUN_FOLDER, err
-    assert f"run folder format {old}, this version writes 3" in err and "is not resumed" in err
+    assert f"run folder format {old}, this version writes {outputs.RUN_FORMAT}" in err and "is not resumed" in err
     assert snapshot(tmp_path) == before
     code, err = score(capsys, cfg, out, "--overwrite")
     assert code == 0, err
@@ -258,7 +260,9 @@ def test_a_part_that_no_task_of_the_plan_wrote_blocks_success(tmp_path, inputs, 
 
 def test_parts_holding_other_row_counts_block_success(tmp_path, inputs, capsys):
     """A part of a task of the plan, with this config, that the task's marker does not name (as
-    a system folder left by an earlier run): the rows on disk are not the rows counted."""
+    a system folder left by an earlier run): not this run's (issue 27: named as such; before,
+    only the rows on disk, not the rows counted, refused it; that count:
+    tests/unit/runfolder/test_whole_run.py)."""
     out = tmp_path / "run"
     cfg = _cfg(tmp_path, str(inputs / "*.jsonl"))
     assert score(capsys, cfg, out)[0] == 0
@@ -266,8 +270,7 @@ def test_parts_holding_other_row_counts_block_success(tmp_path, inputs, capsys):
     shutil.copy(out / "scores/system-s/part-00000-0000.parquet", out / "scores/system-zz/part-00000-0000.parquet")
     code, err = score(capsys, cfg, out)
     assert code == cli.EXIT_RUN_FOLDER, err
-    # a.jsonl and b.jsonl (12 + 9 rows) are one packed unit: its part, copied, holds all 21
-    assert "its part files hold 42 scored and 0 quarantined rows, this run counted 21 and 0" in err
+    assert "holds part files that are not this run's (scores/system-zz/part-00000-0000.parquet)" in err
     assert not (out / "_SUCCESS").exists()
 
 
@@ -810,3 +813,30 @@ def test_a_run_that_loses_its_lease_stops_writing_at_once(tmp_path, monkeypatch)
     assert written == ["unit-00000-0000.json", "unit-00001-0000.json"], written
     assert not (out / "_SUCCESS").exists()
     assert json.loads((out / outputs.LEASE).read_text()) == taken[0]   # the other run's lease, left alone
+
+
+# --------------------------------------------------------------------------- issue 27: the lease at the very end
+@pytest.mark.parametrize("how", ["deleted", "taken"])
+def test_a_run_that_loses_its_lease_at_the_very_end_writes_no_success(tmp_path, inputs, capsys, how):
+    """Paused just before ``_SUCCESS`` (every other file written, the heartbeat stopped), its lease
+    is deleted, or broken and taken by another run: the run must not write ``_SUCCESS``.
+    (Mutations: the driver's ``lease.check()`` removed, or back before the pause as on main:
+    both cases fail.)"""
+    out = tmp_path / "run"
+    cfg = _cfg(tmp_path, str(inputs / "*.jsonl"))
+    proc, gate = _start_paused(tmp_path, cfg, out, "success")
+    try:
+        (out / outputs.LEASE).unlink()
+        if how == "taken":
+            other = _lease(out)
+        gate.touch()
+        _, err = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == cli.EXIT_BUSY, err
+    assert "this run lost its lease" in err and "no _SUCCESS written" in err
+    assert not (out / "_SUCCESS").exists()
+    if how == "taken":
+        assert json.loads((out / outputs.LEASE).read_text()) == other     # left alone

@@ -113,6 +113,7 @@ OTHER = {
     "input.model_filename_pattern": (FOLDERS, "#ID#.[a-z].txt", {}),
     "output.url": ({}, "out2", {}),
     "output.overwrite": ({}, True, {}),
+    "output.keep_texts": ({}, True, {}),
     "scoring.rouge_types": ({}, ["rouge1"], {}),
     "scoring.use_stemmer": ({}, True, {}),
     "scoring.tokenizer": ({}, "whitespace", {}),

@@ -1,7 +1,7 @@
 """pipeline.runfolder.read, the one reader of a run folder: what it reads is what the files hold
 (read here with plain json and pyarrow, never through the package), every consumer (the gate,
 ``show``, ``read_run``) gets the same, and a folder that is not a finished run is refused where
-it always was (``read_run`` still reads it: issue 27 changes that)."""
+it always was, and by ``read_run`` too (issue 27)."""
 from __future__ import annotations
 
 import json
@@ -108,8 +108,10 @@ def test_a_folder_without_success_is_refused_where_it_was(finished, tmp_path, ca
     assert str(e.value) == msg
     assert cli.main(["show", str(unfinished)]) == 1
     assert capsys.readouterr().err.strip() == f"rouge-pipeline: {msg} (status: ok)"
-    # read_run has always read a folder in any state
-    assert len(read_run(str(unfinished)).compute()) == len(run_folder.open_run(str(finished)).scores())
+    # read_run too (issue 27 item 9: it read a folder in any state)
+    with pytest.raises(RunFolderError) as e:
+        read_run(str(unfinished))
+    assert str(e.value) == msg
     assert run_folder.open_run(str(unfinished), finished=False).info == _json(finished / "_run.json")
 
 
