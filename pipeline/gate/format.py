@@ -39,8 +39,9 @@ def band_text(result: dict) -> str:
                      f"(k {h['k']:g}; alarm also needs |deviation| >= {b['min_effect']})")
     if "bootstrap" in used or not parts:
         fb = (f" (fallback: fewer than {h['min_history']} history runs)" if h.get("n_history_runs") else "")
-        parts.append(f"bootstrap band{fb}: {int(b['confidence'] * 100)}% paired bootstrap CI excludes 0 and "
-                     f"|delta F| >= {b['min_effect']}")
+        parts.append(f"bootstrap band{fb}: {int(b['confidence'] * 100)}% paired bootstrap CI for the night "
+                     f"(Bonferroni over {h.get('rows_judged', 1)} rows) excludes 0 and |delta F| >= {b['min_effect']}; "
+                     f"no false-alarm rate per night is stated without {h['min_history']} in-control runs")
     return "; ".join(parts) + f" (n_boot {b['n_boot']}, n_perm {b['n_perm']}, seed {b['seed']})"
 
 

@@ -95,3 +95,18 @@ def test_accepting_a_change_starts_a_new_history(nights, capsys, monkeypatch, tm
     assert cli.main(["compare", str(nights / "2026-01-04"), "--baseline", str(nights / "2026-01-01"),
                      "--previous", "--json", *FLAGS]) == 0
     assert json.loads(capsys.readouterr().out)["base"] == str(nights / "2026-01-01")
+
+
+def test_a_noisy_night_without_history_is_inconclusive_exit_4(nights, tmp_path, capsys):
+    """Four verdicts through the command: two runs whose outputs differ a little (two outputs
+    swapped) and no history: nothing moved, but a move of min_effect could have gone unseen."""
+    recs = [json.loads(line) for line in (nights.parent / "in.jsonl").read_text().splitlines()]
+    lede = [r for r in recs if r["system"] == "lede3"]
+    lede[0]["candidate"], lede[1]["candidate"] = lede[1]["candidate"], lede[0]["candidate"]
+    new = score(write(tmp_path / "n.jsonl", recs), tmp_path / "noisy")
+    assert cli.main(["compare", str(nights / "2026-01-01"), str(new), *FLAGS]) == 4
+    out = capsys.readouterr()
+    assert "INCONCLUSIVE" in out.out and "detect" in out.out and "inconclusive" in out.err
+    assert json.loads((new / "_gate.json").read_text())["verdict"] == "inconclusive"
+    assert cli.main(["compare", str(nights / "2026-01-01"), str(new), "--no-record", "--min-effect", "0.5",
+                     *FLAGS]) == 0
