@@ -77,11 +77,13 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _add_compare_parsers(sub) -> None:
-    """``compare`` (exit 0 inside the band, 1 moved, 2 error) and ``report`` (pipeline.gate)."""
+    """``compare`` (exit 0 no change, 1 moved, 2 error, 3 not comparable, 4 inconclusive), ``accept``
+    and ``report`` (pipeline.gate)."""
     from pipeline.config import DEFAULT_MIN_EFFECT  # start-up: pipeline.config loads NumPy and Arrow
 
     c = sub.add_parser("compare", help="did the outputs move? is A better than B? can these runs be compared?",
-                       description="compare BASE NEW: did the outputs move (exit 0 no, 1 moved, 3 not comparable); "
+                       description="compare BASE NEW: did the outputs move (exit 0 no change, 1 moved, 3 not comparable, "
+                                   "4 inconclusive); "
                                    "compare NEW --history RUNS|ROOT (or --previous): the band learned from history; "
                                    "compare RUN --systems BASELINE,A,B: is A better than the baseline "
                                    "(paired bootstrap and approximate randomization). docs/regressions.md")
@@ -98,6 +100,12 @@ def _add_compare_parsers(sub) -> None:
                    "a nightly root, or globs): the band is a control chart of their means")
     c.add_argument("--previous", action="store_true",
                    help="history = the finished sibling folders of NEW that sort before it (dated nightly folders)")
+    c.add_argument("--baseline", metavar="RUN", help="pin the base (e.g. a release's run) instead of the latest "
+                   "in-control run of the history")
+    c.add_argument("--alpha", type=float, default=None,
+                   help="history band: the false-alarm rate per night, shared by every row judged (default 0.01)")
+    c.add_argument("--no-record", action="store_true",
+                   help="do not write the verdict into the new run's folder (_gate.json)")
     c.add_argument("--replicates", nargs="+", metavar="RUN",
                    help="repeated runs of the base's build: their spread is the run-to-run variation")
     c.add_argument("--k", type=float, default=None, help="control-chart width in standard deviations (default 4)")
@@ -119,6 +127,10 @@ def _add_compare_parsers(sub) -> None:
     c.add_argument("--all-stats", action="store_true", help="print (and with --systems test) P and R too")
     c.add_argument("--json", action="store_true", help="print the comparison as JSON")
     c.add_argument("--html", metavar="FILE", help="also write a single-file HTML report")
+    a = sub.add_parser("accept", help="accept a run's change on purpose: it starts a new history (docs/regressions.md)")
+    a.add_argument("run", help="run folder URL")
+    a.add_argument("--reason", required=True, help="why the change is accepted (recorded in the run folder)")
+    a.add_argument("--by", help="who accepts it (default: $USER)")
     r = sub.add_parser("report", help="write a single-file HTML report of a finished run")
     r.add_argument("run", help="run folder URL")
     r.add_argument("-o", "--output", required=True, metavar="FILE", help="HTML file to write")
@@ -131,8 +143,7 @@ def _add_compare_parsers(sub) -> None:
 def _compare(args) -> int:
     # start-up: the gate loads pandas and numba
     from pipeline.gate.compare import compare
-    from pipeline.gate.format import format_result
-    from pipeline.gate.runs import find_runs, history_runs, load_run
+    from pipeline.gate.report import compare_report
 
     try:
         if not 0 < args.confidence < 1 or args.n_boot < 0 or (args.n_perm is not None and args.n_perm < 0):
@@ -142,47 +153,93 @@ def _compare(args) -> int:
         if args.systems:
             return _significance(args)
         chart = {k: v for k, v in (("k", args.k), ("window", args.window), ("min_history", args.min_history),
-                                             ("method", args.band_method))
-                 if v is not None}
-        new = load_run(args.runs[-1])
-        history = history_runs(new, args.history, previous=args.previous)
-        if len(args.runs) == 2:
-            base = load_run(args.runs[0])
-        elif history:
-            base = history[-1]         # the latest earlier run
-        elif args.history or args.previous:
-            print(f"rouge-pipeline: compare: no finished earlier run for {new.url}; nothing to compare",
-                  file=sys.stderr)
+                                   ("method", args.band_method), ("alpha", args.alpha)) if v is not None}
+        found = _gate_runs(args)
+        if found is None:
             return EXIT_OK
-        else:
-            raise CompareError("give BASE NEW, or NEW with --history / --previous, or RUN with --systems")
-        replicates = find_runs(args.replicates, exclude=new.url) if args.replicates else None
+        base, new, history, notes = found
+        replicates = _find_runs(args.replicates, new.url) if args.replicates else None
         result = compare(base, new, band=args.band, min_effect=args.min_effect, confidence=args.confidence,
                          n_boot=args.n_boot, n_perm=2000 if args.n_perm is None else args.n_perm,
                          seed=args.seed, top=args.top, min_coverage=args.min_coverage,
                          allow_different_settings=args.allow_different_settings, history=history,
                          replicates=replicates, **chart)
+        result["notes"] = notes + result["notes"]
+        result["accepted"] = [{"url": r.url, **r.accepted} for r in [*history, new] if r.accepted]
         if args.html:
-            from pipeline.gate.report import compare_report  # start-up: the gate loads pandas
-
             _write_text(args.html, compare_report(result, base, new))
     except (CompareError, OSError, ValueError) as e:
         print(f"rouge-pipeline: compare: {e}", file=sys.stderr)
         return EXIT_CONFIG
+    return _compare_outcome(args, result, base, new)
+
+
+def _find_runs(specs, exclude):
+    from pipeline.gate.runs import find_runs  # start-up: the gate loads pandas
+
+    return find_runs(specs, exclude=exclude)
+
+
+def _gate_runs(args):
+    """``(base, new, history, notes)`` of a comparison, or None when there is nothing to compare:
+    the history is the in-control runs (pipeline.gate.control), the base the latest of them with
+    the new run's settings unless given (BASE NEW, --baseline)."""
+    from pipeline.gate.control import choose_base, control_history  # start-up: the gate loads pandas
+    from pipeline.gate.runs import history_runs, load_run  # start-up: the gate loads pandas
+
+    new = load_run(args.runs[-1])
+    history, notes = control_history(history_runs(new, args.history, previous=args.previous))
+    if len(args.runs) == 2 and args.baseline:
+        raise CompareError("give BASE NEW or --baseline RUN, not both")
+    if len(args.runs) == 2 or args.baseline:
+        return load_run(args.baseline or args.runs[0]), new, history, notes
+    if history:
+        return choose_base(new, history), new, history, notes
+    if args.history or args.previous:
+        print(f"rouge-pipeline: compare: no finished earlier run in control for {new.url}; nothing to compare",
+              file=sys.stderr)
+        return None
+    raise CompareError("give BASE NEW, or NEW with --history / --previous / --baseline, or RUN with --systems")
+
+
+def _compare_outcome(args, result: dict, base, new) -> int:
+    """Print the comparison, record its verdict in the new run's folder, and return its exit status."""
+    from pipeline.gate.control import exit_status, record_verdict  # start-up: the gate loads pandas
+    from pipeline.gate.format import format_result  # start-up: with the gate
+
     if args.json:
         print(json.dumps(result, indent=2, sort_keys=True, default=str))
     else:
         print(format_result(result, STATS if args.all_stats else ("fmeasure",)))
     if args.html:
         print(f"html: {args.html}", file=sys.stderr)
-    if result["verdict"] == "not comparable":
+    if not args.no_record:
+        try:
+            record_verdict(new, result)
+        except OSError as e:   # a read-only run folder: the verdict still stands, the next night cannot see it
+            print(f"rouge-pipeline: compare: warning: cannot record the verdict in {new.url}: {e}", file=sys.stderr)
+    v = result["verdict"]
+    if v == "not comparable":
         print(f"rouge-pipeline: compare: not comparable: {base.url} -> {new.url}: "
               + "; ".join(result["not_comparable"]), file=sys.stderr)
-        return EXIT_NOT_COMPARABLE
-    if result["moved"]:
-        print(f"rouge-pipeline: compare: moved: {base.url} -> {new.url}: " + "; ".join(result["reasons"]),
-              file=sys.stderr)
-        return EXIT_FAILED
+    elif v == "moved":
+        print(f"rouge-pipeline: compare: moved: {base.url} -> {new.url}: " + "; ".join(result["reasons"])
+              + f" (until accepted: rouge-pipeline accept {new.url} --reason ...)", file=sys.stderr)
+    elif v == "inconclusive":
+        print(f"rouge-pipeline: compare: inconclusive: {base.url} -> {new.url}", file=sys.stderr)
+    return exit_status(result)
+
+
+def _accept(args) -> int:
+    from pipeline.gate.control import accept_run  # start-up: the gate loads pandas
+
+    try:
+        rec = accept_run(args.run, args.reason, args.by)
+    except (CompareError, OSError, ValueError) as e:
+        print(f"rouge-pipeline: accept: {e}", file=sys.stderr)
+        return EXIT_CONFIG
+    print(f"accepted {args.run.rstrip('/')} by {rec['by']} at {rec['at']}: {rec['reason']} "
+          "(the next comparisons learn their band from this run on)")
     return EXIT_OK
 
 
@@ -224,12 +281,13 @@ def _significance(args) -> int:
 
 def _report(args) -> int:
     # start-up: the gate loads pandas and numba
+    from pipeline.gate.control import control_history
     from pipeline.gate.report import run_report
     from pipeline.gate.runs import history_runs, load_run
 
     try:
         run = load_run(args.run)
-        history = history_runs(run, args.history) if args.history else None
+        history = control_history(history_runs(run, args.history))[0] if args.history else None
         html = run_report(run, history=history)
         with open(args.output, "w", encoding="utf-8") as f:
             f.write(html)
@@ -451,6 +509,8 @@ def _dispatch(args) -> int:
         return nightly.run(args, main)
     if args.command in ("compare", "report"):
         return _compare(args) if args.command == "compare" else _report(args)
+    if args.command == "accept":
+        return _accept(args)
     return _show(args)
 
 

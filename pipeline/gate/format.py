@@ -29,15 +29,19 @@ def band_text(result: dict) -> str:
     if b["mode"] == "fixed":
         parts.append(f"fixed band |delta F| <= {b['band']}")
     if "history" in used:
-        parts.append(f"history band: {h['choice']} (k {h['k']:g}, N {h['window']}, {h['n_history_runs']} "
-                     f"history runs; alarm also needs |deviation| >= {b['min_effect']})")
+        parts.append(f"history band: each compared example against its own last {h['window']} in-control runs "
+                     f"({h['n_history_runs']} history runs), false-alarm rate at most {h['alpha']:.1%} of unchanged "
+                     f"nights over the {h['rows_judged']} rows judged (Bonferroni, {h['level_per_row']:.2g} a row); "
+                     f"alarm also needs |deviation| >= {b['min_effect']}; the drawn band is the t prediction "
+                     f"interval of the mean at that level")
     if "replicates" in used:
         parts.append(f"replicate band: mean +- k * sd of the base and {h['n_replicates']} replicate runs "
                      f"(k {h['k']:g}; alarm also needs |deviation| >= {b['min_effect']})")
     if "bootstrap" in used or not parts:
         fb = (f" (fallback: fewer than {h['min_history']} history runs)" if h.get("n_history_runs") else "")
-        parts.append(f"bootstrap band{fb}: {int(b['confidence'] * 100)}% paired bootstrap CI excludes 0 and "
-                     f"|delta F| >= {b['min_effect']}")
+        parts.append(f"bootstrap band{fb}: {int(b['confidence'] * 100)}% paired bootstrap CI for the night "
+                     f"(Bonferroni over {h.get('rows_judged', 1)} rows) excludes 0 and |delta F| >= {b['min_effect']}; "
+                     f"no false-alarm rate per night is stated without {h['min_history']} in-control runs")
     return "; ".join(parts) + f" (n_boot {b['n_boot']}, n_perm {b['n_perm']}, seed {b['seed']})"
 
 
@@ -46,12 +50,20 @@ def verdict_text(result: dict) -> str:
         return "NOT COMPARABLE: " + "; ".join(result["not_comparable"])
     if result["verdict"] == "moved":
         return "MOVED: " + "; ".join(result["reasons"])
+    if result["verdict"] == "inconclusive":
+        rows = [r for r in result["rows"] if r["status"] == "inconclusive" and r["stat"] in
+                result["band"]["alarm_stats"]]
+        worst = max(rows, key=lambda r: r["detectable"] if r["detectable"] is not None else float("inf"))
+        d = worst["detectable"]
+        return (f"INCONCLUSIVE: nothing moved, but {len(rows)} row(s) could not have seen a move of "
+                f"{result['band']['min_effect']} (e.g. {system_label(worst['system'])} {worst['type']}: smallest "
+                f"detectable {'-' if d is None else format(d, '.4f')}: too little history or too few examples)")
     return "no change: inside the band"
 
 
 def format_result(result: dict, stats=("fmeasure",), width: int = 100) -> str:
     """The terminal table (F rows by default), the verdict, the movers and the one-run ids."""
-    head = ["system", "type", "stat", "n", "base", "new", "delta", "CI", "p", "band", "status"]
+    head = ["system", "type", "stat", "n", "base", "new", "delta", "CI", "p", "band", "detect", "status"]
     lines = []
     for r in result["rows"]:
         if r["stat"] not in stats:
@@ -62,7 +74,7 @@ def format_result(result: dict, stats=("fmeasure",), width: int = 100) -> str:
         lines.append([system_label(r["system"]), r["type"], r["stat"][0].upper(), str(r["n"]),
                       _fmt(r["base"], ".4f"), _fmt(r["new"], ".4f"), _fmt(r["delta"]),
                       f"[{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}]", _fmt(r["p_value"], ".4f"), bnd,
-                      ("ALARM " if r["alarm"] else "") + r["status"]])
+                      _fmt(r.get("detectable"), ".4f"), ("ALARM " if r["alarm"] else "") + r["status"]])
     widths = [max(len(head[i]), *(len(l[i]) for l in lines)) if lines else len(head[i]) for i in range(len(head))]
     out = ["  ".join(h.ljust(w) for h, w in zip(head, widths)), "  ".join("-" * w for w in widths)]
     out += ["  ".join(c.ljust(w) for c, w in zip(l, widths)) for l in lines]

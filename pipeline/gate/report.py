@@ -15,7 +15,7 @@ import re
 
 import numpy as np
 
-from pipeline.gate.bands import DEFAULT_K, DEFAULT_WINDOW, MIN_HISTORY, history_band
+from pipeline.gate.bands import DEFAULT_ALPHA, DEFAULT_K, DEFAULT_WINDOW, MIN_HISTORY, prediction_band
 from pipeline.gate.format import band_text, system_label, text_not_shown, verdict_text
 from pipeline.scoring.diagnostics import summarize
 
@@ -151,12 +151,14 @@ def history_trend(run, history: list, k: float | None = None, window: int | None
     hist = [h.means() for h in history]
     now = run.means()
     means, chart = {}, []
-    for (system, t) in sorted(set(now) | {key for h in hist for key in h}):
+    keys = sorted(set(now) | {key for h in hist for key in h})
+    for (system, t) in keys:
         values = [h.get((system, t)) for h in hist] + [now.get((system, t))]
         means.setdefault(system, {})[t] = values
         hv = [v for v in values[:-1] if v is not None]
-        if len(hv) >= min_history:
-            chart.append({"system": system, "type": t, **history_band(hv, k, window)})
+        if len(hv) >= min_history:   # the t prediction band at the night's level (as compare draws it)
+            chart.append({"system": system, "type": t,
+                          **prediction_band(hv, DEFAULT_ALPHA / max(1, len(keys)), window)})
     return {"trend": {"runs": [{"url": h.url} for h in history] + [{"url": run.url}], "means": means},
             "chart": chart, "rows": []}
 
@@ -170,6 +172,13 @@ def run_report(run, title: str | None = None, history: list | None = None) -> st
     body = [f"<h1>{esc(title or 'ROUGE run report')}</h1>",
             f"<p>Run: <code>{esc(run.url)}</code></p>",
             f'<p>Signature: <span class="sig" id="signature">{esc(run.signature)}</span></p>']
+    if getattr(run, "record", None):
+        body.append(f'<p id="gate">Gate: {esc(run.record.get("verdict"))} against <code>'
+                    f'{esc(run.record.get("base"))}</code> ({esc(run.record.get("at"))})</p>')
+    if getattr(run, "accepted", None):
+        a = run.accepted
+        body.append(f'<p id="accepted">Accepted by {esc(a.get("by"))} at {esc(a.get("at"))}: '
+                    f'{esc(a.get("reason"))} (a new history starts here)</p>')
     if run.summary:
         s = run.summary
         body.append(f"<p>Rows {esc(s.get('rows'))}, quarantined {esc(s.get('quarantined', 0))}, "
@@ -361,7 +370,8 @@ def compare_report(result: dict, base, new, title: str | None = None) -> str:
     """HTML for a comparison (``pipeline.gate.compare.compare`` result and the two ``RunData``)."""
     verdict = result.get("verdict", "moved" if result["moved"] else "no change")
     badge = {"moved": ("alarm", "MOVED"), "not comparable": ("alarm", "NOT COMPARABLE"),
-             "no change": ("ok", "No change: inside the band")}[verdict]
+             "no change": ("ok", "No change: inside the band"),
+             "inconclusive": ("nc", "INCONCLUSIVE")}[verdict]
     body = [f"<h1>{esc(title or 'ROUGE comparison')}</h1>",
             f"<p>Base: <code>{esc(result['base'])}</code><br>New: <code>{esc(result['new'])}</code></p>",
             f'<p class="verdict {badge[0]}" id="verdict">{badge[1]}</p>',

@@ -17,6 +17,7 @@ from pipeline.io.readers import plan_units, read_unit
 from pipeline.job.digest import text_digest
 from pipeline.redaction import without_redacted
 from pipeline.runfolder import read as run_folder
+from pipeline.runfolder import records
 
 
 @dataclass
@@ -26,6 +27,8 @@ class RunData:
     stats: dict | None    # stats/stats.json
     summary: dict | None  # _summary.json
     scores: pd.DataFrame  # every system's per-example scores
+    record: dict | None = None    # _gate.json: the gate's verdict on this run (None: never judged)
+    accepted: dict | None = None  # _accepted.json: a person accepted its change (who, when, why)
 
     @property
     def rouge_types(self) -> list[str]:
@@ -46,8 +49,12 @@ class RunData:
         return (str(self.info.get("started_at") or self.recorded_time), self.url)
 
     def means(self) -> dict[tuple[str, str], float]:
-        """``{(system, type): mean F}`` over the run's finite scores."""
+        """``{(system, type): mean F}`` over the run's finite scores (kept: a history is read nightly)."""
+        cached = getattr(self, "_means", None)
+        if cached is not None and cached[0] is self.scores:
+            return cached[1]
         out = {}
+        self._means = (self.scores, out)
         if not len(self.scores):
             return out
         for system, g in self.scores.groupby("system", sort=True):
@@ -78,7 +85,8 @@ def load_run(url: str, storage_options: dict | None = None) -> RunData:
         run = run_folder.open_run(url, storage_options)
         table = run.scores()   # checked: each part's rows, their sum, no (system, id) twice
         df = table.to_pandas() if table is not None else read_scores(url, storage_options)
-        return RunData(url, run.info, run.stats(), run.summary(), df)
+        return RunData(url, run.info, run.stats(), run.summary(), df, records.read_verdict(url, storage_options),
+                       records.read_accepted(url, storage_options))
     except (RunFolderError, OldLayoutError) as e:
         raise CompareError(str(e)) from None
     except (OSError, ValueError) as e:

@@ -16,6 +16,8 @@ Run folder (any fsspec URL)::
                                    folder to: runfolder.whole)
     _LEASE.json                    the run holding the folder (outputs.lease.Lease; removed at the end)
     _SUCCESS                       written last, after the parts are verified (docs/run-folder.md)
+    _gate.json                     the gate's verdict on this run, written by compare after _SUCCESS (records.py)
+    _accepted.json                 a person accepted this run's change: who, when, why (rouge-pipeline accept)
 """
 from __future__ import annotations
 
@@ -44,6 +46,8 @@ PLAN = "_plan.json"
 SUMMARY = "_summary.json"
 SUCCESS = "_SUCCESS"
 LEASE = "_LEASE.json"
+GATE = "_gate.json"           # the gate's verdict on the run (docs/regressions.md)
+ACCEPTED = "_accepted.json"   # a change accepted on purpose: the run starts a new history
 ROUGE155_CORPUS = "rouge155_corpus.json"
 DONE = "_done"
 SCORES = "scores"
@@ -63,6 +67,7 @@ META_CONFIG_HASH = "rouge_pipeline.config_hash"  # in every part file's metadata
 
 _RUN_FILE = re.compile(r"""^(?:
       _run\.json | _plan\.json | _summary\.json | _SUCCESS | _LEASE\.json | rouge155_corpus\.json
+    | _gate\.json | _accepted\.json
     | _done/unit-\d{5,}(?:-\d{4,})?\.json
     | scores/system[-=][^/]*/part-\d{5,}(?:-\d{4,})?\.parquet
     | quarantine/part-\d{5,}(?:-\d{4,})?\.parquet
@@ -75,7 +80,7 @@ PART_FILE = re.compile(r"^part-\d+(?:-\d+)?\.parquet$")
 PART = re.compile(r"^(?:scores/system-[^/]*|quarantine)/part-(\d{5,})-(\d{4,})\.parquet$")
 _MARKER = re.compile(r"^unit-(\d{5,})-(\d{4,})\.json$")
 # what the run writes, for the input-glob check (a system folder, a part, every fixed name)
-SAMPLE_FILES = (RUN_INFO, PLAN, SUMMARY, SUCCESS, LEASE, ROUGE155_CORPUS,
+SAMPLE_FILES = (RUN_INFO, PLAN, SUMMARY, SUCCESS, LEASE, ROUGE155_CORPUS, GATE, ACCEPTED,
                 "_done/unit-00000-0000.json", "scores/system-/part-00000-0000.parquet",
                 "scores/system-x/part-00000-0000.parquet", "quarantine/part-00000-0000.parquet", STATS_PARQUET, STATS_JSON, EXACT_PARQUET, EXACT_JSON)
 

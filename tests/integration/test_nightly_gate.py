@@ -59,11 +59,14 @@ def test_three_nights_on_s3_fail_on_the_regression_night_only(tmp_path, moto_end
 
 @pytest.fixture(scope="module")
 def nights(tmp_path_factory):
-    """Two finished local nights: the outputs, then a truncation of one system."""
+    """Two finished local nights: the outputs, then a duplicated header on every output of one system.
+    (Issue 27: with one earlier night the gate holds a move to the night's false-alarm rate over its
+    28 rows, and lede3 truncated to a third of its words, z ~ 2 on 60 examples, is "inconclusive"
+    there; a header lowers every example's F, which one earlier night is enough to call.)"""
     root = tmp_path_factory.mktemp("gate") / "nightly"
     recs = records()
     score(write(root.parent / "a.jsonl", recs), root / "2026-08-14")
-    bad, _ = injected(recs, "truncation", every=1, systems={"lede3"})
+    bad, _ = injected(recs, "header", every=1, systems={"lede3"})
     score(write(root.parent / "b.jsonl", bad), root / "2026-08-15")
     return root
 
