@@ -12,6 +12,7 @@ import os
 # gcsfs reads this once, when it is imported (tests/integration/test_gcs.py): before anything imports gcsfs.
 os.environ["GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT"] = "false"
 
+import contextlib  # noqa: E402
 import json  # noqa: E402
 import shutil  # noqa: E402
 import socket  # noqa: E402
@@ -486,24 +487,36 @@ def _start_paused(tmp_path, cfg: Path, out: Path, step: str, *extra):
     return proc, gate
 
 
+@contextlib.contextmanager
+def _paused(tmp_path, cfg: Path, out: Path, step: str, *extra):
+    """A run stopped at ``step``: ``(process, gate)``; the process is killed if it still runs after."""
+    proc, gate = _start_paused(tmp_path, cfg, out, step, *extra)
+    try:
+        yield proc, gate
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+def _release(proc, gate) -> tuple[str, str]:
+    """Let a paused run go on; its (stdout, stderr) once it ends."""
+    gate.touch()
+    return proc.communicate(timeout=180)
+
+
 def test_two_runs_on_one_folder_the_second_exits_6(tmp_path, inputs, capsys):
     out = tmp_path / "run"
     cfg = _cfg(tmp_path, str(inputs / "*.jsonl"))
     other = _cfg(tmp_path, str(inputs / "*.jsonl"), name="stem.yaml", scoring={"use_stemmer": True})
-    first, gate = _start_paused(tmp_path, cfg, out, "prepared")
-    try:
+    with _paused(tmp_path, cfg, out, "prepared") as (first, gate):
         holder = json.loads((out / outputs.LEASE).read_text())
         assert holder["pid"] == first.pid
         for c, extra in ((cfg, ()), (other, ()), (other, ("--overwrite",))):
             code, err = score(capsys, c, out, *extra)
             assert code == cli.EXIT_BUSY, err
             assert f"in use by run {holder['run_id']} (host {socket.gethostname()}, pid {first.pid}" in err
-        gate.touch()
-        stdout, stderr = first.communicate(timeout=180)
-    finally:
-        if first.poll() is None:
-            first.kill()
-            first.communicate()
+        stdout, stderr = _release(first, gate)
     assert first.returncode == 0, stderr
     assert not (out / outputs.LEASE).exists()
     fresh = tmp_path / "fresh"
@@ -515,15 +528,9 @@ def test_two_runs_on_one_folder_the_second_exits_6(tmp_path, inputs, capsys):
 def test_inputs_changed_during_the_run_give_no_success(tmp_path, inputs, capsys):
     out = tmp_path / "run"
     cfg = _cfg(tmp_path, str(inputs / "*.jsonl"))
-    proc, gate = _start_paused(tmp_path, cfg, out, "prepared")
-    try:
+    with _paused(tmp_path, cfg, out, "prepared") as (proc, gate):
         _write_jsonl(inputs / "c.jsonl", _recs("c", 4))          # a new shard after the listing
-        gate.touch()
-        _, err = proc.communicate(timeout=180)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+        _, err = _release(proc, gate)
     assert proc.returncode == cli.EXIT_RUN_FOLDER, err
     assert "the inputs changed while this run was running" in err and "c.jsonl (new)" in err
     assert not (out / "_SUCCESS").exists()
@@ -824,17 +831,11 @@ def test_a_run_that_loses_its_lease_at_the_very_end_writes_no_success(tmp_path, 
     both cases fail.)"""
     out = tmp_path / "run"
     cfg = _cfg(tmp_path, str(inputs / "*.jsonl"))
-    proc, gate = _start_paused(tmp_path, cfg, out, "success")
-    try:
+    with _paused(tmp_path, cfg, out, "success") as (proc, gate):
         (out / outputs.LEASE).unlink()
         if how == "taken":
             other = _lease(out)
-        gate.touch()
-        _, err = proc.communicate(timeout=180)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+        _, err = _release(proc, gate)
     assert proc.returncode == cli.EXIT_BUSY, err
     assert "this run lost its lease" in err and "no _SUCCESS written" in err
     assert not (out / "_SUCCESS").exists()

@@ -105,3 +105,18 @@ def run_outputs(run: Path, markers: bool = False) -> dict[str, bytes]:
     if markers:
         out.update(run_files(run, "_done/*.json"))
     return out
+
+
+def score_records(root: Path, records: list[dict], target_rows: int) -> Path:
+    """``records`` written as one JSONL file under ``root`` and scored in this process into ``root/run``
+    (small ``target_rows``: several parts per system); the finished run folder."""
+    from pipeline.config import RunConfig  # the package is imported by the tests that use this, not by support
+    from pipeline.execution.driver import run
+
+    src = root / "in.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    out = root / "run"
+    cfg = config({"layout": "records", "paths": str(src)}, out, execution={"target_rows": target_rows})
+    run(RunConfig.from_dict(cfg), None, progress=False, log=lambda m: None)
+    assert (out / "_SUCCESS").exists()
+    return out

@@ -13,11 +13,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from support.pipeline_corpus import config
+from support.pipeline_corpus import score_records
 from pipeline.cli import main as cli
-from pipeline.config import RunConfig
 from pipeline.execution.dataframe import read_run
-from pipeline.execution.driver import run
 from pipeline.gate.runs import CompareError, load_run
 from pipeline.runfolder import OldLayoutError, RunFolderError
 from pipeline.runfolder import read as run_folder
@@ -30,14 +28,8 @@ def finished(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("reader")
     records = [{"id": f"d{i}", "system": s, "candidate": f"the cat {i} sat on {s}", "references": ["the cat sat"]}
                for i in range(5) for s in SYSTEMS]
-    src = root / "in.jsonl"
-    src.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    out = root / "run"
     # small slices: several part files per system, read back in (unit, slice) order
-    cfg = config({"layout": "records", "paths": str(src)}, out, execution={"target_rows": 4})
-    run(RunConfig.from_dict(cfg), None, progress=False, log=lambda m: None)
-    assert (out / "_SUCCESS").exists()
-    return out
+    return score_records(root, records, target_rows=4)
 
 
 def _json(path: Path):

@@ -21,11 +21,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from support.pipeline_corpus import config
+from support.pipeline_corpus import score_records
 from pipeline.cli import main as cli
-from pipeline.config import RunConfig
 from pipeline.execution.dataframe import read_run
-from pipeline.execution.driver import run
 from pipeline.gate.runs import CompareError, load_run
 from pipeline.runfolder import RunFolderError, verify_parts
 from pipeline.runfolder import read as run_folder
@@ -40,14 +38,8 @@ def finished(tmp_path_factory) -> Path:
                 "references": ["the cat sat on the mat"]} for i in range(24) for s in ("a", "b")]
     records[5] = {"id": "bad1", "system": "a", "references": ["x"]}          # quarantined: no candidate
     records[30] = {"id": "bad2", "system": "b", "references": ["x"]}
-    src = root / "in.jsonl"
-    src.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    out = root / "run"
     # small units: several parts per system, quarantine parts in more than one unit
-    cfg = config({"layout": "records", "paths": str(src)}, out, execution={"target_rows": 12})
-    run(RunConfig.from_dict(cfg), None, progress=False, log=lambda m: None)
-    assert (out / "_SUCCESS").exists()
-    return out
+    return score_records(root, records, target_rows=12)
 
 
 @pytest.fixture()
