@@ -22,6 +22,7 @@ import argparse
 import atexit
 import gc
 import json
+import math
 import os
 import sys
 import traceback
@@ -148,6 +149,8 @@ def _compare(args) -> int:
     try:
         if not 0 < args.confidence < 1 or args.n_boot < 0 or (args.n_perm is not None and args.n_perm < 0):
             raise CompareError("--confidence must be in (0, 1), --n-boot and --n-perm >= 0")
+        if args.band is not None and not (math.isfinite(args.band) and args.band >= 0):
+            raise CompareError(f"--band must be a finite number >= 0 (an absolute |delta F|), not {args.band}")
         if len(args.runs) > 2:
             raise CompareError(f"at most two runs (BASE NEW), got {len(args.runs)}")
         if args.systems:
