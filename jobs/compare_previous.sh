@@ -2,7 +2,7 @@
 # Nightly regression gate for a run made outside `rouge-pipeline nightly`: compare NEW_RUN with the
 # finished earlier sibling folders (dated nightly folders; any fsspec URL: /path, file://, s3://, gs://).
 #   jobs/compare_previous.sh NEW_RUN [REPORT_HTML] [extra compare flags, e.g. --band 0.005]
-# Exit status: 0 inside the band (or no earlier run yet), 1 moved, 2 error, 3 not comparable,
+# Exit status: 0 no change (or no earlier run yet), 1 moved, 2 error, 3 not comparable,
 # 4 inconclusive (a move of --min-effect could have gone unseen).
 set -uo pipefail
 new="${1:?new run folder}"; html="${2:-${new%/}/compare.html}"

@@ -22,6 +22,7 @@ import argparse
 import atexit
 import gc
 import json
+import math
 import os
 import sys
 import traceback
@@ -99,7 +100,8 @@ def _add_compare_parsers(sub) -> None:
     c.add_argument("--history", nargs="+", metavar="RUN", help="earlier runs (folders, a folder of runs such as "
                    "a nightly root, or globs): the band is a control chart of their means")
     c.add_argument("--previous", action="store_true",
-                   help="history = the finished sibling folders of NEW that sort before it (dated nightly folders)")
+                   help="history = the finished sibling folders of NEW that sort before it (dated nightly folders); "
+                   "with --history: both, each run once")
     c.add_argument("--baseline", metavar="RUN", help="pin the base (e.g. a release's run) instead of the latest "
                    "in-control run of the history")
     c.add_argument("--alpha", type=float, default=None,
@@ -148,6 +150,8 @@ def _compare(args) -> int:
     try:
         if not 0 < args.confidence < 1 or args.n_boot < 0 or (args.n_perm is not None and args.n_perm < 0):
             raise CompareError("--confidence must be in (0, 1), --n-boot and --n-perm >= 0")
+        if args.band is not None and not (math.isfinite(args.band) and args.band >= 0):
+            raise CompareError(f"--band must be a finite number >= 0 (an absolute |delta F|), not {args.band}")
         if len(args.runs) > 2:
             raise CompareError(f"at most two runs (BASE NEW), got {len(args.runs)}")
         if args.systems:
@@ -188,7 +192,9 @@ def _gate_runs(args):
     from pipeline.gate.runs import history_runs, load_run  # start-up: the gate loads pandas
 
     new = load_run(args.runs[-1])
-    history, notes = control_history(history_runs(new, args.history, previous=args.previous))
+    notes: list[str] = []   # what the history left out (unfinished runs, runs that began after NEW)
+    history, kept = control_history(history_runs(new, args.history, previous=args.previous, notes=notes))
+    notes += kept
     if len(args.runs) == 2 and args.baseline:
         raise CompareError("give BASE NEW or --baseline RUN, not both")
     if len(args.runs) == 2 or args.baseline:
@@ -196,8 +202,8 @@ def _gate_runs(args):
     if history:
         return choose_base(new, history), new, history, notes
     if args.history or args.previous:
-        print(f"rouge-pipeline: compare: no finished earlier run in control for {new.url}; nothing to compare",
-              file=sys.stderr)
+        print(f"rouge-pipeline: compare: no finished earlier run in control for {new.url}; nothing to compare"
+              + "".join(f" ({n})" for n in notes), file=sys.stderr)
         return None
     raise CompareError("give BASE NEW, or NEW with --history / --previous / --baseline, or RUN with --systems")
 
@@ -287,13 +293,18 @@ def _report(args) -> int:
 
     try:
         run = load_run(args.run)
-        history = control_history(history_runs(run, args.history))[0] if args.history else None
+        history, notes = None, []
+        if args.history:   # what the trend leaves out is said (unfinished runs, runs that began after RUN, ...)
+            history, kept = control_history(history_runs(run, args.history, notes=notes))
+            notes += kept
         html = run_report(run, history=history)
         with open(args.output, "w", encoding="utf-8") as f:
             f.write(html)
     except (CompareError, OSError, ValueError) as e:
         print(f"rouge-pipeline: report: {e}", file=sys.stderr)
         return EXIT_CONFIG
+    for note in notes:
+        print(f"rouge-pipeline: report: {note}", file=sys.stderr)
     print(f"html: {args.output}")
     return EXIT_OK
 

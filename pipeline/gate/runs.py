@@ -102,11 +102,14 @@ def same_run(a: str, b: str) -> bool:
     return norm(a) == norm(b)
 
 
-def find_runs(specs: list[str], storage_options: dict | None = None, exclude: str | None = None) -> list[RunData]:
+def find_runs(specs: list[str], storage_options: dict | None = None, exclude: str | None = None,
+              notes: list[str] | None = None) -> list[RunData]:
     """The finished runs named by ``specs`` (run folders, folders of run folders such as a nightly
     root, or globs of either), sorted by their recorded time (then URL); ``exclude`` (a run URL)
-    and unfinished folders are left out.  A spec that names nothing is an error."""
+    and unfinished folders are left out, the unfinished run folders (a ``_run.json``, no
+    ``_SUCCESS``) named in one line appended to ``notes``.  A spec that names nothing is an error."""
     urls: list[str] = []
+    unfinished: list[str] = []
     for spec in specs:
         spec = str(spec).rstrip("/")
         fs, path = get_fs(spec, storage_options)
@@ -123,11 +126,18 @@ def find_runs(specs: list[str], storage_options: dict | None = None, exclude: st
         for p in found:
             if run_folder.has_success(fs, p):
                 hit.append(p)
+            elif run_folder.is_unfinished(fs, p):
+                unfinished.append(url_of(p).rstrip("/"))
             elif fs.isdir(p):
-                hit += sorted(c for c in fs.ls(p, detail=False) if run_folder.has_success(fs, c))
+                for c in sorted(fs.ls(p, detail=False)):
+                    if run_folder.has_success(fs, c):
+                        hit.append(c)
+                    elif run_folder.is_unfinished(fs, c):
+                        unfinished.append(url_of(c).rstrip("/"))
         if not hit and not found:
             raise CompareError(f"history: nothing matches {spec}")
         urls += [url_of(p).rstrip("/") for p in hit]
+    _note_unfinished(unfinished, notes)
     seen, runs = set(), []
     for u in urls:
         if u in seen or (exclude is not None and same_run(u, exclude)):
@@ -138,9 +148,16 @@ def find_runs(specs: list[str], storage_options: dict | None = None, exclude: st
     return runs
 
 
-def previous_runs(new_url: str, storage_options: dict | None = None) -> list[RunData]:
+def _note_unfinished(urls: list[str], notes: list[str] | None) -> None:
+    if urls and notes is not None:
+        urls = sorted(set(urls))
+        notes.append(f"{len(urls)} unfinished run(s) (no _SUCCESS) left out of the history: "
+                     + ", ".join(urls[:3]) + (" ..." if len(urls) > 3 else ""))
+
+
+def previous_runs(new_url: str, storage_options: dict | None = None, notes: list[str] | None = None) -> list[RunData]:
     """The finished sibling run folders of ``new_url`` whose names sort before it (dated nightly
-    folders), oldest first: the history of a nightly run."""
+    folders), oldest first: the history of a nightly run.  Unfinished ones are named in ``notes``."""
     new_url = str(new_url).rstrip("/")
     parent, name = new_url.rsplit("/", 1) if "/" in new_url else (".", new_url)
     fs, path = get_fs(parent, storage_options)
@@ -148,25 +165,31 @@ def previous_runs(new_url: str, storage_options: dict | None = None) -> list[Run
         children = sorted(fs.ls(path, detail=False))
     except FileNotFoundError:
         return []
-    urls = [f"{parent}/{c.rstrip('/').rsplit('/', 1)[-1]}" for c in children
-            if c.rstrip("/").rsplit("/", 1)[-1] < name and run_folder.has_success(fs, c)]
+    earlier = [c for c in children if c.rstrip("/").rsplit("/", 1)[-1] < name]
+    urls = [f"{parent}/{c.rstrip('/').rsplit('/', 1)[-1]}" for c in earlier if run_folder.has_success(fs, c)]
+    _note_unfinished([f"{parent}/{c.rstrip('/').rsplit('/', 1)[-1]}" for c in earlier
+                      if run_folder.is_unfinished(fs, c)], notes)
     return [load_run(u, storage_options) for u in urls]
 
 
 def history_runs(new: RunData, specs: list[str] | None = None, previous: bool = False,
-                 storage_options: dict | None = None) -> list[RunData]:
+                 storage_options: dict | None = None, notes: list[str] | None = None) -> list[RunData]:
     """The history of ``new``: the runs of ``specs`` (:func:`find_runs`) and, with ``previous``,
-    its earlier sibling folders (:func:`previous_runs`), each once, keeping only runs that began
-    before ``new`` (:attr:`RunData.order`; the new run and later runs are never part of its
-    band), sorted by their recorded time (then URL)."""
-    runs = (previous_runs(new.url, storage_options) if previous else []) + \
-        (find_runs(specs, storage_options) if specs else [])
-    seen, out = [], []
+    its earlier sibling folders (:func:`previous_runs`) -- both together: their union --, each
+    once, keeping only runs that began before ``new`` (:attr:`RunData.order`; the new run and
+    later runs are never part of its band), sorted by their recorded time (then URL).  What was
+    left out (unfinished runs, runs that began after ``new``) is said in lines appended to ``notes``."""
+    runs = (previous_runs(new.url, storage_options, notes) if previous else []) + \
+        (find_runs(specs, storage_options, notes=notes) if specs else [])
+    seen, out, later = [], [], []
     for r in runs:
-        if same_run(r.url, new.url) or any(same_run(r.url, u) for u in seen) or r.order >= new.order:
+        if same_run(r.url, new.url) or any(same_run(r.url, u) for u in seen):
             continue
         seen.append(r.url)
-        out.append(r)
+        (later if r.order >= new.order else out).append(r)
+    if later and notes is not None:
+        notes.append(f"{len(later)} history run(s) began after {new.url} and are left out of its band and trend: "
+                     + ", ".join(r.url for r in later[:3]) + (" ..." if len(later) > 3 else ""))
     out.sort(key=lambda r: (r.recorded_time, r.url))
     return out
 

@@ -40,6 +40,12 @@ def has_success(fs, path: str) -> bool:
     return bool(fs.exists(f"{path.rstrip('/')}/{SUCCESS}"))
 
 
+def is_unfinished(fs, path: str) -> bool:
+    """A run folder that never finished: its ``_run.json`` is there, its ``_SUCCESS`` is not."""
+    path = path.rstrip("/")
+    return bool(fs.exists(f"{path}/{RUN_INFO}")) and not has_success(fs, path)
+
+
 def not_finished(run_url: str) -> str:
     """What a reader says of a folder that is not a finished run."""
     return f"{run_url} is not a finished run (no {SUCCESS})"

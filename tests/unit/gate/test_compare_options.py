@@ -49,3 +49,16 @@ def test_no_gate_function_is_over_80_lines():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 assert node.end_lineno - node.lineno < 80, (path.name, node.name)
+
+
+@pytest.mark.parametrize("band", ["nan", "inf", "-inf", "-0.01"])
+def test_compare_refuses_a_band_that_is_not_a_finite_number_at_least_0(band, tmp_path, capsys):
+    """``--band nan`` never alarmed (``|delta| > nan`` is False): refused in one line, status 2,
+    before any run is read; ``compare()`` refuses it too."""
+    from pipeline.cli import main as cli
+
+    assert cli.main(["compare", str(tmp_path / "base"), str(tmp_path / "new"), f"--band={band}"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--band must be a finite number >= 0" in err[0], err
+    with pytest.raises(CompareError, match="band must be"):
+        compare(_run("b", 0.0), _run("n", 0.03), band=float(band), texts=False)
