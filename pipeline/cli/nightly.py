@@ -41,6 +41,7 @@ from pipeline.gate.format import format_result
 SCHEMA_PATH = Path(__file__).with_name("nightly.schema.json")
 COMPARE_FLAGS = {"band": "--band", "min_effect": "--min-effect", "min_coverage": "--min-coverage", "k": "--k",
                  "window": "--window", "min_history": "--min-history", "method": "--band-method",
+                 "alpha": "--alpha", "baseline": "--baseline",
                  "allow_different_settings": "--allow-different-settings"}
 
 # The night's verdict -> nightly's exit status: the one table docs/errors.md, the cron wrapper, the
@@ -93,8 +94,8 @@ def _is_type(v, t: str) -> bool:
 def schema_errors(doc, sch: dict, where: str = "") -> list[str]:
     """The violations of ``doc`` against ``sch``, for the JSON-schema keywords the job schema uses
     (type, enum, pattern, required, properties, additionalProperties, minimum, maximum,
-    exclusiveMinimum, items, minItems, uniqueItems, oneOf); tests check that it agrees with
-    ``jsonschema``."""
+    exclusiveMinimum, exclusiveMaximum, items, minItems, uniqueItems, oneOf); tests check that it
+    agrees with ``jsonschema``."""
     at = where or "the job"
     types = sch.get("type")
     if types is not None:
@@ -137,6 +138,8 @@ def _value_errors(doc, sch: dict, at: str) -> list[str]:
             errs.append(f"{at}: {doc} is above the maximum {sch['maximum']}")
         if "exclusiveMinimum" in sch and doc <= sch["exclusiveMinimum"]:
             errs.append(f"{at}: {doc} must be greater than {sch['exclusiveMinimum']}")
+        if "exclusiveMaximum" in sch and doc >= sch["exclusiveMaximum"]:
+            errs.append(f"{at}: {doc} must be less than {sch['exclusiveMaximum']}")
     return errs
 
 
@@ -193,13 +196,22 @@ def config_path(job: dict, job_file: str | None) -> str:
     return path
 
 
+def run_url(job: dict, date_or_run: str) -> str:
+    """The run folder of a night: ``<output_root>/<date>`` for a date (one folder name, :func:`check_date`);
+    a run folder URL or path (anything with a ``/``) as given."""
+    value = str(date_or_run)
+    if "/" in value:
+        return value.rstrip("/")
+    return f"{str(job['output_root']).rstrip('/')}/{check_date(value)}"
+
+
 def score_argv(job: dict, date: str | None = None, scheduler: str | None = None, sync: bool = False,
                job_file: str | None = None) -> list[str]:
     validate_job(job)
     if date is None:
         date = datetime.datetime.now(datetime.timezone.utc).strftime(job.get("date_format") or "%Y-%m-%d")
-    argv = ["score", "--config", config_path(job, job_file), "--output",
-            f"{str(job['output_root']).rstrip('/')}/{check_date(date)}", "--no-progress"]
+    argv = ["score", "--config", config_path(job, job_file), "--output", run_url(job, check_date(date)),
+            "--no-progress"]
     scheduler = scheduler or job.get("scheduler")
     if sync:
         argv.append("--sync")
@@ -210,7 +222,8 @@ def score_argv(job: dict, date: str | None = None, scheduler: str | None = None,
 
 def compare_argv(job: dict, new: str) -> list[str] | None:
     """``compare NEW --previous`` with the job's ``compare:`` options; a 0 is a value (``band: 0``
-    alarms on any change), only a missing key or ``false`` leaves a flag out."""
+    alarms on any change), only a missing key or ``false`` leaves a flag out.  ``baseline``: a date
+    is that night's folder under ``output_root`` (:func:`run_url`), a URL or path is used as given."""
     opts = job.get("compare", True)
     if opts is False:
         return None
@@ -220,6 +233,8 @@ def compare_argv(job: dict, new: str) -> list[str] | None:
         v = opts.get(key)
         if v is None or v is False:
             continue
+        if key == "baseline":
+            v = run_url(job, v)
         argv += [flag] if v is True else [flag, str(v)]
     return argv + ["--html", f"{new}/compare.html"]
 
