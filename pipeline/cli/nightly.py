@@ -18,6 +18,10 @@ released, finished work kept for the next run), 130 interrupted.  ``notify:`` PO
 Slack-compatible JSON message for the verdicts it lists (``pipeline.cli.notify``); a webhook that
 is down or slow prints one warning line and never changes the exit status.
 ``keep_previous`` may only be ``true``: nightly never deletes a run folder.
+
+A moved or not comparable night keeps alarming every night until accepted: its alarm line and
+its notification name the command, ``nightly JOB --accept DATE_OR_RUN --reason ...`` (scores
+nothing; as ``rouge-pipeline accept RUN``, :func:`pipeline.gate.control.accept_run`).
 """
 from __future__ import annotations
 
@@ -35,7 +39,7 @@ from pathlib import Path
 
 from pipeline.cli import notify
 from pipeline.errors import (EXIT_CONFIG, EXIT_INCONCLUSIVE, EXIT_INTERRUPTED, EXIT_MOVED, EXIT_NOT_COMPARABLE,
-                             EXIT_OK, EXIT_SCORING_FAILED, EXIT_TIMEOUT)
+                             EXIT_OK, EXIT_SCORING_FAILED, EXIT_TIMEOUT, CompareError)
 from pipeline.gate.format import format_result
 
 SCHEMA_PATH = Path(__file__).with_name("nightly.schema.json")
@@ -74,6 +78,11 @@ def add_parser(sub) -> None:
     n.add_argument("--scheduler", help="override the job's scheduler address")
     n.add_argument("--sync", action="store_true", help="run in this process without Dask")
     n.add_argument("--dry-run", action="store_true", help="print the score and compare commands and exit")
+    n.add_argument("--accept", metavar="DATE_OR_RUN", help="accept that night's change on purpose (a date under "
+                   "output_root, or a run folder URL) instead of running: the next nights compare with it "
+                   "(needs --reason; the same as rouge-pipeline accept RUN)")
+    n.add_argument("--reason", help="--accept: why the change is accepted (recorded in the run folder)")
+    n.add_argument("--by", help="--accept: who accepts it (default: $USER)")
 
 
 def schema() -> dict:
@@ -330,12 +339,16 @@ def _gate(main, gate: list[str]) -> tuple[str, dict | None, int]:
     return verdict, result if isinstance(result, dict) else None, status
 
 
-def _gate_line(verdict: str, new: str, report: str, status: int) -> str | None:
+def _gate_line(verdict: str, new: str, report: str, status: int, accept: str = "") -> str | None:
+    """The night's one line on stderr; ``accept``: the command that accepts the change (moved, not
+    comparable: the night keeps alarming every night until it is accepted)."""
+    until = f"; it alarms every night until accepted on purpose: {accept}" if accept else ""
     if verdict == "moved":
         return (f"::error::rouge-pipeline nightly: the outputs of {new} moved out of the band; read the movers "
-                f"above and {report}")
+                f"above and {report}{until}")
     if verdict == "not_comparable":
-        return f"::error::rouge-pipeline nightly: {new} is not comparable with the earlier runs (reason above; {report})"
+        return (f"::error::rouge-pipeline nightly: {new} is not comparable with the earlier runs (reason above; "
+                f"{report}){until}")
     if verdict == "inconclusive":
         return (f"::warning::rouge-pipeline nightly: {new}: inconclusive: nothing moved, but a move of min_effect "
                 f"could have gone unseen (above; {report})")
@@ -344,21 +357,64 @@ def _gate_line(verdict: str, new: str, report: str, status: int) -> str | None:
     return None
 
 
-def _load(args) -> tuple[dict, list[str], list[str] | None]:
+def accept_command(job_file: str, date: str) -> str:
+    """The exact command that accepts a night's change on purpose (printed with its alarm, and in
+    the notification): the next nights compare with that night and are quiet again."""
+    return (f"rouge-pipeline nightly {shlex.quote(str(job_file))} --accept {shlex.quote(date)} "
+            '--reason "..."')
+
+
+def _read_job(path: str) -> dict:
     import yaml  # start-up: a third-party package, for a job that runs only
 
     try:
-        with open(args.job, encoding="utf-8") as f:
+        with open(path, encoding="utf-8") as f:
             job = yaml.safe_load(f)
     except yaml.YAMLError as e:
         raise ValueError(str(e)) from e
     if not isinstance(job, dict):
         raise ValueError("the top level must be a mapping")
+    return job
+
+
+def _load(args) -> tuple[dict, list[str], list[str] | None]:
+    job = _read_job(args.job)
     argv = score_argv(job, args.date, args.scheduler, args.sync, job_file=args.job)
     return job, argv, compare_argv(job, argv[argv.index("--output") + 1])
 
 
+def _accept(args) -> int:
+    """``nightly JOB --accept DATE_OR_RUN --reason ...``: accept that night's run (as ``rouge-pipeline
+    accept RUN``), nothing scored: the next nights compare with it (pipeline.gate.control)."""
+    from pipeline.gate.control import accept_run  # start-up: the gate loads pandas
+
+    try:
+        if getattr(args, "date", None) or getattr(args, "dry_run", False):
+            raise ValueError("--accept runs nothing: give it without --date and --dry-run")
+        if not (args.reason or "").strip():
+            raise ValueError("--accept needs --reason (why this change is accepted; recorded in the run folder)")
+        job = _read_job(args.job)
+        validate_job(job)
+        url = run_url(job, args.accept)
+    except (OSError, ValueError) as e:
+        print(f"rouge-pipeline: configuration error: {args.job}: {e}", file=sys.stderr)
+        return EXIT_STATUSES["job_error"]
+    try:
+        rec = accept_run(url, args.reason, getattr(args, "by", None))
+    except (CompareError, OSError, ValueError) as e:
+        print(f"rouge-pipeline: nightly: accept: {e}", file=sys.stderr)
+        return EXIT_STATUSES["job_error"]
+    print(f"accepted {url} by {rec['by']} at {rec['at']}: {rec['reason']} "
+          "(the next nights compare with this run and learn their band from it on)")
+    return EXIT_OK
+
+
 def run(args, main) -> int:
+    if getattr(args, "accept", None) is not None:
+        return _accept(args)
+    if getattr(args, "reason", None) is not None:
+        print("rouge-pipeline: nightly: --reason goes with --accept DATE_OR_RUN", file=sys.stderr)
+        return EXIT_STATUSES["job_error"]
     try:
         if args.date is not None:
             check_date(args.date)
@@ -373,6 +429,7 @@ def run(args, main) -> int:
         print(f"rouge-pipeline: configuration error: {args.job}: {e}", file=sys.stderr)
         return EXIT_STATUSES["job_error"]
     new = argv[argv.index("--output") + 1]
+    date = new.rsplit("/", 1)[-1]
     if args.dry_run:
         print("rouge-pipeline " + " ".join(shlex.quote(a) for a in argv))
         if gate:
@@ -384,11 +441,12 @@ def run(args, main) -> int:
     result = None
     if verdict == "no_change" and gate is not None:
         verdict, result, compare_status = _gate(main, gate)
-        line = _gate_line(verdict, new, gate[-1], compare_status)
+        line = _gate_line(verdict, new, gate[-1], compare_status, accept_command(args.job, date))
     status = EXIT_STATUSES[verdict]
     if line and verdict != "interrupted":
         print(line, file=sys.stderr, flush=True)
-    night = notify.Night(job=job["name"], date=new.rsplit("/", 1)[-1], run=new, verdict=verdict, status=status,
+    night = notify.Night(job=job["name"], date=date, run=new, verdict=verdict, status=status,
+                         accept=accept_command(args.job, date) if verdict in ("moved", "not_comparable") else None,
                          report=gate[-1] if result is not None else None, result=result,
                          scoring_status=score_status if verdict == "scoring_failed" else None,
                          line=line if verdict in ("scoring_failed", "timed_out") else None)
