@@ -68,3 +68,18 @@ def test_an_alpha_compare_would_refuse_is_refused_by_the_job_file_not_dropped(tm
     assert "compare.alpha" in capsys.readouterr().err
 
 
+
+
+def test_the_deployment_doc_says_what_the_first_inconclusive_nights_look_like_and_how_to_avoid_them():
+    import re
+
+    doc = (Path(__file__).parents[2] / "docs" / "deployment.md").read_text()
+    section = doc.split("### The first nights of a new deployment", 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
+    for platform in ("cron", "Kubernetes CronJob", "Kubernetes DaskJob", "Slurm", "webhook"):
+        assert f"| {platform}" in section, platform
+    assert "exit 4" in section and "podFailurePolicy" in section and "--mail-type=FAIL" in section
+    snippets = re.findall(r"`compare: (\{[^`]*\})`", section)
+    assert len(snippets) >= 2
+    for snippet in snippets:    # every suggested setting is a valid job file
+        job = {"name": "gate", "config": "score.yaml", "output_root": "/runs/n", "compare": yaml.safe_load(snippet)}
+        assert nightly.schema_errors(job, nightly.schema()) == [], snippet
