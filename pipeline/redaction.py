@@ -112,7 +112,11 @@ def redact_record(config: dict) -> dict:
 
 def without_redacted(options: Any) -> Any:
     """A recorded ``storage_options`` mapping with every redacted value dropped (what a later
-    reader, e.g. ``compare``, can still pass to fsspec; credentials come from its environment)."""
+    reader, e.g. ``compare``, can still pass to fsspec; credentials come from its environment and
+    its own storage options).  A value is dropped when it is :data:`REDACTED` or holds it anywhere
+    (a list, a string); a URL option (``endpoint_url``) loses its redacted parts
+    (:func:`without_redacted_url`) instead.  A mapping left empty is dropped; a record that is not
+    a mapping gives ``{}``.  No value returned holds :data:`REDACTED`."""
     if not isinstance(options, dict):
         return {}
     out = {}
@@ -121,9 +125,35 @@ def without_redacted(options: Any) -> Any:
             v = without_redacted(v)
             if v:
                 out[k] = v
-        elif v != REDACTED:
+        elif isinstance(v, str) and str(k) in _URL_OPTIONS:
+            v = without_redacted_url(v)
+            if v and REDACTED not in v:
+                out[k] = v
+        elif REDACTED not in json.dumps(v, default=str):
             out[k] = v
     return out
+
+
+def without_redacted_url(url: Any) -> Any:
+    """A recorded URL (:func:`redact_url`) as a later reader may open it: a redacted userinfo
+    (``s3://<redacted>@bucket/x``) and every query parameter whose value was redacted are dropped,
+    so no placeholder reaches fsspec as a user, password or signature (fsspec turns a URL's
+    userinfo into options); the reader's own options and environment supply the credentials.
+    A non-string is returned as is."""
+    if not isinstance(url, str) or REDACTED not in url:
+        return url
+    m = re.match(rf"^({_SCHEME})([^/?#]*)@", url)
+    if m and REDACTED in m.group(2):
+        url = m.group(1) + url[m.end():]
+    base, q, query = url.partition("?")
+    if q:
+        frag = ""
+        if "#" in query:
+            query, frag = query.split("#", 1)
+            frag = "#" + frag
+        kept = [p for p in query.split("&") if REDACTED not in p]
+        url = base + ("?" + "&".join(kept) if kept else "") + frag
+    return url
 
 
 class HiddenOptions(dict):

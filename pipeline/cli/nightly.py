@@ -18,6 +18,10 @@ released, finished work kept for the next run), 130 interrupted.  ``notify:`` PO
 Slack-compatible JSON message for the verdicts it lists (``pipeline.cli.notify``); a webhook that
 is down or slow prints one warning line and never changes the exit status.
 ``keep_previous`` may only be ``true``: nightly never deletes a run folder.
+
+A moved or not comparable night keeps alarming every night until accepted: its alarm line and
+its notification name the command, ``nightly JOB --accept DATE_OR_RUN --reason ...`` (scores
+nothing; as ``rouge-pipeline accept RUN``, :func:`pipeline.gate.control.accept_run`).
 """
 from __future__ import annotations
 
@@ -35,12 +39,13 @@ from pathlib import Path
 
 from pipeline.cli import notify
 from pipeline.errors import (EXIT_CONFIG, EXIT_INCONCLUSIVE, EXIT_INTERRUPTED, EXIT_MOVED, EXIT_NOT_COMPARABLE,
-                             EXIT_OK, EXIT_SCORING_FAILED, EXIT_TIMEOUT)
+                             EXIT_OK, EXIT_SCORING_FAILED, EXIT_TIMEOUT, CompareError)
 from pipeline.gate.format import format_result
 
 SCHEMA_PATH = Path(__file__).with_name("nightly.schema.json")
 COMPARE_FLAGS = {"band": "--band", "min_effect": "--min-effect", "min_coverage": "--min-coverage", "k": "--k",
                  "window": "--window", "min_history": "--min-history", "method": "--band-method",
+                 "alpha": "--alpha", "baseline": "--baseline",
                  "allow_different_settings": "--allow-different-settings"}
 
 # The night's verdict -> nightly's exit status: the one table docs/errors.md, the cron wrapper, the
@@ -73,6 +78,11 @@ def add_parser(sub) -> None:
     n.add_argument("--scheduler", help="override the job's scheduler address")
     n.add_argument("--sync", action="store_true", help="run in this process without Dask")
     n.add_argument("--dry-run", action="store_true", help="print the score and compare commands and exit")
+    n.add_argument("--accept", metavar="DATE_OR_RUN", help="accept that night's change on purpose (a date under "
+                   "output_root, or a run folder URL) instead of running: the next nights compare with it "
+                   "(needs --reason; the same as rouge-pipeline accept RUN)")
+    n.add_argument("--reason", help="--accept: why the change is accepted (recorded in the run folder)")
+    n.add_argument("--by", help="--accept: who accepts it (default: $USER)")
 
 
 def schema() -> dict:
@@ -93,8 +103,8 @@ def _is_type(v, t: str) -> bool:
 def schema_errors(doc, sch: dict, where: str = "") -> list[str]:
     """The violations of ``doc`` against ``sch``, for the JSON-schema keywords the job schema uses
     (type, enum, pattern, required, properties, additionalProperties, minimum, maximum,
-    exclusiveMinimum, items, minItems, uniqueItems, oneOf); tests check that it agrees with
-    ``jsonschema``."""
+    exclusiveMinimum, exclusiveMaximum, items, minItems, uniqueItems, oneOf); tests check that it
+    agrees with ``jsonschema``."""
     at = where or "the job"
     types = sch.get("type")
     if types is not None:
@@ -137,6 +147,8 @@ def _value_errors(doc, sch: dict, at: str) -> list[str]:
             errs.append(f"{at}: {doc} is above the maximum {sch['maximum']}")
         if "exclusiveMinimum" in sch and doc <= sch["exclusiveMinimum"]:
             errs.append(f"{at}: {doc} must be greater than {sch['exclusiveMinimum']}")
+        if "exclusiveMaximum" in sch and doc >= sch["exclusiveMaximum"]:
+            errs.append(f"{at}: {doc} must be less than {sch['exclusiveMaximum']}")
     return errs
 
 
@@ -193,13 +205,22 @@ def config_path(job: dict, job_file: str | None) -> str:
     return path
 
 
+def run_url(job: dict, date_or_run: str) -> str:
+    """The run folder of a night: ``<output_root>/<date>`` for a date (one folder name, :func:`check_date`);
+    a run folder URL or path (anything with a ``/``) as given."""
+    value = str(date_or_run)
+    if "/" in value:
+        return value.rstrip("/")
+    return f"{str(job['output_root']).rstrip('/')}/{check_date(value)}"
+
+
 def score_argv(job: dict, date: str | None = None, scheduler: str | None = None, sync: bool = False,
                job_file: str | None = None) -> list[str]:
     validate_job(job)
     if date is None:
         date = datetime.datetime.now(datetime.timezone.utc).strftime(job.get("date_format") or "%Y-%m-%d")
-    argv = ["score", "--config", config_path(job, job_file), "--output",
-            f"{str(job['output_root']).rstrip('/')}/{check_date(date)}", "--no-progress"]
+    argv = ["score", "--config", config_path(job, job_file), "--output", run_url(job, check_date(date)),
+            "--no-progress"]
     scheduler = scheduler or job.get("scheduler")
     if sync:
         argv.append("--sync")
@@ -210,7 +231,8 @@ def score_argv(job: dict, date: str | None = None, scheduler: str | None = None,
 
 def compare_argv(job: dict, new: str) -> list[str] | None:
     """``compare NEW --previous`` with the job's ``compare:`` options; a 0 is a value (``band: 0``
-    alarms on any change), only a missing key or ``false`` leaves a flag out."""
+    alarms on any change), only a missing key or ``false`` leaves a flag out.  ``baseline``: a date
+    is that night's folder under ``output_root`` (:func:`run_url`), a URL or path is used as given."""
     opts = job.get("compare", True)
     if opts is False:
         return None
@@ -220,6 +242,8 @@ def compare_argv(job: dict, new: str) -> list[str] | None:
         v = opts.get(key)
         if v is None or v is False:
             continue
+        if key == "baseline":
+            v = run_url(job, v)
         argv += [flag] if v is True else [flag, str(v)]
     return argv + ["--html", f"{new}/compare.html"]
 
@@ -315,12 +339,16 @@ def _gate(main, gate: list[str]) -> tuple[str, dict | None, int]:
     return verdict, result if isinstance(result, dict) else None, status
 
 
-def _gate_line(verdict: str, new: str, report: str, status: int) -> str | None:
+def _gate_line(verdict: str, new: str, report: str, status: int, accept: str = "") -> str | None:
+    """The night's one line on stderr; ``accept``: the command that accepts the change (moved, not
+    comparable: the night keeps alarming every night until it is accepted)."""
+    until = f"; it alarms every night until accepted on purpose: {accept}" if accept else ""
     if verdict == "moved":
         return (f"::error::rouge-pipeline nightly: the outputs of {new} moved out of the band; read the movers "
-                f"above and {report}")
+                f"above and {report}{until}")
     if verdict == "not_comparable":
-        return f"::error::rouge-pipeline nightly: {new} is not comparable with the earlier runs (reason above; {report})"
+        return (f"::error::rouge-pipeline nightly: {new} is not comparable with the earlier runs (reason above; "
+                f"{report}){until}")
     if verdict == "inconclusive":
         return (f"::warning::rouge-pipeline nightly: {new}: inconclusive: nothing moved, but a move of min_effect "
                 f"could have gone unseen (above; {report})")
@@ -329,21 +357,64 @@ def _gate_line(verdict: str, new: str, report: str, status: int) -> str | None:
     return None
 
 
-def _load(args) -> tuple[dict, list[str], list[str] | None]:
+def accept_command(job_file: str, date: str) -> str:
+    """The exact command that accepts a night's change on purpose (printed with its alarm, and in
+    the notification): the next nights compare with that night and are quiet again."""
+    return (f"rouge-pipeline nightly {shlex.quote(str(job_file))} --accept {shlex.quote(date)} "
+            '--reason "..."')
+
+
+def _read_job(path: str) -> dict:
     import yaml  # start-up: a third-party package, for a job that runs only
 
     try:
-        with open(args.job, encoding="utf-8") as f:
+        with open(path, encoding="utf-8") as f:
             job = yaml.safe_load(f)
     except yaml.YAMLError as e:
         raise ValueError(str(e)) from e
     if not isinstance(job, dict):
         raise ValueError("the top level must be a mapping")
+    return job
+
+
+def _load(args) -> tuple[dict, list[str], list[str] | None]:
+    job = _read_job(args.job)
     argv = score_argv(job, args.date, args.scheduler, args.sync, job_file=args.job)
     return job, argv, compare_argv(job, argv[argv.index("--output") + 1])
 
 
+def _accept(args) -> int:
+    """``nightly JOB --accept DATE_OR_RUN --reason ...``: accept that night's run (as ``rouge-pipeline
+    accept RUN``), nothing scored: the next nights compare with it (pipeline.gate.control)."""
+    from pipeline.gate.control import accept_run  # start-up: the gate loads pandas
+
+    try:
+        if getattr(args, "date", None) or getattr(args, "dry_run", False):
+            raise ValueError("--accept runs nothing: give it without --date and --dry-run")
+        if not (args.reason or "").strip():
+            raise ValueError("--accept needs --reason (why this change is accepted; recorded in the run folder)")
+        job = _read_job(args.job)
+        validate_job(job)
+        url = run_url(job, args.accept)
+    except (OSError, ValueError) as e:
+        print(f"rouge-pipeline: configuration error: {args.job}: {e}", file=sys.stderr)
+        return EXIT_STATUSES["job_error"]
+    try:
+        rec = accept_run(url, args.reason, getattr(args, "by", None))
+    except (CompareError, OSError, ValueError) as e:
+        print(f"rouge-pipeline: nightly: accept: {e}", file=sys.stderr)
+        return EXIT_STATUSES["job_error"]
+    print(f"accepted {url} by {rec['by']} at {rec['at']}: {rec['reason']} "
+          "(the next nights compare with this run and learn their band from it on)")
+    return EXIT_OK
+
+
 def run(args, main) -> int:
+    if getattr(args, "accept", None) is not None:
+        return _accept(args)
+    if getattr(args, "reason", None) is not None:
+        print("rouge-pipeline: nightly: --reason goes with --accept DATE_OR_RUN", file=sys.stderr)
+        return EXIT_STATUSES["job_error"]
     try:
         if args.date is not None:
             check_date(args.date)
@@ -358,6 +429,7 @@ def run(args, main) -> int:
         print(f"rouge-pipeline: configuration error: {args.job}: {e}", file=sys.stderr)
         return EXIT_STATUSES["job_error"]
     new = argv[argv.index("--output") + 1]
+    date = new.rsplit("/", 1)[-1]
     if args.dry_run:
         print("rouge-pipeline " + " ".join(shlex.quote(a) for a in argv))
         if gate:
@@ -369,11 +441,12 @@ def run(args, main) -> int:
     result = None
     if verdict == "no_change" and gate is not None:
         verdict, result, compare_status = _gate(main, gate)
-        line = _gate_line(verdict, new, gate[-1], compare_status)
+        line = _gate_line(verdict, new, gate[-1], compare_status, accept_command(args.job, date))
     status = EXIT_STATUSES[verdict]
     if line and verdict != "interrupted":
         print(line, file=sys.stderr, flush=True)
-    night = notify.Night(job=job["name"], date=new.rsplit("/", 1)[-1], run=new, verdict=verdict, status=status,
+    night = notify.Night(job=job["name"], date=date, run=new, verdict=verdict, status=status,
+                         accept=accept_command(args.job, date) if verdict in ("moved", "not_comparable") else None,
                          report=gate[-1] if result is not None else None, result=result,
                          scoring_status=score_status if verdict == "scoring_failed" else None,
                          line=line if verdict in ("scoring_failed", "timed_out") else None)

@@ -8,9 +8,10 @@ folder, and no line printed names the URL (only ``$VARIABLE``).
 The message is ``{"text": "<one readable paragraph>", ...}`` -- Slack, Mattermost and most chat
 webhooks show ``text`` -- plus structured fields for other receivers: ``job``, ``date``, ``run``,
 ``verdict``, ``exit_status``, ``systems`` and ``rows`` that moved (or were inconclusive),
-``report`` (the HTML report's URL) and, for a failed or timed-out scoring, ``scoring_status`` and
-``line``.  A webhook that is down, refuses the message or does not answer within
-``timeout_seconds`` yields one warning line; the night's exit status never changes.
+``report`` (the HTML report's URL), for a moved or not comparable night ``accept`` (the command
+that accepts it on purpose: the night alarms every night until then) and, for a failed or
+timed-out scoring, ``scoring_status`` and ``line``.  A webhook that is down, refuses the message or
+does not answer within ``timeout_seconds`` yields one warning line; the night's exit status never changes.
 """
 from __future__ import annotations
 
@@ -41,6 +42,7 @@ class Night:
     result: dict | None = None          # compare's JSON result, when it ran
     scoring_status: int | None = None   # the scoring's own status when it failed
     line: str | None = None             # the failure's one line
+    accept: str | None = None           # the command that accepts a moved / not comparable night
 
 
 def _strings(value):
@@ -111,6 +113,8 @@ def message(night: Night) -> dict:
     lines.append(f"run: {night.run}")
     if night.report:
         lines.append(f"report: {night.report}")
+    if night.accept:
+        lines.append(f"it alarms every night until accepted on purpose: {night.accept}")
     body = {"text": "\n".join(lines), "job": night.job, "date": night.date, "run": night.run,
             "verdict": night.verdict, "exit_status": night.status, "systems": systems, "rows": rows,
             "report": night.report}
@@ -118,6 +122,8 @@ def message(night: Night) -> dict:
         body["scoring_status"] = night.scoring_status
     if night.line:
         body["line"] = night.line
+    if night.accept:
+        body["accept"] = night.accept
     return body
 
 

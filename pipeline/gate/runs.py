@@ -15,7 +15,7 @@ from pipeline.io.input_spec import InputSpec
 from pipeline.io.paths import get_fs
 from pipeline.io.readers import plan_units, read_unit
 from pipeline.job.digest import text_digest
-from pipeline.redaction import without_redacted
+from pipeline.redaction import without_redacted, without_redacted_url
 from pipeline.runfolder import read as run_folder
 from pipeline.runfolder import records
 
@@ -194,26 +194,32 @@ def history_runs(new: RunData, specs: list[str] | None = None, previous: bool = 
     return out
 
 
-def _input_spec(info: dict):
+def _input_spec(info: dict, storage_options: dict | None = None):
+    """The run's input as recorded in ``_run.json``, to open again: the recorded storage options and
+    URLs without any redacted value (:func:`pipeline.redaction.without_redacted`, ``without_redacted_url``:
+    a ``<redacted>`` placeholder never reaches fsspec), the caller's ``storage_options`` on top (its
+    credentials; the environment supplies the rest)."""
     cfg = info.get("config", {})
     inp = dict(cfg.get("input") or {})
-    inp["storage_options"] = without_redacted({**(cfg.get("storage_options") or {}),
-                                               **(inp.get("storage_options") or {})})
+    inp["storage_options"] = {**without_redacted(cfg.get("storage_options")),
+                              **without_redacted(inp.get("storage_options")), **(storage_options or {})}
     cwd = info.get("cwd")
-    if cwd:   # relative local paths are relative to where the run was started, not to here
-        for key in ("paths", "candidates", "references"):
-            v = inp.get(key)
-            if v:
-                vs = [v] if isinstance(v, str) else list(v)
+    for key in ("paths", "candidates", "references"):
+        v = inp.get(key)
+        if v:
+            vs = [without_redacted_url(u) for u in ([v] if isinstance(v, str) else list(v))]
+            if cwd:   # relative local paths are relative to where the run was started, not to here
                 vs = [os.path.join(cwd, u) if "://" not in u and not os.path.isabs(u) else u for u in vs]
-                inp[key] = vs[0] if isinstance(v, str) else vs
+            inp[key] = vs[0] if isinstance(v, str) else vs
     return InputSpec.from_config(inp)
 
 
-def read_texts(info: dict, wanted: set[tuple[str, str]]) -> dict[tuple[str, str], dict]:
+def read_texts(info: dict, wanted: set[tuple[str, str]],
+               storage_options: dict | None = None) -> dict[tuple[str, str], dict]:
     """``{(system, id): {"candidate", "references", "source"}}`` for the wanted examples,
-    read from the run's input (every unit is read once; only the wanted rows are kept)."""
-    spec = _input_spec(info)
+    read from the run's input (every unit is read once; only the wanted rows are kept);
+    ``storage_options``: the reader's own, over the run's recorded ones (:func:`_input_spec`)."""
+    spec = _input_spec(info, storage_options)
     out = {}
     for unit in plan_units(spec):
         table, _ = read_unit(spec, unit)
@@ -250,18 +256,20 @@ def _kept(rows: pd.DataFrame) -> dict[tuple[str, str], dict]:
             for r in rows[["system", "id", "candidate", "references"]].itertuples(index=False)}
 
 
-def run_texts(run: RunData, wanted: set[tuple[str, str]]) -> tuple[dict, dict]:
+def run_texts(run: RunData, wanted: set[tuple[str, str]],
+              storage_options: dict | None = None) -> tuple[dict, dict]:
     """``({key: texts}, {key: why not})`` for the wanted ``(system, id)`` keys: the texts the run
     kept (``output.keep_texts``), else those read again from its input (:func:`read_texts`) whose
     digest is the run's ``text_digest`` (:mod:`pipeline.job.digest`); never a text the run did
-    not score (:data:`INPUT_CHANGED`, :data:`NO_DIGEST`).  Errors of the input's reading propagate."""
+    not score (:data:`INPUT_CHANGED`, :data:`NO_DIGEST`).  Errors of the input's reading propagate.
+    ``storage_options``: the reader's own (credentials), over the run's recorded ones."""
     rows = _rows_of(run, wanted)
     if "candidate" in rows.columns and "references" in rows.columns:
         return _kept(rows), {}
     if "text_digest" not in rows.columns:
         return {}, dict.fromkeys(wanted, NO_DIGEST)
     digests = {(s_, i): int(d) for s_, i, d in zip(rows["system"], rows["id"], rows["text_digest"])}
-    read = read_texts(run.info, wanted)
+    read = read_texts(run.info, wanted, storage_options)
     out, why = {}, {}
     for key in wanted:
         t = read.get(key)
