@@ -140,8 +140,6 @@ def _add_compare_parsers(sub) -> None:
                    "a trend chart of each system's mean F with the band")
 
 
-
-
 def _compare(args) -> int:
     # start-up: the gate loads pandas and numba
     from pipeline.gate.compare import compare
@@ -497,8 +495,6 @@ def main(argv=None) -> int:
                 _CONTEXT.update(saved)
     except BrokenPipeError:
         return _stdout_closed()
-
-
 
 
 def _stdout_closed() -> int:

@@ -41,7 +41,6 @@ from pipeline.io.input_spec import WorkUnit
 from pipeline.io.streams import open_input, reading
 
 
-
 def _listing(folder: str, so: dict, what: str) -> tuple[str, list[tuple[str, str]]]:
     """``(folder url, [(file name, file url)])`` of the files directly in ``folder``, sorted."""
     return folder.rstrip("/"), [(name, url) for name, url, _ in list_folder(folder, so, f"input.{what}")]

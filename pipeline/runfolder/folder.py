@@ -238,7 +238,6 @@ def prepare_run_folder(cfg, run_url: str, so: dict, signature: str, config_hash:
     return {}
 
 
-
 def read_plan(run_url: str, so: dict | None = None) -> dict | None:
     """``_plan.json``, or None when there is none or it is not valid JSON."""
     try:
