@@ -362,6 +362,3 @@ def load_config(path: str | os.PathLike | None, overrides: list[str] | None = No
             raise ConfigError(f"{path}: the top level must be a mapping, got {_type_name(d)}")
         d = resolve_paths(d, os.path.dirname(os.fspath(path)))
     return RunConfig.from_dict(apply_overrides(d, overrides))
-
-# compare: the smallest |delta F| the noise band alarms on (here so the CLI's parser need not import compare)
-DEFAULT_MIN_EFFECT = 0.002

@@ -33,6 +33,7 @@ from pipeline.cli import nightly
 from pipeline.errors import (EXIT_BUSY, EXIT_CONFIG, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NO_ROWS,  # noqa: F401
                             EXIT_NOT_COMPARABLE, EXIT_OK, EXIT_PIPE_CLOSED, EXIT_RUN_FOLDER, EXIT_STRICT,
                             CompareError, ConfigError, PipelineError, StrictModeError)
+from pipeline.gate import DEFAULT_MIN_EFFECT
 from pipeline.gate.format import system_label
 from pipeline.redaction import masked_std
 from pipeline.scoring.types import STATS
@@ -80,8 +81,6 @@ def _parser() -> argparse.ArgumentParser:
 def _add_compare_parsers(sub) -> None:
     """``compare`` (exit 0 no change, 1 moved, 2 error, 3 not comparable, 4 inconclusive), ``accept``
     and ``report`` (pipeline.gate)."""
-    from pipeline.config import DEFAULT_MIN_EFFECT  # start-up: pipeline.config loads NumPy and Arrow
-
     c = sub.add_parser("compare", help="did the outputs move? is A better than B? can these runs be compared?",
                        description="compare BASE NEW: did the outputs move (exit 0 no change, 1 moved, 3 not comparable, "
                                    "4 inconclusive); "

@@ -8,3 +8,7 @@ reports that show it.
 * :mod:`.significance`: system against system (paired bootstrap, approximate randomization, Holm).
 * :mod:`.format`: the terminal text; :mod:`.report`: single-file HTML reports.
 """
+
+# the smallest |delta F| a band alarms on; here, in the package's light __init__, so that the CLI's
+# parser gives it as a default without loading the gate (pandas, numba)
+DEFAULT_MIN_EFFECT = 0.002

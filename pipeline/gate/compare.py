@@ -68,7 +68,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from pipeline.config import DEFAULT_MIN_EFFECT  # also the CLI's default
+from pipeline.gate import DEFAULT_MIN_EFFECT
 from pipeline.gate.bands import (BAND_METHODS, DEFAULT_ALPHA, DEFAULT_K, DEFAULT_METHOD, DEFAULT_WINDOW, MIN_HISTORY,
                                  history_band, outside_chart, paired_bootstrap, prediction_band, replicate_band,
                                  sign_flip_pvalues, sign_test)

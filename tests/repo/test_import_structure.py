@@ -131,3 +131,15 @@ def test_validating_scoring_settings_loads_no_numpy():
 def test_no_import_circle_at_all():
     """Issue 26: not one circle among the package's modules, type-only imports included."""
     assert _cycles(import_graph(type_checking=True)) == []
+
+
+def test_the_help_of_every_command_loads_no_numpy_arrow_or_yaml():
+    """``rouge-pipeline --help`` and each command's ``--help`` build the whole parser: its defaults come
+    from light modules (compare's --min-effect from pipeline.gate's __init__, not from pipeline.config)."""
+    code = ("import sys, json\nfrom pipeline.cli.main import main\n"
+            "for argv in (['--help'], ['compare', '--help'], ['eval', '--help'], ['score', '--help']):\n"
+            "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
+            "print(json.dumps([m for m in ('numpy', 'pyarrow', 'pandas', 'yaml', 'fsspec', 'dask') if m in sys.modules]),"
+            " file=sys.stderr)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert json.loads(out.stderr.strip().splitlines()[-1]) == []
