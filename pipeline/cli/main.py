@@ -107,6 +107,9 @@ def _add_compare_parsers(sub) -> None:
                    help="history band: the false-alarm rate per night, shared by every row judged (default 0.01)")
     c.add_argument("--no-record", action="store_true",
                    help="do not write the verdict into the new run's folder (_gate.json)")
+    c.add_argument("--record", action="store_true",
+                   help="write the verdict of an ad-hoc BASE NEW comparison too (by default only a comparison "
+                   "with the run's history, --previous / --history / --baseline, is its gate and is recorded)")
     c.add_argument("--replicates", nargs="+", metavar="RUN",
                    help="repeated runs of the base's build: their spread is the run-to-run variation")
     c.add_argument("--k", type=float, default=None, help="control-chart width in standard deviations (default 4)")
@@ -216,7 +219,8 @@ def _compare_outcome(args, result: dict, base, new) -> int:
         print(format_result(result, STATS if args.all_stats else ("fmeasure",)))
     if args.html:
         print(f"html: {args.html}", file=sys.stderr)
-    if not args.no_record:
+    # an ad-hoc BASE NEW is not the run's gate: recording it could drop the run from its history
+    if not args.no_record and (args.record or args.previous or args.history or args.baseline):
         try:
             record_verdict(new, result)
         except OSError as e:   # a read-only run folder: the verdict still stands, the next night cannot see it

@@ -75,7 +75,9 @@ def record_verdict(new: RunData, result: dict, storage_options: dict | None = No
            "moved": sorted({f"{r['system']} {r['type']}" for r in result["rows"] if r.get("alarm")}),
            "inconclusive": sorted({f"{r['system']} {r['type']}" for r in result["rows"]
                                    if r["status"] == "inconclusive" and r["stat"] in result["band"]["alarm_stats"]}),
-           "false_alarm_rate": result["band"]["history"]["alpha"]}
+           # the rate holds only for rows judged against their history (the sign-test band)
+           "false_alarm_rate": (result["band"]["history"]["alpha"]
+                                if any(r.get("band") == "history" for r in result["rows"]) else None)}
     records.write_verdict(new.url, rec, storage_options)
     return rec
 

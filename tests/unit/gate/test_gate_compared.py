@@ -73,7 +73,7 @@ def test_a_reverted_setting_compares_with_the_last_run_of_its_own_settings(night
     assert doc["base"] == str(nights / "2026-01-02") and doc["verdict"] == "no change"
     assert any("2026-01-03 (not comparable)" in n for n in doc["notes"]), doc["notes"]
     gate = json.loads((nights / "2026-01-03" / "_gate.json").read_text())
-    assert gate["verdict"] == "not comparable" and gate["false_alarm_rate"] == 0.01
+    assert gate["verdict"] == "not comparable" and gate["false_alarm_rate"] is None   # no row judged
 
 
 def test_accepting_a_change_starts_a_new_history(nights, capsys, monkeypatch, tmp_path):
@@ -107,6 +107,9 @@ def test_a_noisy_night_without_history_is_inconclusive_exit_4(nights, tmp_path, 
     assert cli.main(["compare", str(nights / "2026-01-01"), str(new), *FLAGS]) == 4
     out = capsys.readouterr()
     assert "INCONCLUSIVE" in out.out and "detect" in out.out and "inconclusive" in out.err
+    assert not (new / "_gate.json").exists()     # an ad-hoc BASE NEW is not the run's gate
+    assert cli.main(["compare", str(nights / "2026-01-01"), str(new), "--record", *FLAGS]) == 4
+    capsys.readouterr()
     assert json.loads((new / "_gate.json").read_text())["verdict"] == "inconclusive"
     assert cli.main(["compare", str(nights / "2026-01-01"), str(new), "--no-record", "--min-effect", "0.5",
                      *FLAGS]) == 0

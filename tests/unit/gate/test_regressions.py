@@ -353,3 +353,18 @@ def test_the_empty_system_is_shown_one_way_everywhere(tmp_path):
         assert "(no system)" in out
         assert '""' not in out and "[]" not in out and "system=" not in out
     assert res["rows"][0]["system"] == ""                     # the data keep the value
+
+
+def test_the_recorded_false_alarm_rate_is_the_history_bands_only(tmp_path):
+    """_gate.json states the nightly false-alarm rate only when some row was judged against its
+    history (the sign test that rate belongs to); the paired-bootstrap band has no such rate."""
+    from pipeline.gate.control import record_verdict
+
+    hist = _noisy_history()
+    new = run_of("n", {"A": BIG})
+    new.url = str(tmp_path)
+    with_history = record_verdict(new, compare(hist[-1], new, history=hist, texts=False, **FAST))
+    assert with_history["false_alarm_rate"] == 0.01
+    assert json.loads((tmp_path / "_gate.json").read_text())["false_alarm_rate"] == 0.01
+    bootstrap = record_verdict(new, compare(hist[-1], new, texts=False, **FAST))
+    assert bootstrap["false_alarm_rate"] is None
