@@ -111,10 +111,12 @@ def _fsum_mean(col: np.ndarray) -> float:
 
 def _type_names(rouge_types) -> list:
     """The types asked for: one name given as a text is that name (evaluate's rouge takes it),
-    never its characters; a type named twice is refused (it would be two columns of one number)."""
+    never its characters; no type, or a type named twice (two columns of one number), is refused."""
     if rouge_types is None:
         return list(DEFAULT_TYPES)
     types = [rouge_types] if isinstance(rouge_types, str) else list(rouge_types)
+    if not types:
+        raise ValueError("compute: rouge_types is empty: give at least one type")
     twice = sorted({t for t in types if types.count(t) > 1}, key=str)
     if twice:
         raise ValueError(f"compute: rouge_types names {', '.join(map(repr, twice))} twice: {types!r}")

@@ -85,3 +85,5 @@ def test_rouge_type_names():
     for kw in ({}, {"return_result": True}, {"use_aggregator": False}):
         with pytest.raises(ValueError, match="'rouge1' twice"):
             pipeline.compute(["a b"], ["a b"], rouge_types=["rouge1", "rougeL", "rouge1"], **kw)
+        with pytest.raises(ValueError, match="rouge_types is empty"):
+            pipeline.compute(["a b"], ["a b"], rouge_types=[], **kw)
