@@ -13,6 +13,8 @@ argument: ``use_aggregator=True`` gives, per type, the ``mid`` F-measure of roug
 ``use_aggregator=False`` the per-example F lists.  ``references[i]`` is a text or a list of
 texts (max-F reference by default, as ``score_multi``).  ``return_result=True`` returns a
 :class:`RougeResult` (exact means of P, R and F, the bootstrap low/mid/high, the signature).
+``systems=`` (a name per prediction) scores each system on its own examples: ``{system: ...}``,
+never one number pooled over several systems.
 
 In process, no Dask; NumPy only, and small inputs are scored without loading numba.
 """
@@ -51,6 +53,7 @@ class RougeResult:
     seed: int
     settings: dict = field(default_factory=dict, repr=False)
     tokenizer_name: str = "default"
+    system: str | None = None   # compute(systems=...): the system these examples are of
 
     @property
     def n(self) -> int:
@@ -83,19 +86,22 @@ class RougeResult:
                 for e in range(self.n)]
 
     def rows(self) -> list[dict]:
-        """One row per (type, stat): ``type, stat, n, mean, low, mid, high``."""
+        """One row per (type, stat): ``type, stat, n, mean, low, mid, high`` (``system`` first, for a
+        result of ``compute(systems=...)``)."""
         out = []
+        first = {} if self.system is None else {"system": self.system}
         for t in self.rouge_types:
             for k, stat in enumerate(STATS):
                 a = self.aggregate.get(t)
-                out.append({"type": t, "stat": stat, "n": self.n, "mean": self.mean[t][k],
+                out.append({**first, "type": t, "stat": stat, "n": self.n, "mean": self.mean[t][k],
                             "low": float(a.low[k]) if a else None, "mid": float(a.mid[k]) if a else None,
                             "high": float(a.high[k]) if a else None})
         return out
 
     def to_dict(self) -> dict:
         """JSON-ready: the rows, the confidence, the bootstrap settings and the signature."""
-        return {"n": self.n, "confidence": self.confidence, "n_boot": self.n_boot, "seed": self.seed,
+        first = {} if self.system is None else {"system": self.system}
+        return {**first, "n": self.n, "confidence": self.confidence, "n_boot": self.n_boot, "seed": self.seed,
                 "signature": self.signature, "rows": self.rows()}
 
 
@@ -103,29 +109,69 @@ def _fsum_mean(col: np.ndarray) -> float:
     return math.fsum(col.tolist()) / col.shape[0]
 
 
+def _type_names(rouge_types) -> list:
+    """The types asked for: one name given as a text is that name (evaluate's rouge takes it),
+    never its characters; no type, or a type named twice (two columns of one number), is refused."""
+    if rouge_types is None:
+        return list(DEFAULT_TYPES)
+    types = [rouge_types] if isinstance(rouge_types, str) else list(rouge_types)
+    if not types:
+        raise ValueError("compute: rouge_types is empty: give at least one type")
+    twice = sorted({t for t in types if types.count(t) > 1}, key=str)
+    if twice:
+        raise ValueError(f"compute: rouge_types names {', '.join(map(repr, twice))} twice: {types!r}")
+    return types
+
+
+def _system_groups(systems, n: int) -> dict[str, list[int]]:
+    """``{system: [example index, ...]}``, systems in sorted order (as a run's table)."""
+    systems = list(systems)
+    if len(systems) != n:
+        raise ValueError(f"compute: {len(systems)} systems for {n} predictions (one system name per prediction)")
+    groups: dict[str, list[int]] = {}
+    for i, s in enumerate(systems):
+        if isinstance(s, bool) or not isinstance(s, (str, int)):
+            raise ValueError(f"compute: systems[{i}] is not a system name (a text): {s!r:.60}")
+        groups.setdefault(str(s), []).append(i)
+    return {s: groups[s] for s in sorted(groups)}
+
+
+def _aggregate(scores: np.ndarray, types: list, confidence: float, n_boot: int, seed: int, settings: dict,
+               tokenizer_name: str, system: str | None = None) -> RougeResult:
+    agg: dict[str, AggregateScore] = {}
+    if n_boot > 0:
+        agg = bootstrap_aggregate({t: scores[:, i, :] for i, t in enumerate(types)}, seed, n_boot, confidence)
+    mean = {t: Score(*(_fsum_mean(scores[:, i, s]) for s in range(3))) for i, t in enumerate(types)}
+    return RougeResult(types, scores, mean, agg, confidence, n_boot, seed, settings, tokenizer_name, system)
+
+
 def compute(predictions, references, rouge_types=None, use_aggregator: bool = True, use_stemmer: bool = False,
-            tokenizer=None, *, profile: str = DEFAULT_PROFILE, language: str = "en", multi_ref: str | None = None,
-            alpha: float = 0.5, sentence_splitter: str | None = None, split_summaries: bool = False,
-            stemming: str = "none", cjk: str = "chars", confidence: float = 0.95, n_boot: int = 1000,
-            seed: int = DEFAULT_SEED, return_result: bool = False):
+            tokenizer=None, *, systems=None, profile: str = DEFAULT_PROFILE, language: str = "en",
+            multi_ref: str | None = None, alpha: float = 0.5, sentence_splitter: str | None = None,
+            split_summaries: bool = False, stemming: str = "none", cjk: str = "chars", confidence: float = 0.95,
+            n_boot: int = 1000, seed: int = DEFAULT_SEED, return_result: bool = False):
     """ROUGE of ``predictions`` against ``references``, with ``evaluate``'s rouge arguments.
 
-    ``rouge_types`` (default rouge1, rouge2, rougeL, rougeLsum; any :class:`RougeScorer` type),
-    ``use_stemmer``, ``tokenizer`` (a callable or an object with ``.tokenize``): as in evaluate.
+    ``rouge_types`` (default rouge1, rouge2, rougeL, rougeLsum; any :class:`RougeScorer` type; one
+    name as a text is that type), ``use_stemmer``, ``tokenizer`` (a callable or an object with
+    ``.tokenize``): as in evaluate.
     ``use_aggregator=True``: ``{type: F}``, the ``mid`` F of rouge-score's bootstrap with
     ``n_boot`` resamples at ``confidence``, seeded by ``seed`` (equal to evaluate's
     ``evaluate.load("rouge", seed=seed)``); ``False``: ``{type: [F per example]}``.
     ``profile``, ``language``, ``multi_ref``, ``alpha``, ``sentence_splitter``,
     ``stemming``, ``cjk``: the run configuration's ``scoring`` settings (:class:`RougeScorer`).
     ``return_result=True``: a :class:`RougeResult` instead of the dict.
+    ``systems``: one system name per prediction; each system is aggregated over its own examples
+    (its own bootstrap, same ``seed``) and the result is ``{system: what one system gives}``
+    (``{system: {type: F}}``, or ``{system: RougeResult}``), systems in sorted order;
+    ``use_aggregator=False`` still gives the per-example lists, in the order given.
     """
     predictions = list(predictions)
     references = list(references)
     if len(predictions) != len(references):
         raise ValueError(f"compute: {len(predictions)} predictions for {len(references)} references")
-    types = list(dict.fromkeys(DEFAULT_TYPES if rouge_types is None else rouge_types))
-    if isinstance(rouge_types, str):
-        types = [rouge_types]  # evaluate's rouge also takes one name
+    types = _type_names(rouge_types)
+    groups = None if systems is None else _system_groups(systems, len(predictions))
     if not 0 <= confidence <= 1:
         raise ValueError(f"confidence must be in [0, 1], got {confidence!r}")
     if isinstance(n_boot, bool) or not isinstance(n_boot, int) or n_boot < 0:
@@ -143,11 +189,11 @@ def compute(predictions, references, rouge_types=None, use_aggregator: bool = Tr
         return {t: scores[:, i, 2].tolist() for i, t in enumerate(types)}
     if not predictions:
         raise ValueError("compute: no predictions to aggregate")
-    agg: dict[str, AggregateScore] = {}
-    if n_boot > 0:
-        agg = bootstrap_aggregate({t: scores[:, i, :] for i, t in enumerate(types)}, seed, n_boot, confidence)
-    mean = {t: Score(*(_fsum_mean(scores[:, i, s]) for s in range(3))) for i, t in enumerate(types)}
-    result = RougeResult(types, scores, mean, agg, confidence, n_boot, seed, settings, scorer.tokenizer_name)
+    args = (types, confidence, n_boot, seed, settings, scorer.tokenizer_name)
+    if groups is not None:
+        results = {s: _aggregate(scores[idx], *args, system=s) for s, idx in groups.items()}
+        return results if return_result else {s: r.fmeasure() for s, r in results.items()}
+    result = _aggregate(scores, *args)
     if return_result:
         return result
     return result.fmeasure()

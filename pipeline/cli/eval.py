@@ -7,7 +7,8 @@
 
 As in sacrebleu: ``-r`` (repeatable) references, ``-i`` the system output (``-``: stdin),
 ``-f table|json|csv``.  A ``.jsonl``/``.json`` (optionally ``.gz``) or ``.parquet`` file is
-read by field name (``--candidate-field``, ``--references-field``, ``--id-field``); any other
+read by field name (``--candidate-field``, ``--references-field``, ``--id-field``,
+``--system-field``: records of several systems are scored per system); any other
 file has one text per line (``--newline-marker`` turns a marker such as ``<n>`` back into the
 sentence breaks rougeLsum uses).  The table shows the exact means of P, R and F and the F
 interval of rouge-score's bootstrap; JSON and CSV add its mid and the signature.
@@ -58,6 +59,8 @@ def add_parser(sub) -> None:
     e.add_argument("--references-field", default="references",
                    help="JSONL/Parquet: references field, a text or a list of texts (default references)")
     e.add_argument("--id-field", default="id", help="JSONL/Parquet: id field, printed with --per-example (default id; a record without one: its row number)")
+    e.add_argument("--system-field", default="system",
+                   help="JSONL/Parquet: system field; records of several systems are scored per system (default system)")
 
 
 # --------------------------------------------------------------------------- reading
@@ -133,32 +136,35 @@ def _ids(ids: list | None) -> list[str] | None:
     return [str(n) if i is None else str(i) for n, i in enumerate(ids)]
 
 
-def read_inputs(args) -> tuple[list[str], list, list[str] | None]:
-    """(candidates, references, ids) from the command's files."""
-    ids = None
+def read_inputs(args) -> tuple[list[str], list, list[str] | None, list[str] | None]:
+    """(candidates, references, ids, systems) from the command's files (ids, systems: None when
+    the input has no such field)."""
+    ids = systems = None
     kind = _kind(args.input)
     if kind == "lines":
         cands = _read_lines(args.input, args.newline_marker)
     else:
-        wanted = [args.candidate_field, args.id_field] + ([] if args.refs else [args.references_field])
+        wanted = list(dict.fromkeys([args.candidate_field, args.id_field, args.system_field,
+                                     *([] if args.refs else [args.references_field])]))
         recs = _read_records(args.input, wanted)
         if recs[args.candidate_field] is None:
             raise EvalError(f"no field {args.candidate_field!r} (--candidate-field): {args.input}: "
-                            "give the field holding the system output")
+                            "give the field holding the system output" + _field_hints(args))
         cands = _texts(recs[args.candidate_field], "the candidate", args.input)
         ids = recs[args.id_field]
+        systems = _systems(recs[args.system_field], args.input)
         if not args.refs:
             refs = recs[args.references_field]
             if refs is None:
                 raise EvalError(f"no field {args.references_field!r} (--references-field) and no -r file: "
-                                f"{args.input}: give the references")
+                                f"{args.input}: give the references" + _field_hints(args))
             for n, r in enumerate(refs):
                 if isinstance(r, str):
                     continue
                 if not isinstance(r, list) or not r or not all(isinstance(x, str) for x in r):
                     raise EvalError(f"references must be a text or a non-empty list of texts: {args.input} "
                                     f"record {n + 1}: {r!r:.60}")
-            return cands, refs, _ids(ids)
+            return cands, refs, _ids(ids), systems
     if not args.refs:
         raise EvalError(f"no references: {args.input}: pass -r FILE (or a JSONL/Parquet input with references)")
     columns = []
@@ -175,7 +181,85 @@ def read_inputs(args) -> tuple[list[str], list, list[str] | None]:
                             f"the files must have one text per example ({args.input})")
         columns.append(col)
     refs = columns[0] if len(columns) == 1 else [list(x) for x in zip(*columns)]
-    return cands, refs, _ids(ids)
+    return cands, refs, _ids(ids), systems
+
+
+# --------------------------------------------------------------------------- systems
+
+def _systems(values: list | None, path: str) -> list[str] | None:
+    """Each record's system (a record without one: ``""``, as in a run), or None when no record
+    has the field."""
+    if values is None:
+        return None
+    for n, v in enumerate(values):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (str, int))):
+            raise EvalError(f"the system is not a text: {path} record {n + 1}: {type(v).__name__}")
+    return ["" if v is None else str(v) for v in values]
+
+
+def _field_hints(args) -> str:
+    """``; did you mean --candidate-field X --references-field Y ...?``: every option a field of the
+    input's first records probably answers (a system field too), or ``""``."""
+    from pipeline.io.readers import first_fields, likely_field  # start-up: Arrow and fsspec, for a records input
+
+    fields = first_fields((args.input,), "auto", {})
+    options = [("candidate", "--candidate-field"), ("id", "--id-field"), ("system", "--system-field")]
+    if not args.refs:
+        options.insert(1, ("references", "--references-field"))
+    taken = {getattr(args, f"{key}_field") for key, _ in options} & set(fields)
+    hints = []
+    for key, option in options:
+        col = getattr(args, f"{key}_field")
+        if col in fields or (key == "system" and not col):
+            continue
+        guess = likely_field(col, key, [f for f in fields if f not in taken])
+        if guess:
+            hints.append(f"{option} {guess}")
+            taken.add(guess)
+    return f"; did you mean {' '.join(hints)}?" if hints else ""
+
+
+def _likely_system_field(args) -> str | None:
+    """A field of the input's first records that looks like a system name (``model``, ...)."""
+    from pipeline.io.readers import first_fields, likely_field  # start-up: Arrow and fsspec, for a records input
+
+    taken = {args.candidate_field, args.references_field, args.id_field, args.system_field}
+    return likely_field(args.system_field, "system", [f for f in first_fields((args.input,), "auto", {})
+                                                      if f not in taken])
+
+
+def check_systems(args, ids, systems) -> None:
+    """A records input is never pooled over systems without a word: each (system, id) once, and
+    a field that looks like a system name (with several values) is used by ``--system-field``
+    (or turned down by ``--system-field ''``).  Raises :class:`EvalError` otherwise."""
+    if _kind(args.input) == "lines":
+        return
+    guess = None
+    if systems is None and args.system_field:
+        guess = _likely_system_field(args)
+        if guess is not None:
+            values = sorted(set(map(str, _read_records(args.input, [guess])[guess] or [])))
+            if len(values) < 2:
+                guess = None   # one value: not several systems
+            else:
+                raise EvalError(f"the records hold {len(values)} systems in field {guess!r} "
+                                f"({', '.join(values[:3])}{', ...' if len(values) > 3 else ''}): {args.input}: "
+                                f"score each with --system-field {guess} (--system-field '' pools them)")
+    if ids is None:
+        return
+    first: dict = {}
+    repeats = []
+    for n, key in enumerate(zip(systems or [""] * len(ids), ids)):
+        if first.setdefault(key, n) != n:
+            repeats.append((first[key], n, key))
+    if repeats:
+        a, b, (system, rid) = repeats[0]
+        what = (f"{len(repeats)} repeated (system, id) pair(s) (id {rid!r} of system {system!r}" if systems
+                else f"{len(repeats)} repeated id(s) (id {rid!r}")
+        hint = ("each example once per system" if systems else
+                f"several systems? score each with --system-field {guess or 'FIELD'}")
+        raise EvalError(f"{what} on records {a + 1} and {b + 1}): {args.input}: {hint} "
+                        "(--id-field '' numbers the records instead)")
 
 
 # --------------------------------------------------------------------------- output
@@ -185,14 +269,23 @@ def _fmt(v) -> str:
 
 
 def format_table(result) -> str:
+    """The table of a :class:`RougeResult`, or of ``{system: RougeResult}`` (a system column first,
+    one row per system and type, as a run's table)."""
+    results = result if isinstance(result, dict) else {None: result}
+    result = next(iter(results.values()))
     pct = f"{result.confidence * 100:g}%"
     head = ["type", "n", "P", "R", "F", f"F {pct} CI"]
     lines = []
-    for t in result.rouge_types:
-        m = result.mean[t]
-        a = result.aggregate.get(t)
-        ci = f"[{_fmt(a.low.fmeasure)}, {_fmt(a.high.fmeasure)}]" if a else "-"
-        lines.append([t, str(result.n), _fmt(m.precision), _fmt(m.recall), _fmt(m.fmeasure), ci])
+    for system, res in results.items():
+        for t in res.rouge_types:
+            m = res.mean[t]
+            a = res.aggregate.get(t)
+            ci = f"[{_fmt(a.low.fmeasure)}, {_fmt(a.high.fmeasure)}]" if a else "-"
+            lines.append([t, str(res.n), _fmt(m.precision), _fmt(m.recall), _fmt(m.fmeasure), ci])
+            if system is not None:
+                lines[-1].insert(0, system or "(no system)")
+    if None not in results:
+        head.insert(0, "system")
     widths = [max(len(head[i]), *(len(ln[i]) for ln in lines)) for i in range(len(head))]
     out = ["  ".join(h.ljust(w) for h, w in zip(head, widths)), "  ".join("-" * w for w in widths)]
     out += ["  ".join(c.ljust(w) for c, w in zip(ln, widths)) for ln in lines]
@@ -200,24 +293,36 @@ def format_table(result) -> str:
     return "\n".join(out)
 
 
-def _per_example(scorer, cands, refs, ids, fmt: str, out, chunk: int = 10_000) -> None:
-    """Rows written as each chunk is scored (JSON lines or CSV)."""
+def _per_example(scorer, cands, refs, ids, fmt: str, out, chunk: int = 10_000, systems=None) -> None:
+    """Rows written as each chunk is scored (JSON lines or CSV; with ``systems``, each row's)."""
     names = [f"{t}_{s}" for t in scorer.rouge_types for s in STATS]
     writer = None
     if fmt == "csv":
         writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(["index", "id", *names])
+        writer.writerow(["index", "id", *(["system"] if systems else []), *names])
     for lo in range(0, len(cands), chunk):
         res = scorer.score_arrays(refs[lo:lo + chunk], cands[lo:lo + chunk])
         flat = res.scores.reshape(res.scores.shape[0], -1).tolist()
         for k, row in enumerate(flat):
             i = lo + k
             rid = ids[i] if ids is not None else str(i)
+            system = [systems[i]] if systems else []
             if writer is not None:
-                writer.writerow([i, rid, *(repr(v) for v in row)])
+                writer.writerow([i, rid, *system, *(repr(v) for v in row)])
             else:
-                out.write(json.dumps({"index": i, "id": rid, **dict(zip(names, row))}) + "\n")
+                out.write(json.dumps({"index": i, "id": rid, **dict(zip(["system"], system)), **dict(zip(names, row))})
+                          + "\n")
         out.flush()
+
+
+def _json(result) -> dict:
+    """A result's JSON; per system: the systems, and every system's rows (each with its ``system``)."""
+    if not isinstance(result, dict):
+        return result.to_dict()
+    results = list(result.values())
+    head = {k: v for k, v in results[0].to_dict().items() if k not in ("system", "n", "rows")}
+    return {"n": sum(r.n for r in results), "systems": {s: r.n for s, r in result.items()}, **head,
+            "rows": [row for r in results for row in r.rows()]}
 
 
 def run(args) -> int:
@@ -228,7 +333,11 @@ def run(args) -> int:
         if not 0 <= args.confidence <= 1 or args.n_boot < 0:
             raise EvalError("bad option: --confidence must be in [0, 1] and --n-boot >= 0")
         types = [t.strip() for t in args.rouge_types.split(",") if t.strip()]
-        cands, refs, ids = read_inputs(args)
+        twice = sorted({t for t in types if types.count(t) > 1})
+        if twice or not types:
+            raise EvalError(f"bad option: -t {args.rouge_types!r}: " + (f"names {', '.join(twice)} twice" if twice
+                                                                        else "give at least one rouge type"))
+        cands, refs, ids, systems = read_inputs(args)
         options = dict(profile=args.profile, language=args.language, multi_ref=args.multi_ref, alpha=args.alpha,
                        sentence_splitter=args.sentence_splitter)
         if not cands:
@@ -236,22 +345,25 @@ def run(args) -> int:
             return EXIT_NO_ROWS
         if args.per_example:
             scorer = RougeScorer(types, use_stemmer=args.use_stemmer, **options)
-            _per_example(scorer, cands, refs, ids, args.format, sys.stdout)
+            _per_example(scorer, cands, refs, ids, args.format, sys.stdout, systems=systems)
             return EXIT_OK
+        check_systems(args, ids, systems)
         result = compute(cands, refs, rouge_types=types, use_stemmer=args.use_stemmer, confidence=args.confidence,
-                         n_boot=args.n_boot, seed=args.seed, return_result=True, **options)
+                         n_boot=args.n_boot, seed=args.seed, return_result=True, systems=systems, **options)
     except (EvalError, ValueError) as e:
         print(f"rouge-pipeline: eval: {e}", file=sys.stderr)
         return EXIT_CONFIG
     if args.format == "json":
-        print(json.dumps(result.to_dict(), indent=2))
+        print(json.dumps(_json(result), indent=2))
     elif args.format == "csv":
+        results = list(result.values()) if isinstance(result, dict) else [result]
         w = csv.writer(sys.stdout, lineterminator="\n")
-        w.writerow(["type", "stat", "n", "mean", "low", "mid", "high", "signature"])
-        sig = result.signature
-        for r in result.rows():
-            w.writerow([r["type"], r["stat"], r["n"], *(("" if r[k] is None else repr(r[k]))
-                                                         for k in ("mean", "low", "mid", "high")), sig])
+        w.writerow([*(["system"] if systems is not None else []), "type", "stat", "n", "mean", "low", "mid", "high",
+                    "signature"])
+        sig = results[0].signature
+        for r in (r for res in results for r in res.rows()):
+            w.writerow([*([r["system"]] if systems is not None else []), r["type"], r["stat"], r["n"],
+                        *(("" if r[k] is None else repr(r[k])) for k in ("mean", "low", "mid", "high")), sig])
     else:
         print(format_table(result))
     return EXIT_OK

@@ -348,7 +348,8 @@ def format_summary(summary: dict) -> str:
             # the rate of what this run scored: a resumed run that found every task done has none
             + ("resumed, nothing to score" if summary.get("tasks_resumed") and not summary.get("rows_scored", 1)
                else f"{summary.get('pairs_per_s', 0):,.0f} pairs/s")
-            + (f", {summary['execution']}" if summary.get("execution") else ""))
+            + (f", {summary['execution']}" if summary.get("execution") else "")
+            + "".join(f"\nwarning: {w}" for w in summary.get("warnings", ())))
 
 
 def _score(args) -> int:

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pipeline import job, profiles
 from pipeline.errors import NoRowsError, RunFailedError, StrictModeError
 from pipeline.io.paths import compression_of
-from pipeline.io.readers import field_hints, listed_sizes
+from pipeline.io.readers import duplicate_warning, field_hints, listed_sizes
 from pipeline.io.readers import plan_units as plan_units_of
 from pipeline.execution import cluster, warmup
 from pipeline.execution.executors import DaskExecutor, SyncExecutor
@@ -176,6 +176,7 @@ def _run_held(r: _Run, ex, lease, inputs: dict, progress, stream) -> RunResult:
     outcome, bar = r.score(ex, lease, inputs, done, progress, stream)
     summary = r.summary(outcome, bar, ex)
     r.check_rows(outcome.final, summary)
+    r.warn(summary)
     files, parts = r.verify_parts(outcome)
     summary[outputs.PARTS_KEY] = parts   # what a reader holds the folder to (runfolder.whole)
     r.check_inputs(inputs)
@@ -307,6 +308,14 @@ class _Run:
             "rows_scored": bar.scored_rows,       # by this run (not the resumed tasks')
             "pairs_per_s": round(bar.rate(), 1),  # the bar's rate counts from the units' listing too
         }
+
+    def warn(self, summary: dict) -> None:
+        """A quarantine made mostly of repeated ids says so, in the summary and on stderr: the
+        input's system field is probably unmapped (several systems read as one)."""
+        warning = duplicate_warning(self.spec, summary["rows"], summary["quarantined_by_reason"])
+        if warning:
+            summary["warnings"] = [warning]
+            self.log(f"warning: {warning}")
 
     def write_summary(self, summary: dict) -> None:
         self.retry("writing _summary.json", outputs.write_summary, self.run_url, summary, self.so)

@@ -35,9 +35,10 @@ Args:
     use_aggregator: True: the bootstrap mid F-measure per type; False: per-example F lists.
     use_stemmer: Porter stemming (rouge-score's).
     tokenizer: a callable (text -> tokens); makes use_stemmer a no-op.
+    systems: a system name per prediction: each system is aggregated on its own examples.
     Any other keyword: pipeline.compute's (profile, language, multi_ref, alpha, confidence, n_boot).
 Returns:
-    {type: F} with the aggregator, {type: [F, ...]} without.
+    {type: F} with the aggregator ({system: {type: F}} with systems), {type: [F, ...]} without.
 """
 
 

@@ -200,10 +200,13 @@ _COLUMN_SYNONYMS = {
                   "summary", "generation", "system_output"),
     "references": ("references", "reference", "refs", "ref", "target", "targets", "gold", "highlights",
                    "summary", "summaries", "label", "abstract"),
+    # optional: suggested only from these names (difflib would take "system_output" for it)
+    "system": ("system", "model", "model_name", "model_id", "system_name", "system_id", "sys", "method",
+               "engine", "generator", "checkpoint", "run", "run_name"),
 }
 
 
-def _first_fields(urls: tuple[str, ...], declared: str, so: dict, n_records: int = 5) -> list[str]:
+def first_fields(urls: tuple[str, ...], declared: str, so: dict, n_records: int = 5) -> list[str]:
     """The fields of the first records of the first non-empty file among ``urls`` (best effort)."""
     try:
         files = expand(urls, so)
@@ -233,11 +236,22 @@ def _first_fields(urls: tuple[str, ...], declared: str, so: dict, n_records: int
     return []
 
 
-def _did_you_mean(col: str, key: str, fields: list[str]) -> str | None:
-    close = difflib.get_close_matches(col, fields, n=1, cutoff=0.6)
+def likely_field(col: str, key: str, fields: list[str]) -> str | None:
+    """The field among ``fields`` that probably holds ``key`` (named ``col`` by the mapping):
+    difflib's closest, then a name common in other datasets; for ``system``, only the latter."""
+    close = [] if key == "system" else difflib.get_close_matches(col, fields, n=1, cutoff=0.6)
     if not close:
         close = [f for f in fields if f.lower() in _COLUMN_SYNONYMS.get(key.replace("reference_id", "id"), ())]
     return close[0] if close else None
+
+
+def _system_hint(spec: InputSpec, fields: list[str], taken: set) -> str | None:
+    """``input.columns.system=FIELD`` when the records have a field that looks like a system name
+    and the mapping names none of theirs."""
+    if spec.col("system") in fields:
+        return None
+    guess = likely_field(spec.col("system"), "system", [f for f in fields if f not in taken])
+    return None if guess is None else f"input.columns.system={guess}"
 
 
 def field_hints(spec: InputSpec | dict) -> list[str]:
@@ -252,18 +266,53 @@ def field_hints(spec: InputSpec | dict) -> list[str]:
                  ("input.references", spec.references, spec.reference_format, ("reference_id", "references"))]
     else:
         return []
-    out = []
+    out, sets = [], []
     for name, urls, declared, keys in sides:
-        fields = _first_fields(urls, declared, spec.storage_options)
+        fields = first_fields(urls, declared, spec.storage_options)
         if not fields:
             continue
         shown = ", ".join(fields[:12]) + (", …" if len(fields) > 12 else "")
         out.append(f"fields in the first records of {name}: {shown}")
+        taken = {spec.col(k) for k in keys}
         for key in keys:
             col = spec.col(key)
             if col in fields:
                 continue
-            guess = _did_you_mean(col, key, [f for f in fields if f != col])
+            guess = likely_field(col, key, [f for f in fields if f != col])
             out.append(f"no field {col!r} for {key}" + (f"; did you mean --set input.columns.{key}={guess}?"
                                                           if guess else ""))
+            if guess:
+                sets.append(f"input.columns.{key}={guess}")
+                taken.add(guess)
+        system = _system_hint(spec, fields, taken) if "candidate" in keys else None
+        if system:
+            out.append(f"the records may hold several systems: did you mean --set {system}?")
+            sets.append(system)
+    if len(sets) > 1:
+        out.append("all together: " + " ".join(f"--set {x}" for x in sets))
     return out
+
+
+def duplicate_warning(spec: InputSpec | dict, rows: int, reasons: dict) -> str | None:
+    """For a run whose quarantine is mostly ``duplicate id`` rows: how many, and that a system
+    field is probably unmapped (with the ``--set`` naming it, when the records have a likely one).
+    None otherwise."""
+    dups = reasons.get("duplicate id", 0)
+    if not dups or 2 * dups <= sum(reasons.values()):
+        return None
+    spec = InputSpec.from_config(spec)
+    head = (f"{dups} of {rows + sum(reasons.values())} records were quarantined as a repeated (system, id): "
+            "their scores are in no statistic")
+    if spec.layout not in ("records", "paired"):
+        return head
+    urls = spec.paths if spec.layout == "records" else spec.candidates
+    fields = first_fields(urls, spec.format, spec.storage_options)
+    if spec.col("system") in fields:
+        return head + f"; each (system, id) must be unique (system field {spec.col('system')!r})"
+    taken = {spec.col(k) for k in ("id", "candidate", "references")}
+    system = _system_hint(spec, fields, taken)
+    if system:
+        return head + f"; a system field is probably unmapped: did you mean --set {system}?"
+    shown = f" (fields: {', '.join(fields[:12])})" if fields else ""
+    return head + f"; if the input holds several systems, a system field is probably unmapped: " \
+                  f"--set input.columns.system=FIELD{shown}"

@@ -104,3 +104,32 @@ def test_resumed_run_reports_what_it_did_and_huge_n_boot_is_refused_up_front(tmp
     assert huge.returncode == 2
     assert "stats.n_boot" in huge.stderr and "20,000" in huge.stderr and "Traceback" not in huge.stderr
     assert not (tmp_path / "huge").exists()
+
+
+def test_following_the_hint_of_a_two_model_file_ends_at_the_system_field(tmp_path):
+    """The issue's file (doc_id, model, prediction, target; two models over the same documents):
+    the first run's hint names every mapping, system=model included; a run that maps all but the
+    system says so on stderr, in the printed summary and in _summary.json; with it, both models."""
+    rows = [{"doc_id": f"d{i}", "model": m, "prediction": f"the cat {i} sat", "target": f"the cat {i} sat down"}
+            for m in ("a", "b") for i in range(20)]
+    path = tmp_path / "two.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    first = cli("score", str(path), "-o", str(tmp_path / "r0"), "--sync", "--no-progress")
+    assert first.returncode == 5
+    assert first.stderr.rstrip().endswith("all together: --set input.columns.id=doc_id --set input.columns."
+                                          "candidate=prediction --set input.columns.references=target "
+                                          "--set input.columns.system=model")
+    mapped = ["--set", "input.columns.id=doc_id", "--set", "input.columns.candidate=prediction",
+              "--set", "input.columns.references=target"]
+    half = cli("score", str(path), "-o", str(tmp_path / "r1"), "--sync", "--no-progress", *mapped)
+    assert half.returncode == 0, half.stderr
+    words = ("20 of 40 records were quarantined as a repeated (system, id): their scores are in no statistic; "
+             "a system field is probably unmapped: did you mean --set input.columns.system=model?")
+    assert f"warning: {words}" in half.stderr and f"warning: {words}" in half.stdout
+    assert json.loads((tmp_path / "r1" / "_summary.json").read_text())["warnings"] == [words]
+    whole = cli("score", str(path), "-o", str(tmp_path / "r2"), "--sync", "--no-progress", *mapped,
+                "--set", "input.columns.system=model")
+    assert whole.returncode == 0, whole.stderr
+    assert "warning" not in whole.stderr + whole.stdout
+    summary = json.loads((tmp_path / "r2" / "_summary.json").read_text())
+    assert summary["rows"] == 40 and summary["systems"] == ["a", "b"] and "warnings" not in summary

@@ -187,12 +187,16 @@ from pipeline.hf import METRIC_PATH
 m = evaluate.load(METRIC_PATH, seed=42)
 p, r = {preds!r}, {refs!r}
 print(json.dumps([m.compute(predictions=p, references=r),
-                  m.compute(predictions=p, references=[x[0] for x in r], use_aggregator=False, use_stemmer=True)]))
+                  m.compute(predictions=p, references=[x[0] for x in r], use_aggregator=False, use_stemmer=True),
+                  m.compute(predictions=p, references=r, systems=["y", "x"])]))
 """
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", HF_HOME=str(tmp_path / "hf"),
                HF_EVALUATE_OFFLINE="1")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
     assert out.returncode == 0, out.stderr[-3000:]
-    agg, per = json.loads(out.stdout.strip().splitlines()[-1])
+    agg, per, systems = json.loads(out.stdout.strip().splitlines()[-1])
     assert agg == evaluate_rouge(preds, refs, seed=42)
+    # systems= reaches compute through evaluate's keyword arguments: each system on its own example
+    assert systems == {"x": evaluate_rouge(preds[1:], refs[1:], seed=42),
+                       "y": evaluate_rouge(preds[:1], refs[:1], seed=42)}
     assert per == evaluate_rouge(preds, [x[0] for x in refs], use_aggregator=False, use_stemmer=True)

@@ -56,6 +56,7 @@ def test_unknown_keys(tmp_path, d, match):
 @pytest.mark.parametrize("override,match", [
     ("scoring.rouge_types=[rouge1, rougeX]", r"scoring.rouge_types: Invalid rouge type: rougeX"),
     ("scoring.rouge_types=[]", r"scoring.rouge_types"),
+    ("scoring.rouge_types=[rouge1, rougeL, rouge1]", r"scoring.rouge_types: duplicate type"),
     ("scoring.use_stemmer=maybe", r"scoring.use_stemmer: expected true or false"),
     ("scoring.tokenizer=nltk", r"scoring.tokenizer"),
     ("stats.seed=-1", r"stats.seed: must be >= 0"),
@@ -77,6 +78,11 @@ def test_unknown_keys(tmp_path, d, match):
 def test_validation_names_the_field(tmp_path, override, match):
     with pytest.raises(ConfigError, match=match):
         load_config(write(tmp_path, BASE), [override])
+
+
+def test_one_rouge_type_as_a_text_is_that_type(tmp_path):
+    """Never its characters ("r", "o", ...)."""
+    assert load_config(write(tmp_path, BASE), ["scoring.rouge_types=rougeLsum"]).scoring.rouge_types == ("rougeLsum",)
 
 
 def test_overrides(tmp_path):
