@@ -375,6 +375,8 @@ def _score(args) -> int:
         overrides.append(f"execution.n_workers={args.workers}")
     if args.overwrite:
         overrides.append("output.overwrite=true")
+    if redaction.active() is not None:   # a storage option's raw --set value, even one that fails to parse
+        redaction.active().add(o.partition("=")[2] for o in args.overrides if "storage_options" in o.partition("=")[0])
     try:
         cfg = load_config(args.config, overrides)
     except OSError as e:  # the config file itself
