@@ -160,3 +160,13 @@ class RunFolderBusyError(PipelineError, RuntimeError):
 
     status = EXIT_BUSY
     label = ""
+
+
+class ColumnError(PipelineError, KeyError):
+    """A column a run's scores do not hold (``read_run(run, columns=...)``); the message names the
+    run and the columns it has.  A ``KeyError``, as pandas raises for a missing column."""
+
+    status = EXIT_CONFIG
+
+    def __str__(self) -> str:   # KeyError's own str() is the repr of its argument
+        return str(self.args[0]) if self.args else ""

@@ -10,7 +10,8 @@ As in sacrebleu: ``-r`` (repeatable) references, ``-i`` the system output (``-``
 read by field name (``--candidate-field``, ``--references-field``, ``--id-field``); any other
 file has one text per line (``--newline-marker`` turns a marker such as ``<n>`` back into the
 sentence breaks rougeLsum uses).  The table shows the exact means of P, R and F and the F
-interval of rouge-score's bootstrap; JSON and CSV add its mid and the signature.
+interval of rouge-score's bootstrap; JSON and CSV give the statistics rows a run's ``stats.json``
+has (``pipeline.stats.rows``: its ``ci_mid`` is the bootstrap's mid) and the signature.
 
 Start-up: NumPy, Arrow and fsspec are imported inside the functions that use them, so importing
 this module (``rouge-pipeline`` does, for every command) loads none of them.
@@ -247,11 +248,10 @@ def run(args) -> int:
         print(json.dumps(result.to_dict(), indent=2))
     elif args.format == "csv":
         w = csv.writer(sys.stdout, lineterminator="\n")
-        w.writerow(["type", "stat", "n", "mean", "low", "mid", "high", "signature"])
-        sig = result.signature
-        for r in result.rows():
-            w.writerow([r["type"], r["stat"], r["n"], *(("" if r[k] is None else repr(r[k]))
-                                                         for k in ("mean", "low", "mid", "high")), sig])
+        rows, sig = result.rows(), result.signature   # the statistics rows' one shape (pipeline.stats.rows)
+        w.writerow([*rows[0], "signature"] if rows else ["signature"])
+        for r in rows:
+            w.writerow([*("" if v is None else repr(v) if isinstance(v, float) else v for v in r.values()), sig])
     else:
         print(format_table(result))
     return EXIT_OK
