@@ -393,7 +393,7 @@ def _score(args) -> int:
     from pipeline.execution.driver import run_config  # start-up: the driver loads Dask
 
     # failures are mapped to their exit status and one line by main()
-    result = run_config(cfg, progress=not args.no_progress)
+    result = run_config(cfg, progress=not args.no_progress, debug=_CONTEXT.get("debug", False))
     if args.json:  # the summary and the statistics rows (show --json's "rows"), in one document
         print(json.dumps({**result.summary, "statistics": result.rows}, indent=2, sort_keys=True))
         return EXIT_OK
@@ -466,7 +466,7 @@ def failure(e: BaseException, command: str = "score") -> tuple[int, str]:
         if e.filename is not None and e.strerror:
             return EXIT_CONFIG, f"{_os_what(e)}: {str(e.filename).removeprefix('file://')}: {e.strerror}"
         return EXIT_CONFIG, f"error: {e}"   # fsspec's own messages name the path
-    if isinstance(e, ValueError):
+    if isinstance(e, (ValueError, ImportError)):   # ImportError: a storage package not installed
         return EXIT_CONFIG, f"error: {e}"   # input and settings errors name the file, line or field
     unexpected = EXIT_CONFIG if command in ("compare", "nightly") else EXIT_FAILED  # their 1 means "moved"
     return unexpected, f"unexpected error: {type(e).__name__}: {e} (rerun with --debug for the traceback)"
