@@ -31,6 +31,7 @@ from pipeline.scoring.types import DEFAULT_TYPES, STATS
 from pipeline.settings import ScoringSettings
 from pipeline.signature import Signature
 from pipeline.stats.keys import DEFAULT_SEED
+from pipeline.stats.rows import QUANTILE_KEYS, ROW_KEYS
 from pipeline.stats.rouge_score_bootstrap import AggregateScore, bootstrap_aggregate
 from pipeline.text.sentences import resolve_splitter_name
 
@@ -86,20 +87,28 @@ class RougeResult:
                 for e in range(self.n)]
 
     def rows(self) -> list[dict]:
-        """One row per (type, stat): ``type, stat, n, mean, low, mid, high`` (``system`` first, for a
-        result of ``compute(systems=...)``)."""
+        """One row per (type, stat), in the statistics rows' one shape (:data:`pipeline.stats.rows.ROW_KEYS`,
+        a run's too): exact mean, std, min, max and quantiles (``quantile_error`` 0.0), rouge-score's
+        bootstrap low/mid/high as ``ci_low``/``ci_mid``/``ci_high``."""
         out = []
-        first = {} if self.system is None else {"system": self.system}
-        for t in self.rouge_types:
+        for j, t in enumerate(self.rouge_types):
+            a = self.aggregate.get(t)
             for k, stat in enumerate(STATS):
-                a = self.aggregate.get(t)
-                out.append({**first, "type": t, "stat": stat, "n": self.n, "mean": self.mean[t][k],
-                            "low": float(a.low[k]) if a else None, "mid": float(a.mid[k]) if a else None,
-                            "high": float(a.high[k]) if a else None})
+                x = self.scores[:, j, k]
+                row = {"system": self.system or "", "type": t, "stat": stat, "count": self.n, "mean": self.mean[t][k],
+                       "std": float(np.std(x, ddof=1)) if self.n > 1 else None,
+                       "min": float(x.min()) if self.n else None, "max": float(x.max()) if self.n else None,
+                       **{key: float(np.quantile(x, q)) if self.n else None for key, q in QUANTILE_KEYS},
+                       "quantile_error": 0.0,
+                       "ci_low": float(a.low[k]) if a else None, "ci_mid": float(a.mid[k]) if a else None,
+                       "ci_high": float(a.high[k]) if a else None, "confidence": self.confidence,
+                       "ci_method": "rouge-score-bootstrap", "n_boot": self.n_boot, "boot_buckets": None,
+                       "seed": self.seed}
+                out.append({key: row[key] for key in ROW_KEYS})
         return out
 
     def to_dict(self) -> dict:
-        """JSON-ready: the rows, the confidence, the bootstrap settings and the signature."""
+        """JSON-ready: the rows (:meth:`rows`), the confidence, the bootstrap settings and the signature."""
         first = {} if self.system is None else {"system": self.system}
         return {**first, "n": self.n, "confidence": self.confidence, "n_boot": self.n_boot, "seed": self.seed,
                 "signature": self.signature, "rows": self.rows()}

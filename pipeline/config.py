@@ -47,7 +47,8 @@ strict: false                         # true: any quarantined record fails the r
 storage_options: {}                   # fsspec options for input and output (input.storage_options wins)
 ```
 
-Only ``yaml.safe_load`` is used.  Every unknown key (at any depth) is an error naming the
+YAML is read safely, with the YAML 1.2 core schema (``pipeline.yaml12``: ``language: no`` is
+Norwegian, not ``False``).  Every unknown key (at any depth) is an error naming the
 dotted key and the closest allowed key.  ``to_dict()`` (the default) records storage-option keys
 and only the values of a few known-harmless options; URLs lose their userinfo and query values
 (``pipeline.redaction``).
@@ -63,7 +64,7 @@ from typing import Any
 
 import yaml
 
-from pipeline import __version__, profiles
+from pipeline import __version__, profiles, yaml12
 from pipeline.checks import ConfigError, check_bool, check_choice, check_int, check_str, type_name
 from pipeline.io.paths import check_keys, check_scheme
 from pipeline.io.input_spec import InputSpec
@@ -290,18 +291,28 @@ class RunConfig:
 
 
 # --------------------------------------------------------------------------- loading
+def _override_name(item: str) -> str:
+    """An override as its messages name it: the key only, never the value (a credential in
+    ``storage_options``, a URL's password)."""
+    return f"--set {item.partition('=')[0].strip()}=..."
+
+
 def parse_override(item: str) -> tuple[list[str], Any]:
     """``"scoring.use_stemmer=true"`` -> ``(["scoring", "use_stemmer"], True)`` (value parsed as YAML)."""
     if not isinstance(item, str) or "=" not in item:
-        raise ConfigError(f"override {item!r}: expected dotted.key=value")
+        raise ConfigError("an override without '=': expected dotted.key=value (the value is not shown)")
     key, _, raw = item.partition("=")
     parts = [p.strip() for p in key.strip().split(".")]
     if not all(parts):
-        raise ConfigError(f"override {item!r}: empty key")
+        raise ConfigError(f"{_override_name(item)}: empty key")
     try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
+        value = yaml12.load(raw) if raw.strip() else ""
     except yaml.YAMLError as e:
-        raise ConfigError(f"override {item!r}: value is not valid YAML ({e})") from None
+        mark = getattr(e, "problem_mark", None)
+        where = f" at column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(e, "problem", None) or type(e).__name__
+        raise ConfigError(f"{_override_name(item)}: the value is not valid YAML ({problem}{where}; "
+                          "the value is not shown)") from None
     return parts, value
 
 
@@ -315,7 +326,7 @@ def apply_overrides(d: dict, overrides: list[str] | None) -> dict:
             if nxt is None:
                 nxt = node[p] = {}
             elif not isinstance(nxt, dict):
-                raise ConfigError(f"override {item!r}: {'.'.join(parts[:i + 1])} is not a section")
+                raise ConfigError(f"{_override_name(item)}: {'.'.join(parts[:i + 1])} is not a section")
             node = nxt
         node[parts[-1]] = value
     return d
@@ -344,7 +355,7 @@ def resolve_paths(d: dict, folder: str) -> dict:
 
 
 def load_config(path: str | os.PathLike | None, overrides: list[str] | None = None) -> RunConfig:
-    """Read ``path`` (YAML, ``safe_load`` only; ``None``: overrides only), apply overrides, validate.
+    """Read ``path`` (YAML, safe, 1.2 core schema; ``None``: overrides only), apply overrides, validate.
 
     Relative paths in the file (:data:`PATH_KEYS`) are resolved from the file's folder, so a
     config works from any current directory; paths in ``overrides`` (``--set``, ``--output``)
@@ -353,7 +364,7 @@ def load_config(path: str | os.PathLike | None, overrides: list[str] | None = No
     if path is not None:
         with open(path, encoding="utf-8") as f:
             try:
-                d = yaml.safe_load(f)
+                d = yaml12.load(f)
             except yaml.YAMLError as e:
                 raise ConfigError(f"{path}: not valid YAML ({e})") from None
         if d is None:

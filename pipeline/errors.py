@@ -28,6 +28,40 @@ EXIT_TIMEOUT = 124        # nightly: the scoring ran past timeout_minutes (as GN
 EXIT_INTERRUPTED = 130
 EXIT_PIPE_CLOSED = 141    # 128 + SIGPIPE: the reader (e.g. `head`) closed our output early
 
+# Each command's exit statuses and what they mean: the one table every ``--help`` ends with
+# (:func:`status_epilog`) and docs/errors.md lists (tests/repo/test_cli_help.py holds both to it).
+COMMAND_STATUSES = {
+    "score": ((EXIT_OK, "ok"), (EXIT_FAILED, "the run failed (rerun the same command to resume)"),
+              (EXIT_CONFIG, "configuration or usage error"), (EXIT_STRICT, "strict mode and quarantined records"),
+              (EXIT_RUN_FOLDER, "run-folder conflict"), (EXIT_NO_ROWS, "no row scored"),
+              (EXIT_BUSY, "the run folder is held by another run"), (EXIT_INTERRUPTED, "interrupted")),
+    "eval": ((EXIT_OK, "ok"), (EXIT_FAILED, "unexpected error"), (EXIT_CONFIG, "usage or input error"),
+             (EXIT_NO_ROWS, "no example"), (EXIT_INTERRUPTED, "interrupted")),
+    "show": ((EXIT_OK, "ok"), (EXIT_FAILED, "the run did not finish (no _SUCCESS)"),
+             (EXIT_CONFIG, "usage error or unreadable run"), (EXIT_RUN_FOLDER, "the run is not whole"),
+             (EXIT_INTERRUPTED, "interrupted")),
+    "compare": ((EXIT_OK, "no change"), (EXIT_MOVED, "moved"), (EXIT_CONFIG, "error"),
+                (EXIT_NOT_COMPARABLE, "not comparable"), (EXIT_INCONCLUSIVE, "inconclusive"),
+                (EXIT_INTERRUPTED, "interrupted")),
+    "accept": ((EXIT_OK, "accepted"), (EXIT_FAILED, "unexpected error"), (EXIT_CONFIG, "no --reason, or a run that cannot be read"),
+               (EXIT_INTERRUPTED, "interrupted")),
+    "report": ((EXIT_OK, "written"), (EXIT_FAILED, "unexpected error"), (EXIT_CONFIG, "a run that cannot be read, or the file cannot be written"),
+               (EXIT_INTERRUPTED, "interrupted")),
+    "nightly": ((EXIT_OK, "no change"), (EXIT_MOVED, "moved"), (EXIT_CONFIG, "job-file or usage error, or compare failed"),
+                (EXIT_NOT_COMPARABLE, "not comparable"), (EXIT_INCONCLUSIVE, "inconclusive"),
+                (EXIT_SCORING_FAILED, "the scoring failed"), (EXIT_TIMEOUT, "timed out"),
+                (EXIT_INTERRUPTED, "interrupted")),
+}
+
+
+def status_epilog(command: str | None = None) -> str:
+    """The exit statuses of ``command`` as one paragraph (a ``--help``'s epilog); ``None``: the
+    program's own help, which points to each command's."""
+    if command is None:
+        return ("exit status: each command's --help lists its own (0 ok, 2 usage error, 130 interrupted "
+                "for every command); docs/errors.md")
+    return "exit status: " + "; ".join(f"{s} {what}" for s, what in COMMAND_STATUSES[command]) + " (docs/errors.md)"
+
 
 class PipelineError(Exception):
     """An error a command ends with: it exits ``status`` and prints
@@ -126,3 +160,13 @@ class RunFolderBusyError(PipelineError, RuntimeError):
 
     status = EXIT_BUSY
     label = ""
+
+
+class ColumnError(PipelineError, KeyError):
+    """A column a run's scores do not hold (``read_run(run, columns=...)``); the message names the
+    run and the columns it has.  A ``KeyError``, as pandas raises for a missing column."""
+
+    status = EXIT_CONFIG
+
+    def __str__(self) -> str:   # KeyError's own str() is the repr of its argument
+        return str(self.args[0]) if self.args else ""

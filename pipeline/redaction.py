@@ -34,9 +34,10 @@ SAFE_OPTIONS = frozenset({
 _URL_OPTIONS = ("endpoint_url",)
 
 _SCHEME = r"[A-Za-z][A-Za-z0-9+.-]*://"
-# Any userinfo: user:password@, but also a token alone (https://TOKEN@host, s3://KEY@bucket)
-_USERINFO_AT_START = re.compile(rf"^({_SCHEME})([^/@?#\s]+)@")
-_USERINFO_IN_TEXT = re.compile(rf"({_SCHEME})([^/@?#\s'\"]+)@")
+# Any userinfo: user:password@, but also a token alone (https://TOKEN@host, s3://KEY@bucket); up to
+# the authority's last "@", as URL parsers (urllib, fsspec) split it: a password may hold an "@"
+_USERINFO_AT_START = re.compile(rf"^({_SCHEME})([^/?#\s]+)@")
+_USERINFO_IN_TEXT = re.compile(rf"({_SCHEME})([^/?#\s'\"]+)@")
 # Azure URLs name the container there (abfs://container@account.dfs.core.windows.net): no secret
 _CONTAINER_AT = frozenset({"abfs://", "abfss://", "az://", "adl://", "wasb://", "wasbs://"})
 _QUERY_VALUE = re.compile(r"([?&][A-Za-z0-9_.\-]+=)[^&#\s'\"]*")
@@ -190,6 +191,16 @@ def _url_secrets(url: Any) -> list[str]:
     return found
 
 
+def _escaped(s: str, depth: int = 2) -> set[str]:
+    """``s`` and its forms inside a JSON string or a ``repr()``, nested up to ``depth`` times."""
+    forms, last = {s}, {s}
+    for _ in range(depth):
+        last = {f for v in last for f in (json.dumps(v)[1:-1], repr(v)[1:-1],
+                                          json.dumps(v, ensure_ascii=False)[1:-1])} - forms
+        forms |= last
+    return forms
+
+
 class Redactor:
     """Masks known secret values and credential-shaped substrings in text."""
 
@@ -202,8 +213,9 @@ class Redactor:
         for s in secrets:
             if not isinstance(s, str) or len(s) < _MIN_SECRET:
                 continue
-            # as written, and as JSON or repr() would escape it inside a message
-            variants.update({s, json.dumps(s)[1:-1], repr(s)[1:-1]})
+            # as written, and as JSON or repr() would escape it inside a message, once or twice
+            # (a JSON message quoting a repr, a repr of a JSON document)
+            variants.update(_escaped(s))
         self.secrets = sorted((v for v in variants if len(v) >= _MIN_SECRET), key=len, reverse=True)
         return self
 

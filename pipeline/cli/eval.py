@@ -11,7 +11,8 @@ read by field name (``--candidate-field``, ``--references-field``, ``--id-field`
 ``--system-field``: records of several systems are scored per system); any other
 file has one text per line (``--newline-marker`` turns a marker such as ``<n>`` back into the
 sentence breaks rougeLsum uses).  The table shows the exact means of P, R and F and the F
-interval of rouge-score's bootstrap; JSON and CSV add its mid and the signature.
+interval of rouge-score's bootstrap; JSON and CSV give the statistics rows a run's ``stats.json``
+has (``pipeline.stats.rows``: its ``ci_mid`` is the bootstrap's mid) and the signature.
 
 Start-up: NumPy, Arrow and fsspec are imported inside the functions that use them, so importing
 this module (``rouge-pipeline`` does, for every command) loads none of them.
@@ -358,12 +359,10 @@ def run(args) -> int:
     elif args.format == "csv":
         results = list(result.values()) if isinstance(result, dict) else [result]
         w = csv.writer(sys.stdout, lineterminator="\n")
-        w.writerow([*(["system"] if systems is not None else []), "type", "stat", "n", "mean", "low", "mid", "high",
-                    "signature"])
-        sig = results[0].signature
-        for r in (r for res in results for r in res.rows()):
-            w.writerow([*([r["system"]] if systems is not None else []), r["type"], r["stat"], r["n"],
-                        *(("" if r[k] is None else repr(r[k])) for k in ("mean", "low", "mid", "high")), sig])
+        rows, sig = [r for res in results for r in res.rows()], results[0].signature   # the rows' one shape
+        w.writerow([*rows[0], "signature"] if rows else ["signature"])
+        for r in rows:
+            w.writerow([*("" if v is None else repr(v) if isinstance(v, float) else v for v in r.values()), sig])
     else:
         print(format_table(result))
     return EXIT_OK

@@ -32,7 +32,7 @@ from pipeline.cli import eval as quick
 from pipeline.cli import nightly
 from pipeline.errors import (EXIT_BUSY, EXIT_CONFIG, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NO_ROWS,  # noqa: F401
                             EXIT_NOT_COMPARABLE, EXIT_OK, EXIT_PIPE_CLOSED, EXIT_RUN_FOLDER, EXIT_STRICT,
-                            CompareError, ConfigError, PipelineError, StrictModeError)
+                            CompareError, ConfigError, PipelineError, StrictModeError, status_epilog)
 from pipeline.gate import DEFAULT_MIN_EFFECT
 from pipeline.gate.format import system_label
 from pipeline.redaction import masked_std
@@ -43,7 +43,8 @@ DEBUG_ENV = "ROUGE_PIPELINE_DEBUG"
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="rouge-pipeline", description="Exact, fast ROUGE over sharded corpora.")
+    p = argparse.ArgumentParser(prog="rouge-pipeline", description="Exact, fast ROUGE over sharded corpora.",
+                                epilog=status_epilog())
     p.add_argument("--version", action="version", version=f"rouge-pipeline {__version__}")
     p.add_argument("--debug", action="store_true",
                    help=f"print the traceback of a failure too (or set {DEBUG_ENV}=1)")
@@ -75,6 +76,8 @@ def _parser() -> argparse.ArgumentParser:
     sh.add_argument("--json", action="store_true", help="print the statistics rows as JSON")
     _add_compare_parsers(sub)
     nightly.add_parser(sub)
+    for name, command in sub.choices.items():   # every --help ends with its exit statuses (pipeline.errors)
+        command.epilog = status_epilog(name)
     return p
 
 
@@ -122,12 +125,14 @@ def _add_compare_parsers(sub) -> None:
                    help="system vs system: the baseline and the systems to test against it, paired by document")
     c.add_argument("--doc-key", metavar="REGEX", help="--systems: the document of an id, the regex's first group; "
                    "{system} stands for the system's name, e.g. '(.*):{system}$' (default: the id itself)")
-    c.add_argument("--confidence", type=float, default=0.95)
-    c.add_argument("--n-boot", type=int, default=1000)
+    c.add_argument("--confidence", type=float, default=0.95,
+                   help="confidence level of the paired-bootstrap intervals, in (0, 1) (default 0.95)")
+    c.add_argument("--n-boot", type=int, default=1000, help="paired-bootstrap resamples (default 1000)")
     c.add_argument("--n-perm", type=int, default=None,
                    help="permutations / approximate-randomization trials (default 2000; --systems 10000)")
-    c.add_argument("--seed", type=int, default=DEFAULT_SEED)
-    c.add_argument("--top", type=int, default=10, help="examples that moved most to list")
+    c.add_argument("--seed", type=int, default=DEFAULT_SEED,
+                   help=f"seed of the bootstrap and the permutations (default {DEFAULT_SEED})")
+    c.add_argument("--top", type=int, default=10, help="examples that moved most to list (default 10)")
     c.add_argument("--all-stats", action="store_true", help="print (and with --systems test) P and R too")
     c.add_argument("--json", action="store_true", help="print the comparison as JSON")
     c.add_argument("--html", metavar="FILE", help="also write a single-file HTML report")
@@ -375,6 +380,8 @@ def _score(args) -> int:
         overrides.append(f"execution.n_workers={args.workers}")
     if args.overwrite:
         overrides.append("output.overwrite=true")
+    if redaction.active() is not None:   # a storage option's raw --set value, even one that fails to parse
+        redaction.active().add(o.partition("=")[2] for o in args.overrides if "storage_options" in o.partition("=")[0])
     try:
         cfg = load_config(args.config, overrides)
     except OSError as e:  # the config file itself
@@ -391,7 +398,7 @@ def _score(args) -> int:
     from pipeline.execution.driver import run_config  # start-up: the driver loads Dask
 
     # failures are mapped to their exit status and one line by main()
-    result = run_config(cfg, progress=not args.no_progress)
+    result = run_config(cfg, progress=not args.no_progress, debug=_CONTEXT.get("debug", False))
     if args.json:  # the summary and the statistics rows (show --json's "rows"), in one document
         print(json.dumps({**result.summary, "statistics": result.rows}, indent=2, sort_keys=True))
         return EXIT_OK
@@ -464,9 +471,9 @@ def failure(e: BaseException, command: str = "score") -> tuple[int, str]:
         if e.filename is not None and e.strerror:
             return EXIT_CONFIG, f"{_os_what(e)}: {str(e.filename).removeprefix('file://')}: {e.strerror}"
         return EXIT_CONFIG, f"error: {e}"   # fsspec's own messages name the path
-    if isinstance(e, ValueError):
+    if isinstance(e, (ValueError, ImportError)):   # ImportError: a storage package not installed
         return EXIT_CONFIG, f"error: {e}"   # input and settings errors name the file, line or field
-    unexpected = EXIT_CONFIG if command == "compare" else EXIT_FAILED  # compare's 1 means "moved"
+    unexpected = EXIT_CONFIG if command in ("compare", "nightly") else EXIT_FAILED  # their 1 means "moved"
     return unexpected, f"unexpected error: {type(e).__name__}: {e} (rerun with --debug for the traceback)"
 
 

@@ -1,7 +1,7 @@
 """``rouge-pipeline nightly jobs/nightly.yaml``: a scheduled run into a dated run folder, then the gate.
 
 It validates the job file against its JSON schema (``pipeline/cli/nightly.schema.json``, also at
-``jobs/nightly.schema.json``) at run time -- unknown keys are refused with a "did you mean" --
+``jobs/nightly.schema.json``) at run time, with jsonschema -- unknown keys are refused with a "did you mean" --
 then runs ``score --config <config> --output <output_root>/<date>`` (date: today in UTC, formatted
 with ``date_format``; ``--date`` must be one folder name: no ``/``, ``\\`` or ``..``).  A relative
 ``config`` is read next to the job file, so ``--dry-run`` and the real run read the same file from
@@ -31,10 +31,12 @@ import datetime
 import difflib
 import io
 import json
+import logging
 import re
 import shlex
 import sys
 import threading
+import time
 from pathlib import Path
 
 from pipeline.cli import notify
@@ -89,84 +91,62 @@ def schema() -> dict:
     return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
 
 
-_TYPES = {"object": dict, "string": str, "boolean": bool, "array": list, "null": type(None)}
+def schema_errors(doc, sch: dict) -> list[str]:
+    """The violations of ``doc`` against the JSON schema ``sch`` (jsonschema, draft 2020-12), one
+    line each, at the key they concern: an unknown key with its closest allowed name, a failed
+    ``oneOf`` by the alternative of the value's own type."""
+    import jsonschema  # start-up: a third-party package, for a job file only
+
+    found = sorted(jsonschema.Draft202012Validator(sch).iter_errors(doc), key=lambda e: list(map(str, e.path)))
+    return [line for e in found for line in _error_lines(e)]
 
 
-def _is_type(v, t: str) -> bool:
-    if t == "integer":
-        return isinstance(v, int) and not isinstance(v, bool)
-    if t == "number":
-        return isinstance(v, (int, float)) and not isinstance(v, bool)
-    return isinstance(v, _TYPES[t])
+def _error_lines(e) -> list[str]:
+    if e.validator in ("oneOf", "anyOf") and e.context:
+        # the alternative of the value's own type explains best (a mapping: not "not a boolean")
+        import jsonschema  # start-up: as in schema_errors
+
+        def own(c) -> bool:
+            t = e.validator_value[c.schema_path[0]].get("type")
+            return t is None or any(jsonschema.Draft202012Validator.TYPE_CHECKER.is_type(e.instance, x)
+                                    for x in ([t] if isinstance(t, str) else t))
+
+        chosen = [c for c in e.context if own(c)] or e.context[:1]
+        return [line for c in chosen for line in _error_lines(c)]
+    at = ".".join(map(str, e.absolute_path)) or "the job"
+    if e.validator == "additionalProperties":
+        allowed = list(e.schema.get("properties", {}))
+        lines = []
+        for key in sorted(set(e.instance) - set(allowed), key=str):
+            near = difflib.get_close_matches(str(key), allowed, n=1)
+            lines.append(f"{at}: unknown key {key!r}" + (f" (did you mean {near[0]!r}?)" if near else "")
+                         + f"; allowed: {', '.join(allowed)}")
+        return lines
+    if e.validator == "required":
+        return [f"{at}: missing key {e.message.split(' is a required')[0]}"]
+    return [f"{at}: {e.message}"]
 
 
-def schema_errors(doc, sch: dict, where: str = "") -> list[str]:
-    """The violations of ``doc`` against ``sch``, for the JSON-schema keywords the job schema uses
-    (type, enum, pattern, required, properties, additionalProperties, minimum, maximum,
-    exclusiveMinimum, exclusiveMaximum, items, minItems, uniqueItems, oneOf); tests check that it
-    agrees with ``jsonschema``."""
-    at = where or "the job"
-    types = sch.get("type")
-    if types is not None:
-        types = [types] if isinstance(types, str) else types
-        if not any(_is_type(doc, t) for t in types):
-            return [f"{at}: expected {' or '.join(types)}, got {json.dumps(doc)}"]
-    errs = _value_errors(doc, sch, at)
-    if isinstance(doc, dict):
-        errs += _object_errors(doc, sch, where)
-    if isinstance(doc, list):
-        if "minItems" in sch and len(doc) < sch["minItems"]:
-            errs.append(f"{at}: needs at least {sch['minItems']} item(s)")
-        if sch.get("uniqueItems") and len({json.dumps(v, sort_keys=True) for v in doc}) < len(doc):
-            errs.append(f"{at}: items repeat")
-        for i, v in enumerate(doc):
-            errs += schema_errors(v, sch.get("items", {}), f"{at}[{i}]")
-    if "oneOf" in sch:
-        results = [schema_errors(doc, s, where) for s in sch["oneOf"]]
-        ok = [r for r in results if not r]
-        if len(ok) > 1:
-            errs.append(f"{at}: matches several alternatives")
-        elif not ok:
-            # the branch of the value's own type explains best
-            own = [r for s, r in zip(sch["oneOf"], results) if "type" not in s or any(
-                _is_type(doc, t) for t in ([s["type"]] if isinstance(s["type"], str) else s["type"]))]
-            errs += (own or results)[0]
-    return errs
+# the night's journal: each step with its UTC time and level, for the cron log (the night's one
+# verdict line stays the last line, as every command's failure line)
+log = logging.getLogger("rouge_pipeline.nightly")
+_LEVELS = {"no_change": logging.INFO, "inconclusive": logging.WARNING, "interrupted": logging.WARNING}
 
 
-def _value_errors(doc, sch: dict, at: str) -> list[str]:
-    errs = []
-    if "enum" in sch and doc not in sch["enum"]:
-        errs.append(f"{at}: {json.dumps(doc)} is not one of {', '.join(json.dumps(e) for e in sch['enum'])}")
-    if isinstance(doc, str) and "pattern" in sch and not re.search(sch["pattern"], doc):
-        errs.append(f"{at}: {doc!r} does not match {sch['pattern']!r}")
-    if _is_type(doc, "number"):
-        if "minimum" in sch and doc < sch["minimum"]:
-            errs.append(f"{at}: {doc} is below the minimum {sch['minimum']}")
-        if "maximum" in sch and doc > sch["maximum"]:
-            errs.append(f"{at}: {doc} is above the maximum {sch['maximum']}")
-        if "exclusiveMinimum" in sch and doc <= sch["exclusiveMinimum"]:
-            errs.append(f"{at}: {doc} must be greater than {sch['exclusiveMinimum']}")
-        if "exclusiveMaximum" in sch and doc >= sch["exclusiveMaximum"]:
-            errs.append(f"{at}: {doc} must be less than {sch['exclusiveMaximum']}")
-    return errs
-
-
-def _object_errors(doc: dict, sch: dict, where: str) -> list[str]:
-    at = where or "the job"
-    errs = []
-    props = sch.get("properties", {})
-    for key in sch.get("required", []):
-        if key not in doc:
-            errs.append(f"{at}: missing key {key!r}")
-    for key, v in doc.items():
-        if key in props:
-            errs += schema_errors(v, props[key], f"{where + '.' if where else ''}{key}")
-        elif sch.get("additionalProperties") is False:
-            near = difflib.get_close_matches(str(key), list(props), n=1)
-            errs.append(f"{at}: unknown key {key!r}" + (f" (did you mean {near[0]!r}?)" if near else "")
-                        + f"; allowed: {', '.join(props)}")
-    return errs
+@contextlib.contextmanager
+def _journal():
+    """The journal to this process's stderr (as it is now: the command's masked stream) for the block."""
+    handler = logging.StreamHandler(sys.stderr)
+    fmt = logging.Formatter("%(asctime)s %(levelname)s nightly: %(message)s", "%Y-%m-%dT%H:%M:%SZ")
+    fmt.converter = time.gmtime
+    handler.setFormatter(fmt)
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False
+    try:
+        yield
+    finally:
+        log.removeHandler(handler)
 
 
 # seconds in one of timeout_minutes' minutes (a test shortens it)
@@ -367,9 +347,11 @@ def accept_command(job_file: str, date: str) -> str:
 def _read_job(path: str) -> dict:
     import yaml  # start-up: a third-party package, for a job that runs only
 
+    from pipeline import yaml12  # start-up: loads yaml, for a job that runs only
+
     try:
         with open(path, encoding="utf-8") as f:
-            job = yaml.safe_load(f)
+            job = yaml12.load(f)
     except yaml.YAMLError as e:
         raise ValueError(str(e)) from e
     if not isinstance(job, dict):
@@ -409,6 +391,22 @@ def _accept(args) -> int:
     return EXIT_OK
 
 
+def _night(main, job: dict, argv: list[str], gate: list[str] | None, new: str, accept: str):
+    """Score, then compare: ``(verdict, its line, compare's result, the scoring's status)``, each
+    step in the journal."""
+    log.info("%s: scoring %s (rouge-pipeline %s)", job["name"], new, " ".join(shlex.quote(a) for a in argv))
+    verdict, score_status, line = _score(main, argv, job)
+    log.log(logging.INFO if verdict == "no_change" else logging.ERROR, "%s: scoring ended with status %s",
+            job["name"], score_status)
+    result = None
+    if verdict == "no_change" and gate is not None:
+        log.info("%s: comparing %s with the earlier nights", job["name"], new)
+        verdict, result, compare_status = _gate(main, gate)
+        line = _gate_line(verdict, new, gate[-1], compare_status, accept)
+    log.log(_LEVELS.get(verdict, logging.ERROR), "%s: %s, exit %s", job["name"], verdict, EXIT_STATUSES[verdict])
+    return verdict, line, result, score_status
+
+
 def run(args, main) -> int:
     if getattr(args, "accept", None) is not None:
         return _accept(args)
@@ -437,11 +435,8 @@ def run(args, main) -> int:
         if job.get("notify"):
             print("# " + notify.describe(job["notify"]))
         return EXIT_OK
-    verdict, score_status, line = _score(main, argv, job)
-    result = None
-    if verdict == "no_change" and gate is not None:
-        verdict, result, compare_status = _gate(main, gate)
-        line = _gate_line(verdict, new, gate[-1], compare_status, accept_command(args.job, date))
+    with _journal():
+        verdict, line, result, score_status = _night(main, job, argv, gate, new, accept_command(args.job, date))
     status = EXIT_STATUSES[verdict]
     if line and verdict != "interrupted":
         print(line, file=sys.stderr, flush=True)

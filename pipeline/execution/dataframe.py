@@ -23,7 +23,7 @@ from dask import delayed
 
 from pipeline import job
 from pipeline.config import ConfigError
-from pipeline.errors import RunFolderError
+from pipeline.errors import ColumnError, RunFolderError
 from pipeline.runfolder import read as run_folder
 from pipeline.scoring.types import DEFAULT_TYPES
 from pipeline.stats import StatsAccumulator
@@ -159,18 +159,20 @@ def corpus_statistics(scored, rouge_types=DEFAULT_TYPES, seed: int = DEFAULT_SEE
     return StatsAccumulator.from_dict(final).finalize(confidence)
 
 
-def _read_part(url: str, listed: tuple, run_url: str, storage_options: dict):
+def _read_part(url: str, listed: tuple, run_url: str, storage_options: dict, columns: list | None = None):
     table = run_folder.read_part(url, storage_options)
     rel, rows = listed
     if rows is not None and table.num_rows != rows:
         raise RunFolderError(f"{run_url}: {rel} holds {table.num_rows} rows, the run wrote {rows}; "
                              "the run is not whole: score it again")
-    return table.to_pandas()
+    return table.to_pandas() if columns is None else table.select(columns).to_pandas()
 
 
-def read_run(run_url: str, storage_options: dict | None = None):
+def read_run(run_url: str, storage_options: dict | None = None, columns: list | None = None):
     """A finished, whole run's per-example scores as a Dask DataFrame (one partition per part
-    file).  Refused (:class:`pipeline.errors.RunFolderError`) without ``_SUCCESS`` or when the
+    file); ``columns``: only these (as ``pandas.read_parquet``'s; one the run does not hold is a
+    :class:`pipeline.errors.ColumnError` naming the ones it does).  Refused
+    (:class:`pipeline.errors.RunFolderError`) without ``_SUCCESS`` or when the
     folder is not what its ``_summary.json`` lists (:func:`pipeline.runfolder.read.open_run`);
     each partition checks its rows when it is read.  Duplicate ``(system, id)`` are not looked
     for here (that needs every id: the gate's reader does it)."""
@@ -180,4 +182,11 @@ def read_run(run_url: str, storage_options: dict | None = None):
     if not urls:
         raise FileNotFoundError(f"{run_url}: no per-example scores")
     meta = run_folder.part_schema(urls[0], so).empty_table().to_pandas()
-    return dd.from_map(_read_part, urls, opened.part_rows(), args=(str(run_url), so), meta=meta)
+    if columns is not None:
+        columns = [columns] if isinstance(columns, str) else list(columns)
+        missing = [c for c in columns if c not in meta.columns]
+        if missing:
+            raise ColumnError(f"{run_url}: the run's scores have no column {', '.join(map(repr, missing))}; "
+                              f"they have: {', '.join(meta.columns)}")
+        meta = meta[columns]
+    return dd.from_map(_read_part, urls, opened.part_rows(), args=(str(run_url), so, columns), meta=meta)

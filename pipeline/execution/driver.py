@@ -39,8 +39,8 @@ import uuid
 from dataclasses import dataclass, field
 
 from pipeline import job, profiles
-from pipeline.errors import NoRowsError, RunFailedError, StrictModeError
-from pipeline.io.paths import compression_of
+from pipeline.errors import ConfigError, NoRowsError, RunFailedError, StrictModeError
+from pipeline.io.paths import compression_of, get_fs
 from pipeline.io.readers import duplicate_warning, field_hints, listed_sizes
 from pipeline.io.readers import plan_units as plan_units_of
 from pipeline.execution import cluster, warmup
@@ -52,6 +52,7 @@ from pipeline.runfolder import (
     META_CONFIG_HASH, META_SIGNATURE, RunFolderBusyError, RunFolderError, RunStopped,
 )
 from pipeline.redaction import HiddenOptions, Redactor
+from pipeline.runfolder import names
 from pipeline.runfolder.names import PLAN_FORMAT
 from pipeline.signature import Signature
 
@@ -63,7 +64,7 @@ WAVE1_SLICES = 2
 
 # Errors that retrying cannot fix: reported at once (they name the file, line or field).
 PERMANENT_ERRORS = (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError, ValueError,
-                    TypeError, KeyError, RunFolderError, RunFolderBusyError, RunStopped, job.HashCollisionError)
+                    TypeError, KeyError, ImportError, RunFolderError, RunFolderBusyError, RunStopped, job.HashCollisionError)
 
 
 def with_retries(fn, retries: int, what: str, log=None, base_delay: float = 0.2):
@@ -433,15 +434,44 @@ def choose_mode(cfg, log=_log_default) -> tuple[str, str]:
     return "local", "auto: local cluster"
 
 
-def run_config(cfg, progress: bool | None = True, log=_log_default, stream=None) -> RunResult:
-    """Open the client the config asks for (auto / local / scheduler / sync) and run."""
+def run_config(cfg, progress: bool | None = True, log=_log_default, stream=None, debug: bool = False) -> RunResult:
+    """Open the client the config asks for (auto / local / scheduler / sync) and run.  On a
+    cluster, Dask's own log lines go to the run folder's log when the run fails (on stderr too
+    with ``debug``), not to the terminal (:mod:`pipeline.execution.dasklogs`)."""
     ex = cfg.execution
     mode, note = choose_mode(cfg, log)
     if mode != "scheduler":  # this machine compiles once, before any local worker starts
         warmup.ensure_compiled(job.ScoringSettings.from_config(cfg.scoring), log)
-    with cluster.open_client(mode, ex.scheduler, ex.n_workers, ex.memory_limit,
-                             worker_profile=ex.worker_profile) as client:
+    if mode == "sync":
+        return run(cfg, None, progress=progress, log=log, stream=stream, execution=note)
+    from pipeline.execution import dasklogs  # Dask is imported when a cluster opens (sync runs load none)
+
+    with dasklogs.captured(debug) as dask_log, cluster.open_client(
+            mode, ex.scheduler, ex.n_workers, ex.memory_limit, worker_profile=ex.worker_profile) as client:
+        if mode == "local":   # its workers run here: their lines go to the same file
+            client.register_plugin(dask_log.plugin())
         link = cluster.dashboard_link(client)
         if link:
             log(f"dashboard: {link}")
-        return run(cfg, client, progress=progress, log=log, stream=stream, execution=note)
+        try:
+            return run(cfg, client, progress=progress, log=log, stream=stream, execution=note)
+        except (RunFolderError, RunFolderBusyError, ConfigError):
+            raise   # not this run's folder (another run's, a user's, a bad config): nothing written there
+        except BaseException:
+            _keep_dask_log(dask_log, cfg, log)
+            raise
+
+
+def _keep_dask_log(dask_log, cfg, log) -> None:
+    """A failed run's Dask log into its run folder, once the run made it its own (``_run.json``);
+    a failure to keep it never hides the run's own."""
+    try:
+        fs, path = get_fs(names.url(cfg.output.url, names.RUN_INFO), cfg.storage_options)
+        if not fs.exists(path):
+            return
+        where = dask_log.save(cfg.output.url, HiddenOptions(cfg.storage_options))
+    except Exception as e:  # noqa: BLE001 - the run's own error is the one to report
+        log(f"Dask's log of this run could not be kept in the run folder ({type(e).__name__})")
+        return
+    if where:
+        log(f"Dask's log of this run (worker tracebacks): {where}")

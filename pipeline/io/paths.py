@@ -7,6 +7,7 @@ can be opened on any worker without knowing how it was planned.
 """
 from __future__ import annotations
 
+import importlib.util
 import posixpath
 from typing import Iterable
 
@@ -57,6 +58,23 @@ def check_scheme(url: str, field: str = "url") -> None:
             f"{field}: unsupported URL scheme {scheme!r} in {url!r} "
             f"(supported: a local path, {', '.join(s + '://' for s in ALLOWED_SCHEMES if s)})"
         )
+    _check_implementation(scheme, field)
+
+
+# the package behind an object store's scheme, and the extra of ours that installs it
+_IMPLEMENTATIONS = {"s3": ("s3fs", "s3"), "s3a": ("s3fs", "s3"), "gs": ("gcsfs", "gcs"), "gcs": ("gcsfs", "gcs"),
+                    "az": ("adlfs", None), "abfs": ("adlfs", None), "abfss": ("adlfs", None)}
+
+
+def _check_implementation(scheme: str, field: str) -> None:
+    """A scheme whose fsspec implementation is not installed: a configuration error naming the
+    package to install, when the URL is read (not a storage error retried at the first write)."""
+    package, extra = _IMPLEMENTATIONS.get(scheme, (None, None))
+    if package is None or scheme in fsspec.registry:   # registered: imported already
+        return
+    if importlib.util.find_spec(package) is None:
+        how = f"pip install 'rouge-pipeline[{extra}]'" if extra else f"pip install {package}"
+        raise ValueError(f"{field}: {scheme}:// needs the {package} package, which is not installed ({how})")
 
 
 def get_fs(url: str, storage_options: dict | None = None):

@@ -18,6 +18,7 @@ Run folder (any fsspec URL)::
     _SUCCESS                       written last, after the parts are verified (docs/run-folder.md)
     _gate.json                     the gate's verdict on this run, written by compare after _SUCCESS (records.py)
     _accepted.json                 a person accepted this run's change: who, when, why (rouge-pipeline accept)
+    _dask.log                      a failed run's Dask log lines (worker tracebacks; not on the terminal)
 """
 from __future__ import annotations
 
@@ -48,6 +49,7 @@ SUCCESS = "_SUCCESS"
 LEASE = "_LEASE.json"
 GATE = "_gate.json"           # the gate's verdict on the run (docs/regressions.md)
 ACCEPTED = "_accepted.json"   # a change accepted on purpose: the run starts a new history
+DASK_LOG = "_dask.log"        # a failed run's Dask log lines: worker tracebacks (execution.dasklogs)
 ROUGE155_CORPUS = "rouge155_corpus.json"
 DONE = "_done"
 SCORES = "scores"
@@ -67,7 +69,7 @@ META_CONFIG_HASH = "rouge_pipeline.config_hash"  # in every part file's metadata
 
 _RUN_FILE = re.compile(r"""^(?:
       _run\.json | _plan\.json | _summary\.json | _SUCCESS | _LEASE\.json | rouge155_corpus\.json
-    | _gate\.json | _accepted\.json
+    | _gate\.json | _accepted\.json | _dask\.log
     | _done/unit-\d{5,}(?:-\d{4,})?\.json
     | scores/system[-=][^/]*/part-\d{5,}(?:-\d{4,})?\.parquet
     | quarantine/part-\d{5,}(?:-\d{4,})?\.parquet

@@ -9,7 +9,7 @@ order, gives byte-identical results):
 * exact ``min`` / ``max`` (the float64 scores themselves);
 * a fixed-bin histogram on ``[0, 1]`` (``hist_bins`` bins, default 10,000: bin ``j`` holds
   ``j/bins <= x < (j+1)/bins``, the last bin also holds ``x == 1``) for the quantiles, which
-  are therefore accurate to one bin width (1e-4 by default);
+  are therefore accurate to one bin width (1e-4 by default), and named so (``median_approx``);
 * a bucketed Poisson bootstrap: every example falls in one of ``boot_buckets`` buckets (4096
   by default), a pure function of ``(seed, key)`` (:mod:`pipeline.stats.poisson`); per bucket
   ``k`` the count ``n_k`` and ``S_k = sum X26`` with ``X26 = round(x * 2**26)``.  At
@@ -31,8 +31,9 @@ The replicate means use the scores rounded to 2**-26 (<= 1.5e-8 each); the mean,
 quantiles do not.
 
 Finalisation (:mod:`pipeline.stats.finalize`) turns these into rows: count, mean, std (sample,
-ddof=1), min, max, q05, q25, median, q75, q95 and the ``confidence`` percentile interval of the
-replicate means.
+ddof=1), min, max, the approximate quantiles (``q05_approx`` ... ``q95_approx``, within
+``quantile_error``, one bin) and the ``confidence`` percentile interval of the replicate means and
+their median (:data:`pipeline.stats.rows.ROW_KEYS`).
 Only NumPy is needed (pyarrow is imported lazily by :meth:`StatsAccumulator.to_arrow`).
 """
 from __future__ import annotations
@@ -336,7 +337,9 @@ class StatsAccumulator:
                     lo_v, hi_v = float(st.min[t, k]), float(st.max[t, k])
                     row["min"], row["max"] = lo_v, hi_v
                     row.update(_hist_quantiles(st.hist[t, k], st.count, lo_v, hi_v))
-                    row["ci_low"], row["ci_high"] = _boot_ci(boot_means[:, j], confidence)
+                    row["quantile_error"] = 1.0 / self.hist_bins   # each estimate is in its value's bin
+                    row["ci_low"], row["ci_mid"], row["ci_high"] = _boot_ci(boot_means[:, j], confidence)
+                    row["confidence"] = float(confidence)
                     row["ci_method"] = CI_METHOD
                     row["n_boot"] = self.n_boot
                     row["boot_buckets"] = self.boot_buckets

@@ -9,10 +9,11 @@ import numpy as np
 
 from pipeline.stats import fixedpoint as fp
 from pipeline.stats import poisson
+from pipeline.stats.rows import QUANTILE_KEYS
 from pipeline.stats.sums import SystemSums
 
 BOOT_BITS = 26  # the bootstrap's fixed point: X26 = round(x * 2**26)
-QUANTILES = (("q05", 0.05), ("q25", 0.25), ("median", 0.5), ("q75", 0.75), ("q95", 0.95))
+QUANTILES = QUANTILE_KEYS   # (row key, q); approximate: within one histogram bin
 
 # Buckets per chunk of the finalisation's product: the weight block is n_boot x chunk float64
 # (8 MB at 1000 x 1024).
@@ -116,9 +117,10 @@ def _hist_quantiles(counts: np.ndarray, n: int, lo: float, hi: float) -> dict:
 
 
 def _boot_ci(means: np.ndarray, confidence: float):
+    """``(low, mid, high)``: the percentile interval of the replicate means and their median."""
     if not means.size:
-        return None, None
+        return None, None, None
     delta = (1.0 - confidence) / 2.0
-    low, high = np.percentile(means, [100.0 * delta, 100.0 * (1.0 - delta)])
-    return float(low), float(high)
+    low, mid, high = np.percentile(means, [100.0 * delta, 50.0, 100.0 * (1.0 - delta)])
+    return float(low), float(mid), float(high)
 

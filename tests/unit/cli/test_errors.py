@@ -17,8 +17,8 @@ from pipeline.cli.main import failure
 
 ROOT = Path(__file__).resolve().parents[3]
 PKG = ROOT / "pipeline"
-ROW = re.compile(r"^\| `(\w+)` \((ValueError|RuntimeError)\) \| (\d+) \|", re.M)
-BUILTINS = {"ValueError": ValueError, "RuntimeError": RuntimeError}
+ROW = re.compile(r"^\| `(\w+)` \((ValueError|RuntimeError|KeyError)\) \| (\d+) \|", re.M)
+BUILTINS = {"ValueError": ValueError, "RuntimeError": RuntimeError, "KeyError": KeyError}
 SUMMARY = {"rows": 0, "quarantined": 2, "quarantined_by_reason": {"null candidate": 2}, "systems": [""], "tasks": 1}
 
 

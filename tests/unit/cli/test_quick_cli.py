@@ -63,8 +63,8 @@ def test_eval_two_files_json(files, capsys):
     for t in TYPES:
         for k, stat in enumerate(("precision", "recall", "fmeasure")):
             r = rows[(t, stat)]
-            assert r["mean"] == means[t][k] and r["n"] == 4
-            assert (r["low"], r["mid"], r["high"]) == (agg[t].low[k], agg[t].mid[k], agg[t].high[k])
+            assert r["mean"] == means[t][k] and r["count"] == 4
+            assert (r["ci_low"], r["ci_mid"], r["ci_high"]) == (agg[t].low[k], agg[t].mid[k], agg[t].high[k])
     assert json.loads(out)["signature"].startswith("rouge:1,2,L,Lsum|tok:default|")
 
 
