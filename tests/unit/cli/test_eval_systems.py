@@ -59,9 +59,9 @@ def test_the_readme_sample_is_reported_per_system(capsys):
     for row in doc["rows"]:
         means, agg, n = want[row["system"]]
         k = ("precision", "recall", "fmeasure").index(row["stat"])
-        assert row["n"] == n == 50 and row["mean"] == means[row["type"]][k]
+        assert row["count"] == n == 50 and row["mean"] == means[row["type"]][k]
         a = agg[row["type"]]
-        assert (row["low"], row["mid"], row["high"]) == (a.low[k], a.mid[k], a.high[k])
+        assert (row["ci_low"], row["ci_mid"], row["ci_high"]) == (a.low[k], a.mid[k], a.high[k])
     assert len(doc["rows"]) == 2 * len(TYPES) * 3
     rc, out, err = _main(["eval", "-i", str(SAMPLE), "-t", ",".join(TYPES)], capsys)
     lines = out.splitlines()
