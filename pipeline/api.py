@@ -28,8 +28,8 @@ from pipeline.scorer import DEFAULT_PROFILE, RougeScorer, Score
 from pipeline.scoring.types import DEFAULT_TYPES, STATS
 from pipeline.settings import ScoringSettings
 from pipeline.signature import Signature
-from pipeline.stats.keys import DEFAULT_SEED
-from pipeline.stats.rouge_score_bootstrap import AggregateScore, bootstrap_aggregate
+from pipeline.stats.keys import DEFAULT_SEED, MAX_N_BOOT
+from pipeline.stats.rouge_score_bootstrap import AggregateScore, bootstrap_aggregate, bootstrap_percentiles
 from pipeline.text.sentences import resolve_splitter_name
 
 
@@ -119,6 +119,9 @@ def compute(predictions, references, rouge_types=None, use_aggregator: bool = Tr
     ``stemming``, ``cjk``: the run configuration's ``scoring`` settings (:class:`RougeScorer`).
     ``return_result=True``: a :class:`RougeResult` instead of the dict.
     """
+    for name, given in (("predictions", predictions), ("references", references)):
+        if isinstance(given, (str, bytes)):  # list() would score each character
+            raise ValueError(f"compute: {name} must be a list of texts (one per example), got one {type(given).__name__}")
     predictions = list(predictions)
     references = list(references)
     if len(predictions) != len(references):
@@ -128,21 +131,24 @@ def compute(predictions, references, rouge_types=None, use_aggregator: bool = Tr
         types = [rouge_types]  # evaluate's rouge also takes one name
     if not 0 <= confidence <= 1:
         raise ValueError(f"confidence must be in [0, 1], got {confidence!r}")
-    if isinstance(n_boot, bool) or not isinstance(n_boot, int) or n_boot < 0:
-        raise ValueError(f"n_boot must be an integer >= 0, got {n_boot!r}")
+    if isinstance(n_boot, bool) or not isinstance(n_boot, int) or not 0 <= n_boot <= MAX_N_BOOT:
+        raise ValueError(f"n_boot must be an integer from 0 to {MAX_N_BOOT:,}, got {n_boot!r}")
     settings = dict(rouge_types=types, use_stemmer=bool(use_stemmer), profile=profile, language=language,
                     multi_ref=multi_ref, alpha=alpha, stemming=stemming, cjk=cjk,
                     sentence_splitter=resolve_splitter_name(split_summaries, sentence_splitter))
     scorer = RougeScorer(types, use_stemmer=use_stemmer, split_summaries=split_summaries, tokenizer=tokenizer,
                          sentence_splitter=sentence_splitter, language=language, profile=profile,
                          multi_ref=multi_ref, alpha=alpha, stemming=stemming, cjk=cjk)
-    per_example = scorer.score_batch(references, predictions) if predictions else []
-    k = len(types)
-    scores = np.array([[tuple(d[t]) for t in types] for d in per_example], dtype=np.float64).reshape(-1, k, 3)
+    scores = scorer.score_matrix(references, predictions)
     if not use_aggregator and not return_result:
         return {t: scores[:, i, 2].tolist() for i, t in enumerate(types)}
     if not predictions:
         raise ValueError("compute: no predictions to aggregate")
+    if not return_result and n_boot > 0:
+        # only the mid F is returned: the same draws, the F column alone summed
+        mid = bootstrap_percentiles({t: scores[:, i, :] for i, t in enumerate(types)}, seed, n_boot, confidence,
+                                    cols=[2])
+        return {t: float(p[1, 0]) for t, p in mid.items()}
     agg: dict[str, AggregateScore] = {}
     if n_boot > 0:
         agg = bootstrap_aggregate({t: scores[:, i, :] for i, t in enumerate(types)}, seed, n_boot, confidence)
