@@ -26,7 +26,18 @@ import sys
 from pipeline import RougeScorer
 from pipeline.errors import EXIT_CONFIG, EXIT_NO_ROWS, EXIT_OK, EvalError
 from pipeline.scoring.types import DEFAULT_TYPES, STATS
-from pipeline.stats.keys import DEFAULT_SEED
+from pipeline.stats.keys import DEFAULT_SEED, MAX_N_BOOT
+
+
+class _Once(argparse.Action):
+    """An option given at most once (a second ``-i`` would silently replace the first)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if getattr(namespace, f"_{self.dest}_given", None) is not None:  # run() says it, in one line
+            namespace.twice = f"{option_string} given twice ({getattr(namespace, self.dest)}, {values}): " \
+                              "one system output per command"
+        setattr(namespace, f"_{self.dest}_given", values)
+        setattr(namespace, self.dest, values)
 
 
 def add_parser(sub) -> None:
@@ -35,7 +46,7 @@ def add_parser(sub) -> None:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     e.add_argument("-r", "--refs", action="append", default=[], metavar="FILE",
                    help="reference file (repeat for several references per example)")
-    e.add_argument("-i", "--input", default="-", metavar="FILE",
+    e.add_argument("-i", "--input", default="-", metavar="FILE", action=_Once,
                    help="system output: a line file, JSONL or Parquet ('-': stdin, the default)")
     e.add_argument("-f", "--format", choices=("table", "json", "csv"), default="table",
                    help="output format (--per-example: json means JSON lines; default table, or json lines)")
@@ -52,7 +63,8 @@ def add_parser(sub) -> None:
     e.add_argument("--sentence-splitter", default=None, help="rougeLsum sentences: newline (default) | punkt | sentencex")
     e.add_argument("--newline-marker", metavar="STR", help="in line files, STR stands for a newline (e.g. '<n>')")
     e.add_argument("--confidence", type=float, default=0.95, help="confidence level of the interval (default 0.95)")
-    e.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples (default 1000; 0: no interval)")
+    e.add_argument("--n-boot", type=int, default=1000,
+                   help=f"bootstrap resamples (default 1000, at most {MAX_N_BOOT:,}; 0: no interval)")
     e.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"bootstrap seed (default {DEFAULT_SEED})")
     e.add_argument("--candidate-field", default="candidate", help="JSONL/Parquet: candidate field (default candidate)")
     e.add_argument("--references-field", default="references",
@@ -69,96 +81,145 @@ def _kind(path: str) -> str:
     return "lines" if fmt == "text" else fmt
 
 
-def _open_text(path: str):
-    if path == "-":
-        return io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="strict", newline="")
-    import fsspec  # start-up: for the commands that read files
+def _read_bytes(path: str) -> bytes:
+    """The file's bytes, decompressed by extension or content as the run's readers do (the same
+    errors: a missing decoder, a truncated file, each naming the file)."""
+    # start-up: fsspec and Arrow, for the commands that read files
+    from pipeline.io.paths import compression_of
+    from pipeline.io.streams import open_input, reading, sniff_compression
 
-    return fsspec.open(path, "rt", encoding="utf-8", compression="infer", newline="").open()
+    if path == "-":
+        if sys.stdin is None or sys.stdin.closed:
+            raise EvalError("no input: stdin is closed: pass -i FILE")
+        data = sys.stdin.buffer.read()
+        comp = sniff_compression(data[:10])
+        if comp is None:
+            return data
+        import fsspec.compression  # start-up: as above
+
+        path = "<stdin>"
+        stream = fsspec.compression.compr[comp](io.BytesIO(data), mode="rb")
+        with reading(path):
+            return stream.read()
+    try:
+        with reading(path), open_input(path, {}, compression_of(path)) as f:
+            return f.read()
+    except OSError as e:
+        raise EvalError(f"cannot read: {path}: {e}") from None
+
+
+def _decode(data: bytes, path: str, row: int = 0) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        where = "<stdin>" if path == "-" else path
+        line = row + 1 + data.count(b"\n", 0, e.start)
+        raise EvalError(f"{where} line {line}: invalid UTF-8 at byte {e.start}") from None
 
 
 def _read_lines(path: str, marker: str | None) -> list[str]:
-    try:
-        with _open_text(path) as f:
-            text = f.read()
-    except (OSError, UnicodeDecodeError) as e:
-        raise EvalError(f"cannot read: {path}: {e}") from None
-    lines = text.split("\n")
+    lines = _decode(_read_bytes(path), path).split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     lines = [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
     return [ln.replace(marker, "\n") for ln in lines] if marker else lines
 
 
-def _read_records(path: str, fields: list[str]) -> dict[str, list]:
-    if _kind(path) == "parquet":
-        import pyarrow.parquet as pq  # start-up: Arrow, for a Parquet input only
+def _parquet_records(path: str, fields: list[str]) -> list[tuple[int, dict]]:
+    import pyarrow.parquet as pq  # start-up: Arrow, for a Parquet input only
 
+    from pipeline.io.streams import open_input, reading  # start-up: fsspec, for the commands that read files
+
+    with reading(path, parquet=True), open_input(path, {}) as f:
+        pf = pq.ParquetFile(f)
+        table = pf.read(columns=[c for c in dict.fromkeys(fields) if c in pf.schema_arrow.names])
+    cols = {c: table.column(c).to_pylist() for c in table.column_names}
+    return [(n, {c: v[n] for c, v in cols.items()}) for n in range(table.num_rows)]
+
+
+def _jsonl_records(path: str) -> list[tuple[int, dict]]:
+    # start-up: Arrow, for the commands that read files
+    from pipeline.io.canonical import json_array_start, location, parse_json_line
+
+    out = []
+    first = True
+    for row, raw in enumerate(_read_bytes(path).split(b"\n")):
+        raw = raw[:-1] if raw.endswith(b"\r") else raw
+        if first and raw.strip():
+            first = False
+            if json_array_start(raw):
+                raise EvalError(f"{path}: a JSON array, not JSONL (one JSON object per line); "
+                                "convert it, e.g. jq -c '.[]' FILE > FILE.jsonl")
+        rec, err = parse_json_line(raw, row)
+        if err is not None:
+            raise EvalError(f"{location(path, row, 'jsonl')}: {err}")
+        if rec is not None:
+            out.append((row, rec))
+    return out
+
+
+def _read_records(path: str, fields: dict[str, str], with_refs: bool, what: str = "candidate"):
+    """``{key: [values]}`` for ``candidate``, ``id`` (None where a record has none),
+    ``references`` (with ``with_refs``) and the row of each record, checked field by field
+    as the run's readers check them (the same reasons; here each ends the command).  ``what``
+    names the text field read as ``candidate`` (``reference`` in a ``-r`` record file)."""
+    from pipeline.io.canonical import BadRecord, get_id, get_refs, get_str, location  # start-up: Arrow
+
+    fmt = _kind(path)
+    recs = _parquet_records(path, list(fields.values())) if fmt == "parquet" else _jsonl_records(path)
+    wanted = [("candidate", "--candidate-field" if what == "candidate" else "--references-field")]
+    for key, option in wanted + ([("references", "--references-field")] if with_refs else []):
+        if recs and not any(fields[key] in r for _, r in recs):
+            raise EvalError(f"no field {fields[key]!r} ({option}): {path}: give the field holding the {what}"
+                            if key == "candidate" else
+                            f"no field {fields[key]!r} ({option}) and no -r file: {path}: give the references")
+    out: dict[str, list] = {"candidate": [], "id": [], "row": [], "references": []}
+    for row, rec in recs:
         try:
-            table = pq.read_table(path)
-        except (OSError, ValueError) as e:
-            raise EvalError(f"cannot read: {path}: {e}") from None
-        return {f: (table.column(f).to_pylist() if f in table.column_names else None) for f in fields}
-    out: dict[str, list] = {f: [] for f in fields}
-    try:
-        with _open_text(path) as fh:
-            for n, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise EvalError(f"not JSON: {path} line {n}: {e}") from None
-                if not isinstance(rec, dict):
-                    raise EvalError(f"not a JSON object: {path} line {n}: {type(rec).__name__}")
-                for f in fields:
-                    out[f].append(rec.get(f))
-    except (OSError, UnicodeDecodeError) as e:
-        raise EvalError(f"cannot read: {path}: {e}") from None
-    return {f: (v if any(x is not None for x in v) else None) for f, v in out.items()}
+            if with_refs:
+                out["references"].append(get_refs(rec, fields["references"]))
+            out["candidate"].append(get_str(rec, fields["candidate"], what, True))
+            # an id field missing or null: the record's line names it (``<stem>:<line>``)
+            out["id"].append(None if rec.get(fields["id"]) is None else get_id(rec, fields["id"]))
+        except BadRecord as b:
+            raise EvalError(f"{location(path, row, fmt)}: {b.reason}") from None
+        out["row"].append(row)
+    return out
 
 
-def _texts(values, what: str, path: str) -> list[str]:
-    for n, v in enumerate(values):
-        if not isinstance(v, str):
-            raise EvalError(f"{what} is not a text: {path} record {n + 1}: {type(v).__name__}")
-    return list(values)
+def _ids(path: str, rows: list[int], given: list | None = None) -> list[str]:
+    """The examples' ids: ``given[k]`` where there is one, else ``<file stem>:<line>`` (1-based),
+    as the ``lines`` layout names its examples."""
+    from pipeline.io.paths import file_stem  # start-up: fsspec, for the commands that read files
+
+    stem = "stdin" if path == "-" else file_stem(path)
+    given = given or [None] * len(rows)
+    return [f"{stem}:{r + 1}" if i is None else i for r, i in zip(rows, given)]
 
 
-def _ids(ids: list | None) -> list[str] | None:
-    """The printed ids: a record without one gets its row number, as every record does when none
-    has an id (never the text "None")."""
-    if ids is None:
-        return None
-    return [str(n) if i is None else str(i) for n, i in enumerate(ids)]
-
-
-def read_inputs(args) -> tuple[list[str], list, list[str] | None]:
+def read_inputs(args) -> tuple[list[str], list, list[str]]:
     """(candidates, references, ids) from the command's files."""
-    ids = None
-    kind = _kind(args.input)
-    if kind == "lines":
+    if _kind(args.input) == "lines":
         cands = _read_lines(args.input, args.newline_marker)
+        ids = _ids(args.refs[0] if args.refs else args.input, list(range(len(cands))))
     else:
-        wanted = [args.candidate_field, args.id_field] + ([] if args.refs else [args.references_field])
-        recs = _read_records(args.input, wanted)
-        if recs[args.candidate_field] is None:
-            raise EvalError(f"no field {args.candidate_field!r} (--candidate-field): {args.input}: "
-                            "give the field holding the system output")
-        cands = _texts(recs[args.candidate_field], "the candidate", args.input)
-        ids = recs[args.id_field]
+        fields = {"candidate": args.candidate_field, "id": args.id_field, "references": args.references_field}
+        recs = _read_records(args.input, fields, with_refs=not args.refs)
+        if not recs["row"]:
+            return [], [], []
+        cands = recs["candidate"]
+        ids = _ids(args.input, recs["row"], recs["id"])
+        if len(set(ids)) != len(ids):  # as the records layout words it (eval has no quarantine)
+            from pipeline.io.canonical import location  # start-up: Arrow, as above
+
+            fmt, seen = _kind(args.input), {}
+            for row, i in zip(recs["row"], ids):
+                if i in seen:
+                    raise EvalError(f"{location(args.input, row, fmt)}: duplicate id {i!r} "
+                                    f"(first at {location(args.input, seen[i], fmt)})")
+                seen[i] = row
         if not args.refs:
-            refs = recs[args.references_field]
-            if refs is None:
-                raise EvalError(f"no field {args.references_field!r} (--references-field) and no -r file: "
-                                f"{args.input}: give the references")
-            for n, r in enumerate(refs):
-                if isinstance(r, str):
-                    continue
-                if not isinstance(r, list) or not r or not all(isinstance(x, str) for x in r):
-                    raise EvalError(f"references must be a text or a non-empty list of texts: {args.input} "
-                                    f"record {n + 1}: {r!r:.60}")
-            return cands, refs, _ids(ids)
+            return cands, recs["references"], ids
     if not args.refs:
         raise EvalError(f"no references: {args.input}: pass -r FILE (or a JSONL/Parquet input with references)")
     columns = []
@@ -166,16 +227,14 @@ def read_inputs(args) -> tuple[list[str], list, list[str] | None]:
         if _kind(path) == "lines":
             col = _read_lines(path, args.newline_marker)
         else:
-            recs = _read_records(path, [args.references_field])
-            if recs[args.references_field] is None:
-                raise EvalError(f"no field {args.references_field!r} (--references-field): {path}")
-            col = _texts(recs[args.references_field], "the reference", path)
+            fields = {"candidate": args.references_field, "id": args.id_field, "references": args.references_field}
+            col = _read_records(path, fields, with_refs=False, what="reference")["candidate"]
         if len(col) != len(cands):
             raise EvalError(f"{len(col)} references for {len(cands)} candidates: {path}: "
                             f"the files must have one text per example ({args.input})")
         columns.append(col)
     refs = columns[0] if len(columns) == 1 else [list(x) for x in zip(*columns)]
-    return cands, refs, _ids(ids)
+    return cands, refs, ids
 
 
 # --------------------------------------------------------------------------- output
@@ -212,7 +271,7 @@ def _per_example(scorer, cands, refs, ids, fmt: str, out, chunk: int = 10_000) -
         flat = res.scores.reshape(res.scores.shape[0], -1).tolist()
         for k, row in enumerate(flat):
             i = lo + k
-            rid = ids[i] if ids is not None else str(i)
+            rid = ids[i]
             if writer is not None:
                 writer.writerow([i, rid, *(repr(v) for v in row)])
             else:
@@ -225,8 +284,10 @@ def run(args) -> int:
     from pipeline.api import compute  # start-up: pipeline.api loads NumPy
 
     try:
-        if not 0 <= args.confidence <= 1 or args.n_boot < 0:
-            raise EvalError("bad option: --confidence must be in [0, 1] and --n-boot >= 0")
+        if getattr(args, "twice", None):
+            raise EvalError(args.twice)
+        if not 0 <= args.confidence <= 1 or not 0 <= args.n_boot <= MAX_N_BOOT:
+            raise EvalError(f"bad option: --confidence must be in [0, 1] and --n-boot from 0 to {MAX_N_BOOT:,}")
         types = [t.strip() for t in args.rouge_types.split(",") if t.strip()]
         cands, refs, ids = read_inputs(args)
         options = dict(profile=args.profile, language=args.language, multi_ref=args.multi_ref, alpha=args.alpha,
