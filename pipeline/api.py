@@ -39,18 +39,40 @@ class RougeResult:
 
     ``mean[type]``: ``Score`` of the exact means (correctly rounded sums) of per-example P, R, F;
     ``aggregate[type]``: rouge-score's ``AggregateScore(low, mid, high)`` (empty when
-    ``n_boot=0``); ``scores``: float64 ``(n, types, 3)`` per-example P, R, F.
+    ``n_boot=0``; computed when first read); ``f_interval()``: its F alone, without the P and R
+    resample means; ``scores``: float64 ``(n, types, 3)`` per-example P, R, F.
     """
 
     rouge_types: list
     scores: np.ndarray
     mean: dict
-    aggregate: dict
+    _aggregate: dict | None  # None: not computed yet (``aggregate``)
     confidence: float
     n_boot: int
     seed: int
     settings: dict = field(default_factory=dict, repr=False)
     tokenizer_name: str = "default"
+
+    def _by_type(self) -> dict:
+        return {t: self.scores[:, i, :] for i, t in enumerate(self.rouge_types)}
+
+    @property
+    def aggregate(self) -> dict:
+        """``{type: AggregateScore(low, mid, high)}``: rouge-score's bootstrap, seeded (``{}``
+        when ``n_boot=0``)."""
+        if self._aggregate is None:
+            self._aggregate = bootstrap_aggregate(self._by_type(), self.seed, self.n_boot, self.confidence) \
+                if self.n_boot > 0 else {}
+        return self._aggregate
+
+    def f_interval(self) -> dict:
+        """``{type: (low, mid, high)}`` of F: ``aggregate``'s, summing only the F column when
+        ``aggregate`` has not been read (the same draws, so the same numbers); ``{}`` when
+        ``n_boot=0``."""
+        if self._aggregate is not None or self.n_boot <= 0:
+            return {t: (a.low.fmeasure, a.mid.fmeasure, a.high.fmeasure) for t, a in self.aggregate.items()}
+        pct = bootstrap_percentiles(self._by_type(), self.seed, self.n_boot, self.confidence, cols=[2])
+        return {t: tuple(float(v) for v in p[:, 0]) for t, p in pct.items()}
 
     @property
     def n(self) -> int:
@@ -73,8 +95,8 @@ class RougeResult:
     def fmeasure(self) -> dict:
         """``{type: F}``: what ``compute`` returns with ``use_aggregator=True`` (the bootstrap mid,
         or the exact mean when ``n_boot=0``)."""
-        if self.aggregate:
-            return {t: float(a.mid.fmeasure) for t, a in self.aggregate.items()}
+        if self.n_boot > 0:
+            return {t: float(f[1]) for t, f in self.f_interval().items()}
         return {t: m.fmeasure for t, m in self.mean.items()}
 
     def per_example(self) -> list[dict]:
@@ -144,14 +166,8 @@ def compute(predictions, references, rouge_types=None, use_aggregator: bool = Tr
         return {t: scores[:, i, 2].tolist() for i, t in enumerate(types)}
     if not predictions:
         raise ValueError("compute: no predictions to aggregate")
-    if not return_result and n_boot > 0:
-        # only the mid F is returned: the same draws, the F column alone summed
-        mid = bootstrap_percentiles({t: scores[:, i, :] for i, t in enumerate(types)}, seed, n_boot, confidence,
-                                    cols=[2])
-        return {t: float(p[1, 0]) for t, p in mid.items()}
-    agg: dict[str, AggregateScore] = {}
-    if n_boot > 0:
-        agg = bootstrap_aggregate({t: scores[:, i, :] for i, t in enumerate(types)}, seed, n_boot, confidence)
+    # the bootstrap runs when first read: the default return reads its mid F alone (f_interval)
+    agg: dict[str, AggregateScore] | None = None if n_boot > 0 else {}
     mean = {t: Score(*(_fsum_mean(scores[:, i, s]) for s in range(3))) for i, t in enumerate(types)}
     result = RougeResult(types, scores, mean, agg, confidence, n_boot, seed, settings, scorer.tokenizer_name)
     if return_result:

@@ -163,17 +163,18 @@ def _read_records(path: str, fields: dict[str, str], with_refs: bool, what: str 
     ``references`` (with ``with_refs``) and the row of each record, checked field by field
     as the run's readers check them (the same reasons; here each ends the command).  ``what``
     names the text field read as ``candidate`` (``reference`` in a ``-r`` record file)."""
-    from pipeline.io.canonical import BadRecord, get_id, get_refs, get_str, location  # start-up: Arrow
+    # start-up: Arrow, for the commands that read files
+    from pipeline.io.canonical import BadRecord, get_id, get_refs, get_str, get_system, location
 
     fmt = _kind(path)
-    recs = _parquet_records(path, list(fields.values())) if fmt == "parquet" else _jsonl_records(path)
+    recs = _parquet_records(path, [*fields.values(), "system"]) if fmt == "parquet" else _jsonl_records(path)
     wanted = [("candidate", "--candidate-field" if what == "candidate" else "--references-field")]
     for key, option in wanted + ([("references", "--references-field")] if with_refs else []):
         if recs and not any(fields[key] in r for _, r in recs):
             raise EvalError(f"no field {fields[key]!r} ({option}): {path}: give the field holding the {what}"
                             if key == "candidate" else
                             f"no field {fields[key]!r} ({option}) and no -r file: {path}: give the references")
-    out: dict[str, list] = {"candidate": [], "id": [], "row": [], "references": []}
+    out: dict[str, list] = {"candidate": [], "id": [], "row": [], "references": [], "system": []}
     for row, rec in recs:
         try:
             if with_refs:
@@ -181,6 +182,7 @@ def _read_records(path: str, fields: dict[str, str], with_refs: bool, what: str 
             out["candidate"].append(get_str(rec, fields["candidate"], what, True))
             # an id field missing or null: the record's line names it (``<stem>:<line>``)
             out["id"].append(None if rec.get(fields["id"]) is None else get_id(rec, fields["id"]))
+            out["system"].append(get_system(rec, "system"))  # (system, id) is an example's key
         except BadRecord as b:
             raise EvalError(f"{location(path, row, fmt)}: {b.reason}") from None
         out["row"].append(row)
@@ -209,15 +211,17 @@ def read_inputs(args) -> tuple[list[str], list, list[str]]:
             return [], [], []
         cands = recs["candidate"]
         ids = _ids(args.input, recs["row"], recs["id"])
-        if len(set(ids)) != len(ids):  # as the records layout words it (eval has no quarantine)
+        keys = list(zip(recs["system"], ids))
+        if len(set(keys)) != len(keys):  # as the records layout words it (eval has no quarantine)
             from pipeline.io.canonical import location  # start-up: Arrow, as above
 
             fmt, seen = _kind(args.input), {}
-            for row, i in zip(recs["row"], ids):
-                if i in seen:
-                    raise EvalError(f"{location(args.input, row, fmt)}: duplicate id {i!r} "
-                                    f"(first at {location(args.input, seen[i], fmt)})")
-                seen[i] = row
+            for row, (system, i) in zip(recs["row"], keys):
+                if (system, i) in seen:
+                    raise EvalError(f"{location(args.input, row, fmt)}: duplicate id {i!r}"
+                                    + (f" for system {system!r}" if system else "")
+                                    + f" (first at {location(args.input, seen[system, i], fmt)})")
+                seen[system, i] = row
         if not args.refs:
             return cands, recs["references"], ids
     if not args.refs:
@@ -247,10 +251,11 @@ def format_table(result) -> str:
     pct = f"{result.confidence * 100:g}%"
     head = ["type", "n", "P", "R", "F", f"F {pct} CI"]
     lines = []
+    f_ci = result.f_interval()  # F alone: the table shows no P or R interval
     for t in result.rouge_types:
         m = result.mean[t]
-        a = result.aggregate.get(t)
-        ci = f"[{_fmt(a.low.fmeasure)}, {_fmt(a.high.fmeasure)}]" if a else "-"
+        a = f_ci.get(t)
+        ci = f"[{_fmt(a[0])}, {_fmt(a[2])}]" if a else "-"
         lines.append([t, str(result.n), _fmt(m.precision), _fmt(m.recall), _fmt(m.fmeasure), ci])
     widths = [max(len(head[i]), *(len(ln[i]) for ln in lines)) for i in range(len(head))]
     out = ["  ".join(h.ljust(w) for h, w in zip(head, widths)), "  ".join("-" * w for w in widths)]

@@ -131,3 +131,13 @@ def test_compute_refuses_one_text_instead_of_a_list():
     for preds, refs in (("the cat", ["the cat"]), (["the cat"], "the cat"), ("the cat", "the cat")):
         with pytest.raises(ValueError, match="list of texts"):
             pipeline.compute(predictions=preds, references=refs)
+
+
+def test_eval_keys_are_system_and_id_as_the_records_layouts(tmp_path, capsys):
+    recs = [{"id": "a", "system": s, "candidate": "the cat", "references": "the cat sat"} for s in ("x", "y")]
+    (tmp_path / "two.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    rc, out, err = _main(["eval", "-i", str(tmp_path / "two.jsonl"), "-f", "json"], capsys)
+    assert rc == 0 and json.loads(out)["n"] == 2, err
+    (tmp_path / "dup.jsonl").write_text("".join(json.dumps({**r, "system": "x"}) + "\n" for r in recs))
+    rc, _, err = _main(["eval", "-i", str(tmp_path / "dup.jsonl")], capsys)
+    _one_line_error(rc, err, "dup.jsonl line 2: duplicate id 'a' for system 'x' (first at ", "dup.jsonl line 1)")
