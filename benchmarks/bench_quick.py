@@ -97,7 +97,7 @@ def main(argv=None) -> int:
         "score_batch": lambda: scorer.score_batch(refs, cands),
         "compute": lambda: pipeline.compute(cands, refs),
         "compute n_boot=0": lambda: pipeline.compute(cands, refs, n_boot=0),
-        "compute return_result": lambda: pipeline.compute(cands, refs, return_result=True),
+        "compute .aggregate": lambda: pipeline.compute(cands, refs, return_result=True).aggregate,
         "eval": lambda: _eval(["-i", path]),
         "eval -f json": lambda: _eval(["-i", path, "-f", "json"]),
         "eval --n-boot 0": lambda: _eval(["-i", path, "--n-boot", "0"]),

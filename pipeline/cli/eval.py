@@ -137,13 +137,39 @@ def _parquet_records(path: str, fields: list[str]) -> list[tuple[int, dict]]:
     return [(n, {c: v[n] for c, v in cols.items()}) for n in range(table.num_rows)]
 
 
-def _jsonl_records(path: str) -> list[tuple[int, dict]]:
+# the size from which a JSONL input is tried on the records layout's Arrow path
+_FAST_MIN_BYTES = 1 << 20
+
+
+def _fast_jsonl(data: bytes, fields: dict[str, str]) -> dict[str, list] | None:
+    """A large, clean JSONL input with ids through the records layout's own Arrow path
+    (``records._clean_lines``, ``_fast_columns``: the same checks, column by column); None for
+    anything else, which :func:`_jsonl_records` reads line by line."""
+    if len(data) < _FAST_MIN_BYTES:
+        return None
+    # numba (the layout's byte check): for a large input, which loads it to score anyway
+    from pipeline.io import records
+    from pipeline.io.input_spec import InputSpec
+
+    n_lines = records._clean_lines(data)
+    if n_lines is None:
+        return None
+    spec = InputSpec.from_config({"layout": "records", "paths": "-", "columns": dict(fields)})
+    columns = records._fast_columns(spec, data, n_lines)
+    if columns is None:
+        return None
+    ids, systems, cands, refs, _ = columns
+    return {"candidate": cands.to_pylist(), "id": ids.to_pylist(), "row": list(range(n_lines)),
+            "references": refs.to_pylist(), "system": systems.to_pylist()}
+
+
+def _jsonl_records(path: str, data: bytes) -> list[tuple[int, dict]]:
     # start-up: Arrow, for the commands that read files
     from pipeline.io.canonical import json_array_start, location, parse_json_line
 
     out = []
     first = True
-    for row, raw in enumerate(_read_bytes(path).split(b"\n")):
+    for row, raw in enumerate(data.split(b"\n")):
         raw = raw[:-1] if raw.endswith(b"\r") else raw
         if first and raw.strip():
             first = False
@@ -167,7 +193,14 @@ def _read_records(path: str, fields: dict[str, str], with_refs: bool, what: str 
     from pipeline.io.canonical import BadRecord, get_id, get_refs, get_str, get_system, location
 
     fmt = _kind(path)
-    recs = _parquet_records(path, [*fields.values(), "system"]) if fmt == "parquet" else _jsonl_records(path)
+    if fmt == "parquet":
+        recs = _parquet_records(path, [*fields.values(), "system"])
+    else:
+        data = _read_bytes(path)
+        fast = _fast_jsonl(data, fields) if with_refs else None
+        if fast is not None:
+            return fast
+        recs = _jsonl_records(path, data)
     wanted = [("candidate", "--candidate-field" if what == "candidate" else "--references-field")]
     for key, option in wanted + ([("references", "--references-field")] if with_refs else []):
         if recs and not any(fields[key] in r for _, r in recs):

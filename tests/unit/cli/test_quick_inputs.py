@@ -141,3 +141,24 @@ def test_eval_keys_are_system_and_id_as_the_records_layouts(tmp_path, capsys):
     (tmp_path / "dup.jsonl").write_text("".join(json.dumps({**r, "system": "x"}) + "\n" for r in recs))
     rc, _, err = _main(["eval", "-i", str(tmp_path / "dup.jsonl")], capsys)
     _one_line_error(rc, err, "dup.jsonl line 2: duplicate id 'a' for system 'x' (first at ", "dup.jsonl line 1)")
+
+
+def test_a_large_clean_jsonl_takes_the_records_layouts_arrow_path_with_the_same_rows(tmp_path, capsys, monkeypatch):
+    from pipeline.cli import eval as eval_cli
+    from pipeline.io import records
+
+    recs = [{"id": i if i % 2 else f"s{i}", "candidate": f"{HYPS[i % 3]} {i}", "references": [REFS[i % 3], "x y"]}
+            for i in range(12_000)]
+    path = tmp_path / "big.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    assert path.stat().st_size > eval_cli._FAST_MIN_BYTES
+    calls = []
+    real = records._fast_columns
+    monkeypatch.setattr(records, "_fast_columns", lambda *a: calls.append(1) or real(*a))
+    argv = ["eval", "-i", str(path), "--per-example", "-t", "rouge1,rougeL"]
+    rc, fast, err = _main(argv, capsys)
+    assert rc == 0 and calls, err
+    monkeypatch.setattr(eval_cli, "_FAST_MIN_BYTES", 1 << 40)
+    rc, slow, err = _main(argv, capsys)
+    assert rc == 0 and len(calls) == 1, err
+    assert fast == slow and json.loads(fast.splitlines()[1])["id"] == "1"
