@@ -6,7 +6,9 @@
     rouge-pipeline eval -r refs.txt -i hyps.txt --per-example -f csv > per_example.csv
 
 As in sacrebleu: ``-r`` (repeatable) references, ``-i`` the system output (``-``: stdin),
-``-f table|json|csv``.  A ``.jsonl``/``.json`` (optionally ``.gz``) or ``.parquet`` file is
+``-f table|json|csv``.  Files are opened and records checked as ``score`` opens and checks them
+(:mod:`pipeline.io.streams`, :mod:`pipeline.io.canonical`; a bad record ends the command with the
+reason the run would quarantine it for).  A ``.jsonl``/``.json`` (optionally ``.gz``) or ``.parquet`` file is
 read by field name (``--candidate-field``, ``--references-field``, ``--id-field``); any other
 file has one text per line (``--newline-marker`` turns a marker such as ``<n>`` back into the
 sentence breaks rougeLsum uses).  The table shows the exact means of P, R and F and the F

@@ -1,4 +1,5 @@
-"""Opening input files: decompression by file extension (gzip, bz2, xz, zstd), lines of a
+"""Opening input files: decompression by file extension (gzip, bz2, xz, zstd) or, for a name
+without one, by the magic bytes the file starts with (:func:`sniff_compression`), lines of a
 file or of a byte range of it, line counts for planning, and the one error of a file that
 cannot be decoded at all (:class:`~pipeline.io.input_spec.UnreadableFileError`).  Storage errors
 stay ``OSError`` so that callers can retry them.
