@@ -30,9 +30,9 @@ from pipeline.scorer import DEFAULT_PROFILE, RougeScorer, Score
 from pipeline.scoring.types import DEFAULT_TYPES, STATS
 from pipeline.settings import ScoringSettings
 from pipeline.signature import Signature
-from pipeline.stats.keys import DEFAULT_SEED
+from pipeline.stats.keys import DEFAULT_SEED, MAX_N_BOOT
 from pipeline.stats.rows import QUANTILE_KEYS, ROW_KEYS
-from pipeline.stats.rouge_score_bootstrap import AggregateScore, bootstrap_aggregate
+from pipeline.stats.rouge_score_bootstrap import AggregateScore, bootstrap_aggregate, bootstrap_percentiles
 from pipeline.text.sentences import resolve_splitter_name
 
 
@@ -42,19 +42,41 @@ class RougeResult:
 
     ``mean[type]``: ``Score`` of the exact means (correctly rounded sums) of per-example P, R, F;
     ``aggregate[type]``: rouge-score's ``AggregateScore(low, mid, high)`` (empty when
-    ``n_boot=0``); ``scores``: float64 ``(n, types, 3)`` per-example P, R, F.
+    ``n_boot=0``; computed when first read); ``f_interval()``: its F alone, without the P and R
+    resample means; ``scores``: float64 ``(n, types, 3)`` per-example P, R, F.
     """
 
     rouge_types: list
     scores: np.ndarray
     mean: dict
-    aggregate: dict
+    _aggregate: dict | None  # None: not computed yet (``aggregate``)
     confidence: float
     n_boot: int
     seed: int
     settings: dict = field(default_factory=dict, repr=False)
     tokenizer_name: str = "default"
     system: str | None = None   # compute(systems=...): the system these examples are of
+
+    def _by_type(self) -> dict:
+        return {t: self.scores[:, i, :] for i, t in enumerate(self.rouge_types)}
+
+    @property
+    def aggregate(self) -> dict:
+        """``{type: AggregateScore(low, mid, high)}``: rouge-score's bootstrap, seeded (``{}``
+        when ``n_boot=0``)."""
+        if self._aggregate is None:
+            self._aggregate = bootstrap_aggregate(self._by_type(), self.seed, self.n_boot, self.confidence) \
+                if self.n_boot > 0 else {}
+        return self._aggregate
+
+    def f_interval(self) -> dict:
+        """``{type: (low, mid, high)}`` of F: ``aggregate``'s, summing only the F column when
+        ``aggregate`` has not been read (the same draws, so the same numbers); ``{}`` when
+        ``n_boot=0``."""
+        if self._aggregate is not None or self.n_boot <= 0:
+            return {t: (a.low.fmeasure, a.mid.fmeasure, a.high.fmeasure) for t, a in self.aggregate.items()}
+        pct = bootstrap_percentiles(self._by_type(), self.seed, self.n_boot, self.confidence, cols=[2])
+        return {t: tuple(float(v) for v in p[:, 0]) for t, p in pct.items()}
 
     @property
     def n(self) -> int:
@@ -77,8 +99,8 @@ class RougeResult:
     def fmeasure(self) -> dict:
         """``{type: F}``: what ``compute`` returns with ``use_aggregator=True`` (the bootstrap mid,
         or the exact mean when ``n_boot=0``)."""
-        if self.aggregate:
-            return {t: float(a.mid.fmeasure) for t, a in self.aggregate.items()}
+        if self.n_boot > 0:
+            return {t: float(f[1]) for t, f in self.f_interval().items()}
         return {t: m.fmeasure for t, m in self.mean.items()}
 
     def per_example(self) -> list[dict]:
@@ -147,9 +169,8 @@ def _system_groups(systems, n: int) -> dict[str, list[int]]:
 
 def _aggregate(scores: np.ndarray, types: list, confidence: float, n_boot: int, seed: int, settings: dict,
                tokenizer_name: str, system: str | None = None) -> RougeResult:
-    agg: dict[str, AggregateScore] = {}
-    if n_boot > 0:
-        agg = bootstrap_aggregate({t: scores[:, i, :] for i, t in enumerate(types)}, seed, n_boot, confidence)
+    # the bootstrap runs when first read: the default return reads its mid F alone (f_interval)
+    agg: dict[str, AggregateScore] | None = None if n_boot > 0 else {}
     mean = {t: Score(*(_fsum_mean(scores[:, i, s]) for s in range(3))) for i, t in enumerate(types)}
     return RougeResult(types, scores, mean, agg, confidence, n_boot, seed, settings, tokenizer_name, system)
 
@@ -175,6 +196,9 @@ def compute(predictions, references, rouge_types=None, use_aggregator: bool = Tr
     (``{system: {type: F}}``, or ``{system: RougeResult}``), systems in sorted order;
     ``use_aggregator=False`` still gives the per-example lists, in the order given.
     """
+    for name, given in (("predictions", predictions), ("references", references)):
+        if isinstance(given, (str, bytes)):  # list() would score each character
+            raise ValueError(f"compute: {name} must be a list of texts (one per example), got one {type(given).__name__}")
     predictions = list(predictions)
     references = list(references)
     if len(predictions) != len(references):
@@ -183,17 +207,15 @@ def compute(predictions, references, rouge_types=None, use_aggregator: bool = Tr
     groups = None if systems is None else _system_groups(systems, len(predictions))
     if not 0 <= confidence <= 1:
         raise ValueError(f"confidence must be in [0, 1], got {confidence!r}")
-    if isinstance(n_boot, bool) or not isinstance(n_boot, int) or n_boot < 0:
-        raise ValueError(f"n_boot must be an integer >= 0, got {n_boot!r}")
+    if isinstance(n_boot, bool) or not isinstance(n_boot, int) or not 0 <= n_boot <= MAX_N_BOOT:
+        raise ValueError(f"n_boot must be an integer from 0 to {MAX_N_BOOT:,}, got {n_boot!r}")
     settings = dict(rouge_types=types, use_stemmer=bool(use_stemmer), profile=profile, language=language,
                     multi_ref=multi_ref, alpha=alpha, stemming=stemming, cjk=cjk,
                     sentence_splitter=resolve_splitter_name(split_summaries, sentence_splitter))
     scorer = RougeScorer(types, use_stemmer=use_stemmer, split_summaries=split_summaries, tokenizer=tokenizer,
                          sentence_splitter=sentence_splitter, language=language, profile=profile,
                          multi_ref=multi_ref, alpha=alpha, stemming=stemming, cjk=cjk)
-    per_example = scorer.score_batch(references, predictions) if predictions else []
-    k = len(types)
-    scores = np.array([[tuple(d[t]) for t in types] for d in per_example], dtype=np.float64).reshape(-1, k, 3)
+    scores = scorer.score_matrix(references, predictions)
     if not use_aggregator and not return_result:
         return {t: scores[:, i, 2].tolist() for i, t in enumerate(types)}
     if not predictions:

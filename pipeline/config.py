@@ -72,7 +72,7 @@ from pipeline.runfolder import names as run_folder_names
 from pipeline.runfolder.inputs import check_output_vs_inputs, input_urls
 from pipeline.redaction import REDACTED, redact_record  # noqa: F401 - REDACTED: the recorded placeholder
 from pipeline.settings import MULTI_REF, SENTENCE_SPLITTERS, TOKENIZERS, ScoringSettings  # noqa: F401
-from pipeline.stats.keys import DEFAULT_SEED
+from pipeline.stats.keys import DEFAULT_SEED, MAX_N_BOOT
 
 PROFILES = profiles.names()  # the built-in ones (pipeline.profiles.REGISTRY: any registered since)
 # Settings of the unicode profile (#8); left out of the config hash at these defaults.
@@ -83,7 +83,6 @@ HASH_DEFAULTS = {**PROFILE_DEFAULTS, "diagnostics": True}
 FAMILY_DEFAULTS = {"alpha": 0.5, "remove_stopwords": False, "length_limit_words": None, "length_limit_bytes": None}
 HASH_DEFAULTS.update(FAMILY_DEFAULTS)
 BOOTSTRAPS = ("poisson", "exact")
-MAX_N_BOOT = 20_000          # stats.n_boot: the finalisation's weight block is 164 MB at this limit
 MAX_SEED = 2**63 - 1         # stats.seed: stored as int64 in the statistics
 MAX_SEED_EXACT = 2**32 - 1   # with stats.bootstrap: exact (NumPy's RandomState, as rouge-score)
 MODES = ("auto", "local", "scheduler", "sync")

@@ -6,13 +6,14 @@
     rouge-pipeline eval -r refs.txt -i hyps.txt --per-example -f csv > per_example.csv
 
 As in sacrebleu: ``-r`` (repeatable) references, ``-i`` the system output (``-``: stdin),
-``-f table|json|csv``.  A ``.jsonl``/``.json`` (optionally ``.gz``) or ``.parquet`` file is
+``-f table|json|csv``.  Files are opened and records checked as ``score`` opens and checks them
+(:mod:`pipeline.io.streams`, :mod:`pipeline.io.canonical`; a bad record ends the command with the
+reason the run would quarantine it for).  A ``.jsonl``/``.json`` (optionally ``.gz``) or ``.parquet`` file is
 read by field name (``--candidate-field``, ``--references-field``, ``--id-field``,
 ``--system-field``: records of several systems are scored per system); any other
 file has one text per line (``--newline-marker`` turns a marker such as ``<n>`` back into the
 sentence breaks rougeLsum uses).  The table shows the exact means of P, R and F and the F
-interval of rouge-score's bootstrap; JSON and CSV give the statistics rows a run's ``stats.json``
-has (``pipeline.stats.rows``: its ``ci_mid`` is the bootstrap's mid) and the signature.
+interval of rouge-score's bootstrap; JSON and CSV add its mid and the signature.
 
 Start-up: NumPy, Arrow and fsspec are imported inside the functions that use them, so importing
 this module (``rouge-pipeline`` does, for every command) loads none of them.
@@ -28,7 +29,18 @@ import sys
 from pipeline import RougeScorer
 from pipeline.errors import EXIT_CONFIG, EXIT_NO_ROWS, EXIT_OK, EvalError
 from pipeline.scoring.types import DEFAULT_TYPES, STATS
-from pipeline.stats.keys import DEFAULT_SEED
+from pipeline.stats.keys import DEFAULT_SEED, MAX_N_BOOT
+
+
+class _Once(argparse.Action):
+    """An option given at most once (a second ``-i`` would silently replace the first)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if getattr(namespace, f"_{self.dest}_given", None) is not None:  # run() says it, in one line
+            namespace.twice = f"{option_string} given twice ({getattr(namespace, self.dest)}, {values}): " \
+                              "one system output per command"
+        setattr(namespace, f"_{self.dest}_given", values)
+        setattr(namespace, self.dest, values)
 
 
 def add_parser(sub) -> None:
@@ -37,7 +49,7 @@ def add_parser(sub) -> None:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     e.add_argument("-r", "--refs", action="append", default=[], metavar="FILE",
                    help="reference file (repeat for several references per example)")
-    e.add_argument("-i", "--input", default="-", metavar="FILE",
+    e.add_argument("-i", "--input", default="-", metavar="FILE", action=_Once,
                    help="system output: a line file, JSONL or Parquet ('-': stdin, the default)")
     e.add_argument("-f", "--format", choices=("table", "json", "csv"), default="table",
                    help="output format (--per-example: json means JSON lines; default table, or json lines)")
@@ -54,7 +66,8 @@ def add_parser(sub) -> None:
     e.add_argument("--sentence-splitter", default=None, help="rougeLsum sentences: newline (default) | punkt | sentencex")
     e.add_argument("--newline-marker", metavar="STR", help="in line files, STR stands for a newline (e.g. '<n>')")
     e.add_argument("--confidence", type=float, default=0.95, help="confidence level of the interval (default 0.95)")
-    e.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples (default 1000; 0: no interval)")
+    e.add_argument("--n-boot", type=int, default=1000,
+                   help=f"bootstrap resamples (default 1000, at most {MAX_N_BOOT:,}; 0: no interval)")
     e.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"bootstrap seed (default {DEFAULT_SEED})")
     e.add_argument("--candidate-field", default="candidate", help="JSONL/Parquet: candidate field (default candidate)")
     e.add_argument("--references-field", default="references",
@@ -73,99 +86,177 @@ def _kind(path: str) -> str:
     return "lines" if fmt == "text" else fmt
 
 
-def _open_text(path: str):
-    if path == "-":
-        return io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="strict", newline="")
-    import fsspec  # start-up: for the commands that read files
+def _read_bytes(path: str) -> bytes:
+    """The file's bytes, decompressed by extension or content as the run's readers do (the same
+    errors: a missing decoder, a truncated file, each naming the file)."""
+    # start-up: fsspec and Arrow, for the commands that read files
+    from pipeline.io.paths import compression_of
+    from pipeline.io.streams import open_input, reading, sniff_compression
 
-    return fsspec.open(path, "rt", encoding="utf-8", compression="infer", newline="").open()
+    if path == "-":
+        if sys.stdin is None or sys.stdin.closed:
+            raise EvalError("no input: stdin is closed: pass -i FILE")
+        data = sys.stdin.buffer.read()
+        comp = sniff_compression(data[:10])
+        if comp is None:
+            return data
+        import fsspec.compression  # start-up: as above
+
+        path = "<stdin>"
+        stream = fsspec.compression.compr[comp](io.BytesIO(data), mode="rb")
+        with reading(path):
+            return stream.read()
+    try:
+        with reading(path), open_input(path, {}, compression_of(path)) as f:
+            return f.read()
+    except OSError as e:
+        raise EvalError(f"cannot read: {path}: {e}") from None
+
+
+def _decode(data: bytes, path: str, row: int = 0) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        where = "<stdin>" if path == "-" else path
+        line = row + 1 + data.count(b"\n", 0, e.start)
+        raise EvalError(f"{where} line {line}: invalid UTF-8 at byte {e.start}") from None
 
 
 def _read_lines(path: str, marker: str | None) -> list[str]:
-    try:
-        with _open_text(path) as f:
-            text = f.read()
-    except (OSError, UnicodeDecodeError) as e:
-        raise EvalError(f"cannot read: {path}: {e}") from None
-    lines = text.split("\n")
+    lines = _decode(_read_bytes(path), path).split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     lines = [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
     return [ln.replace(marker, "\n") for ln in lines] if marker else lines
 
 
-def _read_records(path: str, fields: list[str]) -> dict[str, list]:
-    if _kind(path) == "parquet":
-        import pyarrow.parquet as pq  # start-up: Arrow, for a Parquet input only
+def _parquet_records(path: str, fields: list[str]) -> list[tuple[int, dict]]:
+    import pyarrow.parquet as pq  # start-up: Arrow, for a Parquet input only
 
-        try:
-            table = pq.read_table(path)
-        except (OSError, ValueError) as e:
-            raise EvalError(f"cannot read: {path}: {e}") from None
-        return {f: (table.column(f).to_pylist() if f in table.column_names else None) for f in fields}
-    out: dict[str, list] = {f: [] for f in fields}
-    try:
-        with _open_text(path) as fh:
-            for n, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise EvalError(f"not JSON: {path} line {n}: {e}") from None
-                if not isinstance(rec, dict):
-                    raise EvalError(f"not a JSON object: {path} line {n}: {type(rec).__name__}")
-                for f in fields:
-                    out[f].append(rec.get(f))
-    except (OSError, UnicodeDecodeError) as e:
-        raise EvalError(f"cannot read: {path}: {e}") from None
-    return {f: (v if any(x is not None for x in v) else None) for f, v in out.items()}
+    from pipeline.io.streams import open_input, reading  # start-up: fsspec, for the commands that read files
+
+    with reading(path, parquet=True), open_input(path, {}) as f:
+        pf = pq.ParquetFile(f)
+        table = pf.read(columns=[c for c in dict.fromkeys(fields) if c in pf.schema_arrow.names])
+    cols = {c: table.column(c).to_pylist() for c in table.column_names}
+    return [(n, {c: v[n] for c, v in cols.items()}) for n in range(table.num_rows)]
 
 
-def _texts(values, what: str, path: str) -> list[str]:
-    for n, v in enumerate(values):
-        if not isinstance(v, str):
-            raise EvalError(f"{what} is not a text: {path} record {n + 1}: {type(v).__name__}")
-    return list(values)
+# the size from which a JSONL input is tried on the records layout's Arrow path
+_FAST_MIN_BYTES = 1 << 20
 
 
-def _ids(ids: list | None) -> list[str] | None:
-    """The printed ids: a record without one gets its row number, as every record does when none
-    has an id (never the text "None")."""
-    if ids is None:
+def _fast_jsonl(data: bytes, fields: dict[str, str]) -> dict[str, list] | None:
+    """A large, clean JSONL input with ids through the records layout's own Arrow path
+    (``records._clean_lines``, ``_fast_columns``: the same checks, column by column); None for
+    anything else, which :func:`_jsonl_records` reads line by line."""
+    if len(data) < _FAST_MIN_BYTES or not fields.get("system"):
         return None
-    return [str(n) if i is None else str(i) for n, i in enumerate(ids)]
+    # numba (the layout's byte check): for a large input, which loads it to score anyway
+    from pipeline.io import records
+    from pipeline.io.input_spec import InputSpec
+
+    n_lines = records._clean_lines(data)
+    if n_lines is None:
+        return None
+    spec = InputSpec.from_config({"layout": "records", "paths": "-", "columns": dict(fields)})
+    columns = records._fast_columns(spec, data, n_lines)
+    if columns is None:
+        return None
+    ids, systems, cands, refs, _ = columns
+    return {"candidate": cands.to_pylist(), "id": ids.to_pylist(), "row": list(range(n_lines)),
+            "references": refs.to_pylist(), "system": systems.to_pylist()}
 
 
-def read_inputs(args) -> tuple[list[str], list, list[str] | None, list[str] | None]:
-    """(candidates, references, ids, systems) from the command's files (ids, systems: None when
-    the input has no such field)."""
-    ids = systems = None
-    kind = _kind(args.input)
-    if kind == "lines":
-        cands = _read_lines(args.input, args.newline_marker)
+def _jsonl_records(path: str, data: bytes) -> list[tuple[int, dict]]:
+    # start-up: Arrow, for the commands that read files
+    from pipeline.io.canonical import json_array_start, location, parse_json_line
+
+    out = []
+    first = True
+    for row, raw in enumerate(data.split(b"\n")):
+        raw = raw[:-1] if raw.endswith(b"\r") else raw
+        if first and raw.strip():
+            first = False
+            if json_array_start(raw):
+                raise EvalError(f"{path}: a JSON array, not JSONL (one JSON object per line); "
+                                "convert it, e.g. jq -c '.[]' FILE > FILE.jsonl")
+        rec, err = parse_json_line(raw, row)
+        if err is not None:
+            raise EvalError(f"{location(path, row, 'jsonl')}: {err}")
+        if rec is not None:
+            out.append((row, rec))
+    return out
+
+
+def _read_records(path: str, fields: dict[str, str], with_refs: bool, what: str = "candidate", hints=str):
+    """``{key: [values]}`` for ``candidate``, ``id`` (None where a record has none),
+    ``references`` (with ``with_refs``) and the row of each record, checked field by field
+    as the run's readers check them (the same reasons; here each ends the command).  ``what``
+    names the text field read as ``candidate`` (``reference`` in a ``-r`` record file)."""
+    # start-up: Arrow, for the commands that read files
+    from pipeline.io.canonical import BadRecord, get_id, get_refs, get_str, get_system, location
+
+    fmt = _kind(path)
+    if fmt == "parquet":
+        recs = _parquet_records(path, [f for f in fields.values() if f])
     else:
-        wanted = list(dict.fromkeys([args.candidate_field, args.id_field, args.system_field,
-                                     *([] if args.refs else [args.references_field])]))
-        recs = _read_records(args.input, wanted)
-        if recs[args.candidate_field] is None:
-            raise EvalError(f"no field {args.candidate_field!r} (--candidate-field): {args.input}: "
-                            "give the field holding the system output" + _field_hints(args))
-        cands = _texts(recs[args.candidate_field], "the candidate", args.input)
-        ids = recs[args.id_field]
-        systems = _systems(recs[args.system_field], args.input)
+        data = _read_bytes(path)
+        fast = _fast_jsonl(data, fields) if with_refs else None
+        if fast is not None:
+            return fast
+        recs = _jsonl_records(path, data)
+    wanted = [("candidate", "--candidate-field" if what == "candidate" else "--references-field")]
+    for key, option in wanted + ([("references", "--references-field")] if with_refs else []):
+        if recs and not any(fields[key] in r for _, r in recs):
+            raise EvalError((f"no field {fields[key]!r} ({option}): {path}: give the field holding the {what}"
+                             if key == "candidate" else
+                             f"no field {fields[key]!r} ({option}) and no -r file: {path}: give the references")
+                            + hints())
+    out: dict[str, list] = {"candidate": [], "id": [], "row": [], "references": [], "system": []}
+    for row, rec in recs:
+        try:
+            if with_refs:
+                out["references"].append(get_refs(rec, fields["references"]))
+            out["candidate"].append(get_str(rec, fields["candidate"], what, True))
+            # an id field missing or null: the record's line names it (``<stem>:<line>``)
+            out["id"].append(None if rec.get(fields["id"]) is None else get_id(rec, fields["id"]))
+            # (system, id) is an example's key; --system-field '': pooled on purpose
+            out["system"].append(get_system(rec, fields["system"]) if fields.get("system") else "")
+        except BadRecord as b:
+            raise EvalError(f"{location(path, row, fmt)}: {b.reason}") from None
+        out["row"].append(row)
+    return out
+
+
+def _ids(path: str, rows: list[int], given: list | None = None) -> list[str]:
+    """The examples' ids: ``given[k]`` where there is one, else ``<file stem>:<line>`` (1-based),
+    as the ``lines`` layout names its examples."""
+    from pipeline.io.paths import file_stem  # start-up: fsspec, for the commands that read files
+
+    stem = "stdin" if path == "-" else file_stem(path)
+    given = given or [None] * len(rows)
+    return [f"{stem}:{r + 1}" if i is None else i for r, i in zip(rows, given)]
+
+
+def read_inputs(args) -> tuple[list[str], list, list[str], list[str] | None]:
+    """(candidates, references, ids, systems) from the command's files (systems: None when no
+    record names one)."""
+    systems = None
+    if _kind(args.input) == "lines":
+        cands = _read_lines(args.input, args.newline_marker)
+        ids = _ids(args.refs[0] if args.refs else args.input, list(range(len(cands))))
+    else:
+        fields = {"candidate": args.candidate_field, "id": args.id_field, "references": args.references_field,
+                  "system": args.system_field}
+        recs = _read_records(args.input, fields, with_refs=not args.refs, hints=lambda: _field_hints(args))
+        if not recs["row"]:
+            return [], [], [], None
+        cands = recs["candidate"]
+        ids = _ids(args.input, recs["row"], recs["id"])
+        systems = recs["system"] if any(recs["system"]) else None
         if not args.refs:
-            refs = recs[args.references_field]
-            if refs is None:
-                raise EvalError(f"no field {args.references_field!r} (--references-field) and no -r file: "
-                                f"{args.input}: give the references" + _field_hints(args))
-            for n, r in enumerate(refs):
-                if isinstance(r, str):
-                    continue
-                if not isinstance(r, list) or not r or not all(isinstance(x, str) for x in r):
-                    raise EvalError(f"references must be a text or a non-empty list of texts: {args.input} "
-                                    f"record {n + 1}: {r!r:.60}")
-            return cands, refs, _ids(ids), systems
+            return cands, recs["references"], ids, systems
     if not args.refs:
         raise EvalError(f"no references: {args.input}: pass -r FILE (or a JSONL/Parquet input with references)")
     columns = []
@@ -173,30 +264,18 @@ def read_inputs(args) -> tuple[list[str], list, list[str] | None, list[str] | No
         if _kind(path) == "lines":
             col = _read_lines(path, args.newline_marker)
         else:
-            recs = _read_records(path, [args.references_field])
-            if recs[args.references_field] is None:
-                raise EvalError(f"no field {args.references_field!r} (--references-field): {path}")
-            col = _texts(recs[args.references_field], "the reference", path)
+            fields = {"candidate": args.references_field, "id": args.id_field, "references": args.references_field,
+                      "system": ""}
+            col = _read_records(path, fields, with_refs=False, what="reference")["candidate"]
         if len(col) != len(cands):
             raise EvalError(f"{len(col)} references for {len(cands)} candidates: {path}: "
                             f"the files must have one text per example ({args.input})")
         columns.append(col)
     refs = columns[0] if len(columns) == 1 else [list(x) for x in zip(*columns)]
-    return cands, refs, _ids(ids), systems
+    return cands, refs, ids, systems
 
 
 # --------------------------------------------------------------------------- systems
-
-def _systems(values: list | None, path: str) -> list[str] | None:
-    """Each record's system (a record without one: ``""``, as in a run), or None when no record
-    has the field."""
-    if values is None:
-        return None
-    for n, v in enumerate(values):
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (str, int))):
-            raise EvalError(f"the system is not a text: {path} record {n + 1}: {type(v).__name__}")
-    return ["" if v is None else str(v) for v in values]
-
 
 def _field_hints(args) -> str:
     """``; did you mean --candidate-field X --references-field Y ...?``: every option a field of the
@@ -229,6 +308,12 @@ def _likely_system_field(args) -> str | None:
                                                       if f not in taken])
 
 
+def _field_values(path: str, field: str) -> list[str]:
+    """The values of one field over the input's records (as texts; records without it left out)."""
+    recs = _parquet_records(path, [field]) if _kind(path) == "parquet" else _jsonl_records(path, _read_bytes(path))
+    return [str(r[field]) for _, r in recs if r.get(field) is not None]
+
+
 def check_systems(args, ids, systems) -> None:
     """A records input is never pooled over systems without a word: each (system, id) once, and
     a field that looks like a system name (with several values) is used by ``--system-field``
@@ -239,7 +324,7 @@ def check_systems(args, ids, systems) -> None:
     if systems is None and args.system_field:
         guess = _likely_system_field(args)
         if guess is not None:
-            values = sorted(set(map(str, _read_records(args.input, [guess])[guess] or [])))
+            values = sorted(set(_field_values(args.input, guess)))
             if len(values) < 2:
                 guess = None   # one value: not several systems
             else:
@@ -278,10 +363,11 @@ def format_table(result) -> str:
     head = ["type", "n", "P", "R", "F", f"F {pct} CI"]
     lines = []
     for system, res in results.items():
+        f_ci = res.f_interval()  # F alone: the table shows no P or R interval
         for t in res.rouge_types:
             m = res.mean[t]
-            a = res.aggregate.get(t)
-            ci = f"[{_fmt(a.low.fmeasure)}, {_fmt(a.high.fmeasure)}]" if a else "-"
+            a = f_ci.get(t)
+            ci = f"[{_fmt(a[0])}, {_fmt(a[2])}]" if a else "-"
             lines.append([t, str(res.n), _fmt(m.precision), _fmt(m.recall), _fmt(m.fmeasure), ci])
             if system is not None:
                 lines[-1].insert(0, system or "(no system)")
@@ -306,7 +392,7 @@ def _per_example(scorer, cands, refs, ids, fmt: str, out, chunk: int = 10_000, s
         flat = res.scores.reshape(res.scores.shape[0], -1).tolist()
         for k, row in enumerate(flat):
             i = lo + k
-            rid = ids[i] if ids is not None else str(i)
+            rid = ids[i]
             system = [systems[i]] if systems else []
             if writer is not None:
                 writer.writerow([i, rid, *system, *(repr(v) for v in row)])
@@ -331,8 +417,10 @@ def run(args) -> int:
     from pipeline.api import compute  # start-up: pipeline.api loads NumPy
 
     try:
-        if not 0 <= args.confidence <= 1 or args.n_boot < 0:
-            raise EvalError("bad option: --confidence must be in [0, 1] and --n-boot >= 0")
+        if getattr(args, "twice", None):
+            raise EvalError(args.twice)
+        if not 0 <= args.confidence <= 1 or not 0 <= args.n_boot <= MAX_N_BOOT:
+            raise EvalError(f"bad option: --confidence must be in [0, 1] and --n-boot from 0 to {MAX_N_BOOT:,}")
         types = [t.strip() for t in args.rouge_types.split(",") if t.strip()]
         twice = sorted({t for t in types if types.count(t) > 1})
         if twice or not types:
@@ -344,11 +432,11 @@ def run(args) -> int:
         if not cands:
             print(f"rouge-pipeline: eval: no example: {args.input}: the input is empty", file=sys.stderr)
             return EXIT_NO_ROWS
+        check_systems(args, ids, systems)
         if args.per_example:
             scorer = RougeScorer(types, use_stemmer=args.use_stemmer, **options)
             _per_example(scorer, cands, refs, ids, args.format, sys.stdout, systems=systems)
             return EXIT_OK
-        check_systems(args, ids, systems)
         result = compute(cands, refs, rouge_types=types, use_stemmer=args.use_stemmer, confidence=args.confidence,
                          n_boot=args.n_boot, seed=args.seed, return_result=True, systems=systems, **options)
     except (EvalError, ValueError) as e:

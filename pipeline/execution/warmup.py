@@ -65,6 +65,9 @@ def _warm_job(settings=None, diagnostics: bool = True, stats: bool = True) -> No
         if stats:
             job.unit_stats(scores, job.UnitContext(run_url="", scoring=s, seed=0, n_boot=10))
     records._jsonl_shape(np.frombuffer(b'{"id": 1}\n', dtype=np.uint8))
+    from pipeline.stats.mt_bootstrap import bootstrap_means  # numba, likewise: eval's and compute's bootstrap
+
+    bootstrap_means(np.random.RandomState(0), np.zeros((2, 3)), 1, [0, 1, 2])
     score_split(job.scorer_for(job.ScoringSettings()), "a b\nc", ["c a\nb"], 2)
 
 

@@ -4,6 +4,8 @@ quarantine row whose reason names the file and line (:func:`location`).
 """
 from __future__ import annotations
 
+import json
+
 import pyarrow as pa
 
 from pipeline.io.input_spec import CANONICAL_SCHEMA, QUARANTINE_SCHEMA, ROW_KEY_BITS
@@ -26,6 +28,40 @@ class BadText:
 
 
 _MISSING = object()
+
+
+def parse_json_line(raw: bytes, row: int):
+    """``(record, None)`` or ``(None, reason)``; ``(None, None)`` for a blank line."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return None, f"invalid UTF-8 at byte {e.start}"
+    if row == 0 and text.startswith("\ufeff"):
+        text = text[1:]
+    if not text.strip():
+        return None, None
+    try:
+        rec = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as e:
+        msg = e.msg if isinstance(e, json.JSONDecodeError) else "too deeply nested"
+        return None, f"malformed JSON ({msg})"
+    if not isinstance(rec, dict):
+        return None, f"expected a JSON object, got {type(rec).__name__}"
+    return rec, None
+
+
+def json_array_start(first_line: bytes) -> bool:
+    """Does a JSONL file whose first non-blank line is this start a JSON array of records?  The
+    line starts with ``[`` and does not parse on its own (the array goes on over the next
+    lines), or is a list holding an object.  ``[]`` or ``[1, 2]`` alone is a record (quarantined)."""
+    s = first_line.lstrip(b"\xef\xbb\xbf \t").rstrip()
+    if not s.startswith(b"["):
+        return False
+    try:
+        v = json.loads(s)
+    except (ValueError, RecursionError):
+        return True
+    return isinstance(v, list) and any(isinstance(x, dict) for x in v)
 
 
 def location(url: str, row: int, fmt: str) -> str:

@@ -6,7 +6,8 @@ Layouts (``InputSpec.layout``):
     One dataset (``paths``: URLs, globs or folders) whose records hold ``id``,
     ``candidate``, ``references`` (a string or a list of strings) and optionally
     ``system`` and ``source``.  JSONL (plain, .gz, .bz2, .xz, .zst when
-    ``zstandard`` is installed) or Parquet.  Column names are mapped with ``columns``.
+    ``zstandard`` is installed; compressed content without the extension is found by its
+    magic bytes) or Parquet.  Column names are mapped with ``columns``.
     Without ``target_rows``, runs of small files of one format (in listing order) are packed
     into units of about ``records.PACK_BYTES`` listed bytes (``WorkUnit.files``); each row keeps
     its file and row, and quarantine reasons name them.

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import json
 from typing import Iterator
 
 import numpy as np
@@ -16,7 +15,8 @@ import pyarrow.json as pj
 import pyarrow.parquet as pq
 from numba import njit
 
-from pipeline.io.canonical import BadRecord, BadText, Out, get_id, get_refs, get_str, get_system, location
+from pipeline.io.canonical import (BadRecord, BadText, Out, get_id, get_refs, get_str, get_system, json_array_start,
+                                   location, parse_json_line)
 from pipeline.io.paths import compression_of, expand, infer_format
 from pipeline.io.input_spec import CANONICAL_SCHEMA, ROW_KEY_BITS, InputSpec, UnreadableFileError, WorkUnit
 from pipeline.io.streams import iter_lines, lines_of, open_input, reading, row_ranges, scan_lines, size_of
@@ -26,26 +26,6 @@ from pipeline.stats.keys import KEY_SEPARATOR, example_keys
 # result on the scheduler and the client whatever its size, so thousands of tiny shards would
 # cost more there than their pairs cost to score.  Bigger files are units of their own.
 PACK_BYTES = 8 << 20
-
-
-def parse_json_line(raw: bytes, row: int):
-    """``(record, None)`` or ``(None, reason)``; ``(None, None)`` for a blank line."""
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        return None, f"invalid UTF-8 at byte {e.start}"
-    if row == 0 and text.startswith("\ufeff"):
-        text = text[1:]
-    if not text.strip():
-        return None, None
-    try:
-        rec = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as e:
-        msg = e.msg if isinstance(e, json.JSONDecodeError) else "too deeply nested"
-        return None, f"malformed JSON ({msg})"
-    if not isinstance(rec, dict):
-        return None, f"expected a JSON object, got {type(rec).__name__}"
-    return rec, None
 
 
 def _column_to_pylist(col: pa.ChunkedArray) -> list:
@@ -104,20 +84,6 @@ def require_columns(url: str, names: list[str], required: list[tuple[str, str]])
             raise ValueError(f"{url}: no column {col!r} for {key} (columns: {', '.join(names)}){hint}")
 
 
-def _json_array_start(first_line: bytes) -> bool:
-    """Does a JSONL file whose first non-blank line is this start a JSON array of records?  The
-    line starts with ``[`` and does not parse on its own (the array goes on over the next
-    lines), or is a list holding an object.  ``[]`` or ``[1, 2]`` alone is a record (quarantined)."""
-    s = first_line.lstrip(b"\xef\xbb\xbf \t").rstrip()
-    if not s.startswith(b"["):
-        return False
-    try:
-        v = json.loads(s)
-    except (ValueError, RecursionError):
-        return True
-    return isinstance(v, list) and any(isinstance(x, dict) for x in v)
-
-
 def iter_records(url: str, fmt: str, so: dict, columns: list[str], required: list[tuple[str, str]],
                   row_start: int = 0, row_stop: int | None = None, byte_start: int | None = None,
                   byte_stop: int | None = None, data: bytes | None = None
@@ -127,7 +93,7 @@ def iter_records(url: str, fmt: str, so: dict, columns: list[str], required: lis
 
     A JSONL file that is one JSON array of records (``[{...}, ...]``, on one line or
     pretty-printed) is refused as a whole (:class:`UnreadableFileError` "a JSON array, not
-    JSONL"; :func:`_json_array_start`): read line by line it would be one quarantined record,
+    JSONL"; :func:`json_array_start`): read line by line it would be one quarantined record,
     or a quarantined fragment per line.  Convert it (``jq -c '.[]'``)."""
     if fmt == "jsonl":
         first = row_start == 0 and not byte_start
@@ -135,7 +101,7 @@ def iter_records(url: str, fmt: str, so: dict, columns: list[str], required: lis
         for row, raw in lines:
             if first and raw.strip():
                 first = False
-                if _json_array_start(raw):
+                if json_array_start(raw):
                     raise UnreadableFileError(f"{url}: a JSON array, not JSONL (one JSON object per line); "
                                               "convert it, e.g. jq -c '.[]' FILE > FILE.jsonl")
             rec, err = parse_json_line(raw, row)

@@ -1,4 +1,5 @@
-"""Opening input files: decompression by file extension (gzip, bz2, xz, zstd), lines of a
+"""Opening input files: decompression by file extension (gzip, bz2, xz, zstd) or, for a name
+without one, by the magic bytes the file starts with (:func:`sniff_compression`), lines of a
 file or of a byte range of it, line counts for planning, and the one error of a file that
 cannot be decoded at all (:class:`~pipeline.io.input_spec.UnreadableFileError`).  Storage errors
 stay ``OSError`` so that callers can retry them.
@@ -117,11 +118,61 @@ class ZstdReader:
         return True
 
 
+# Compressed content whatever the file's name (checked when the name has no compression
+# extension).  None of these starts valid UTF-8 text but bz2's ("BZh91AY&SY"-like), whose
+# whole 10-byte header is checked.
+_MAGIC = ((b"\x1f\x8b", "gzip"), (b"\xfd7zXZ\x00", "xz"), (b"\x28\xb5\x2f\xfd", "zstd"))
+_BZ2_MAGIC = re.compile(rb"BZh[1-9]\x31\x41\x59\x26\x53\x59")
+
+
+def sniff_compression(head: bytes) -> str | None:
+    """The compression whose magic bytes ``head`` (a file's first bytes) starts with, else None."""
+    for magic, name in _MAGIC:
+        if head.startswith(magic):
+            return name
+    return "bz2" if _BZ2_MAGIC.match(head) else None
+
+
 @contextmanager
 def open_input(url: str, so: dict, compression: str | None = None):
-    """``url`` opened for binary reading, decompressed by ``compression``.  Every decoder fails
-    on a stream that ends early (gzip, bz2 and xz raise ``EOFError`` themselves; zstd through
-    :class:`ZstdReader`), so a truncated file is never read as a shorter one."""
+    """``url`` opened for binary reading, decompressed by ``compression`` (or by its content
+    when that is None: :func:`open_input_as`)."""
+    with open_input_as(url, so, compression) as (f, _):
+        yield f
+
+
+@contextmanager
+def open_input_as(url: str, so: dict, compression: str | None = None):
+    """``(stream, compression)``: ``url`` opened for binary reading and decompressed by
+    ``compression`` (from the extension) or, when that is None, by the magic bytes it starts
+    with (:func:`sniff_compression`; the compression found is the second item).  Every decoder
+    fails on a stream that ends early (gzip, bz2 and xz raise ``EOFError`` themselves; zstd
+    through :class:`ZstdReader`), so a truncated file is never read as a shorter one."""
+    if compression is not None:
+        with _decoded(url, so, compression) as f:
+            yield f, compression
+        return
+    with fsspec.open(url, "rb", **so) as raw:
+        found = sniff_compression(raw.read(10)) if raw.seekable() else None
+        if raw.seekable():
+            raw.seek(0)
+        if found is None:
+            yield raw, None
+            return
+        if found not in fsspec.available_compressions():
+            raise UnreadableFileError(f"{url}: {found}-compressed content, and {found} is not available "
+                                      "in this environment" + (" (pip install zstandard)" if found == "zstd" else ""))
+        if found == "zstd" and _has_zstandard():
+            yield ZstdReader(raw), found
+            return
+        from fsspec.compression import compr
+
+        with compr[found](raw, mode="rb") as f:
+            yield f, found
+
+
+@contextmanager
+def _decoded(url: str, so: dict, compression: str):
     if compression == "zstd" and _has_zstandard():
         with fsspec.open(url, "rb", **so) as raw:
             yield ZstdReader(raw)
@@ -141,8 +192,7 @@ def _has_zstandard() -> bool:
 def iter_lines(url: str, so: dict, row_start: int = 0, row_stop: int | None = None,
                 byte_start: int | None = None, byte_stop: int | None = None) -> Iterator[tuple[int, bytes]]:
     """``(row, line bytes without the newline)`` for rows ``[row_start, row_stop)``."""
-    comp = compression_of(url)
-    with reading(url), open_input(url, so, comp) as f:
+    with reading(url), open_input_as(url, so, compression_of(url)) as (f, comp):
         if byte_start is not None and comp is None:
             f.seek(byte_start)
             data = f.read(byte_stop - byte_start) if byte_stop is not None else f.read()
@@ -190,11 +240,10 @@ def _chunked_lines(f, size: int = 1 << 20):
 
 def scan_lines(url: str, so: dict, every: int | None = None) -> tuple[int, list[int] | None]:
     """Number of lines and, for uncompressed files, the byte offset of every ``every``-th line."""
-    comp = compression_of(url)
     starts = [0]
     n_nl = pos = 0
     last = 10
-    with reading(url), open_input(url, so, comp) as f:
+    with reading(url), open_input_as(url, so, compression_of(url)) as (f, comp):
         while True:
             chunk = f.read(1 << 22)
             if not chunk:

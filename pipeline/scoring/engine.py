@@ -149,6 +149,24 @@ class RougeEngine:
             small = cold.try_score(self.types, self.use_stemmer, targets, predictions)
             if small is not None:
                 return [dict(zip(d, map(_NEW_SCORE, d.values()))) for d in small]
+        return self.to_dicts(self._checked_arrays(targets, predictions))
+
+    def score_matrix(self, targets, predictions):
+        """:meth:`score_batch`'s numbers as one float64 array ``(n, types, 3)`` (precision,
+        recall, fmeasure): no Python object per score, for callers that aggregate."""
+        import numpy as np  # NumPy only for this call: importing the engine stays light
+
+        k = len(self.rouge_types)
+        if self._default_stream:
+            small = cold.try_score(self.types, self.use_stemmer, targets, predictions)
+            if small is not None:
+                flat = [v for d in small for t in self.rouge_types for v in d[t]]
+                return np.array(flat, dtype=np.float64).reshape(len(small), k, 3)
+        if not len(predictions):
+            return np.empty((0, k, 3), dtype=np.float64)
+        return self._checked_arrays(targets, predictions).scores
+
+    def _checked_arrays(self, targets, predictions) -> BatchScores:
         res = self.score_arrays(targets, predictions)
         too_long = (res.status == 1).nonzero()[0]
         if too_long.size:
@@ -156,7 +174,7 @@ class RougeEngine:
                 f"example {int(too_long[0])}: a rougeLsum sentence pair is too long to backtrack "
                 f"within {_compiled()[0].MAX_BACKTRACK_WORDS} words of memory; split the text into "
                 "sentences (newlines) or leave out rougeLsum")
-        return self.to_dicts(res)
+        return res
 
     def to_dicts(self, res: BatchScores) -> list[dict[str, Score]]:
         """``score_batch``'s result objects from columnar scores."""

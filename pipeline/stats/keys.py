@@ -11,6 +11,9 @@ from __future__ import annotations
 KEY_SEPARATOR = "\x1f"
 # stats.seed of a run configuration, and the seed of every command and function that takes one
 DEFAULT_SEED = 12345
+# the most bootstrap replicates any command or function takes (stats.n_boot, eval --n-boot,
+# compute's n_boot): a run's finalisation holds an n_boot x 1024 float64 block per system
+MAX_N_BOOT = 20_000
 
 
 def example_key(system: str, id_: str) -> str:

@@ -10,7 +10,10 @@ For the legacy generator, ``choice(arange(N), size=N)`` is ``randint(0, N, size=
 consumes the MT19937 stream one draw per element (and nothing at all when N == 1), so the
 indices can be drawn many resamples at a time.  The means are still computed one resample at
 a time with the same ``np.mean(matrix[idx], axis=0)`` call, so that NumPy's summation order --
-and therefore every bit of the result -- is the one rouge-score gets.
+and therefore every bit of the result -- is the one rouge-score gets.  On large inputs (or once
+numba is loaded) :mod:`pipeline.stats.mt_bootstrap` makes the same draws and sums in one
+compiled pass, and only for the columns asked for (``bootstrap_percentiles(..., cols=[2])``:
+the mid F that ``evaluate``'s rouge returns, a third of the work).
 
 So ``bootstrap_aggregate(scores, seed)`` equals ``np.random.seed(seed)`` followed by
 ``BootstrapAggregator().aggregate()`` on the same scores, without touching the global RNG.
@@ -18,8 +21,9 @@ So ``bootstrap_aggregate(scores, seed)`` equals ``np.random.seed(seed)`` followe
 """
 from __future__ import annotations
 
+import sys
 from collections import namedtuple
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -31,6 +35,63 @@ AggregateScore = namedtuple("AggregateScore", ["low", "mid", "high"])
 
 # Resamples whose indices are drawn at once (bounded memory: at most ~2**22 int64 indices).
 _MAX_INDEX_BLOCK = 1 << 22
+
+
+# Resamples x examples from which the compiled pass is worth loading numba for (NumPy takes
+# ~0.1 s there); below it the NumPy path runs unless numba is loaded already.
+_COMPILED_MIN_DRAWS = 1 << 22
+
+
+def _check(confidence_interval: float, n_samples: int) -> None:
+    if confidence_interval < 0 or confidence_interval > 1:
+        raise ValueError("confidence_interval must be in range [0, 1]")
+    if n_samples <= 0:
+        raise ValueError("n_samples must be positive")
+
+
+def _resample_means(rs, matrix: np.ndarray, n_samples: int, cols: Sequence[int]) -> np.ndarray:
+    """``(n_samples, len(cols))`` resample means of ``matrix``'s columns ``cols``, drawn from ``rs``."""
+    N = matrix.shape[0]
+    if matrix.shape[1] >= 2 and N < 1 << 32 and ("numba" in sys.modules or N * n_samples >= _COMPILED_MIN_DRAWS):
+        # numba: loaded only when the input is large or numba is loaded already (start-up time)
+        from pipeline.stats.mt_bootstrap import bootstrap_means
+
+        return bootstrap_means(rs, matrix, n_samples, cols)
+    sample_mean = np.zeros((n_samples, matrix.shape[1]))
+    block = max(1, min(n_samples, _MAX_INDEX_BLOCK // N))
+    for start in range(0, n_samples, block):
+        stop = min(n_samples, start + block)
+        idx = rs.randint(0, N, size=(stop - start, N))
+        for i in range(stop - start):
+            sample_mean[start + i, :] = np.mean(matrix[idx[i], :], axis=0)
+    return sample_mean[:, list(cols)]
+
+
+def bootstrap_percentiles(
+    scores_by_type: Mapping[str, np.ndarray],
+    seed: int | None,
+    n_samples: int = 1000,
+    confidence_interval: float = 0.95,
+    cols: Sequence[int] | None = None,
+) -> dict[str, np.ndarray]:
+    """``{type: float64 (3, len(cols))}``: rows low, mid, high of the columns ``cols`` (0
+    precision, 1 recall, 2 fmeasure; None: every column), each equal to the matching field of
+    :func:`bootstrap_aggregate` (which is this for every column)."""
+    _check(confidence_interval, n_samples)
+    # seed None: the global generator's own RandomState, advanced as rouge-score advances it
+    rs = np.random.mtrand._rand if seed is None else np.random.RandomState(seed)
+    delta = (1 - confidence_interval) / 2
+    q = 100 * np.array([delta, 0.5, 1 - delta])
+    result: dict[str, np.ndarray] = {}
+    for name, matrix in scores_by_type.items():
+        matrix = np.asarray(matrix, dtype=np.float64)
+        if matrix.ndim == 1:
+            matrix = matrix.reshape(1, -1)
+        if matrix.ndim != 2 or matrix.shape[0] == 0:
+            raise ValueError(f"{name}: need a non-empty (N, 3) matrix, got shape {matrix.shape}")
+        want = range(matrix.shape[1]) if cols is None else cols
+        result[name] = np.percentile(_resample_means(rs, matrix, n_samples, want), q, axis=0)
+    return result
 
 
 def bootstrap_aggregate(
@@ -46,31 +107,8 @@ def bootstrap_aggregate(
     order they would have been added; types are processed in the mapping's order.
     ``seed=None`` draws from NumPy's global generator, as rouge-score does.
     """
-    if confidence_interval < 0 or confidence_interval > 1:
-        raise ValueError("confidence_interval must be in range [0, 1]")
-    if n_samples <= 0:
-        raise ValueError("n_samples must be positive")
-    rs = np.random if seed is None else np.random.RandomState(seed)
-    delta = (1 - confidence_interval) / 2
-    q = 100 * np.array([delta, 0.5, 1 - delta])
-    result: dict[str, AggregateScore] = {}
-    for name, matrix in scores_by_type.items():
-        matrix = np.asarray(matrix, dtype=np.float64)
-        if matrix.ndim == 1:
-            matrix = matrix.reshape(1, -1)
-        if matrix.ndim != 2 or matrix.shape[0] == 0:
-            raise ValueError(f"{name}: need a non-empty (N, 3) matrix, got shape {matrix.shape}")
-        N = matrix.shape[0]
-        sample_mean = np.zeros((n_samples, matrix.shape[1]))
-        block = max(1, min(n_samples, _MAX_INDEX_BLOCK // N))
-        for start in range(0, n_samples, block):
-            stop = min(n_samples, start + block)
-            idx = rs.randint(0, N, size=(stop - start, N))
-            for i in range(stop - start):
-                sample_mean[start + i, :] = np.mean(matrix[idx[i], :], axis=0)
-        pct = np.percentile(sample_mean, q, axis=0)
-        result[name] = AggregateScore(*(score_class(*pct[j, :]) for j in range(3)))
-    return result
+    pct = bootstrap_percentiles(scores_by_type, seed, n_samples, confidence_interval)
+    return {name: AggregateScore(*(score_class(*p[j, :]) for j in range(3))) for name, p in pct.items()}
 
 
 class BootstrapAggregator:

@@ -111,7 +111,8 @@ def test_eval_jsonl_and_parquet_with_field_names(tmp_path, capsys):
                                                                                      "fmeasure")))
 
 
-def test_eval_records_without_an_id_get_their_row_number(tmp_path, capsys):
+def test_eval_records_without_an_id_are_named_by_their_line(tmp_path, capsys):
+    # <file stem>:<line>, 1-based, as the lines layout names its examples
     recs = [{"candidate": h, "references": r} for h, r in zip(HYPS, REFS1)]
     recs[1]["id"], recs[3]["id"] = "b", 7
     (tmp_path / "p.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs), encoding="utf-8")
@@ -125,7 +126,7 @@ def test_eval_records_without_an_id_get_their_row_number(tmp_path, capsys):
                 ids = [json.loads(x)["id"] for x in out.splitlines()]
             else:
                 ids = [r["id"] for r in csv.DictReader(io.StringIO(out))]
-            assert ids == ["0", "b", "2", "7"], (name, fmt, out)
+            assert ids == ["p:1", "b", "p:3", "7"], (name, fmt, out)
 
 
 def test_eval_errors_are_one_line(files, tmp_path, capsys):
