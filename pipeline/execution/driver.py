@@ -152,11 +152,15 @@ def _executor(client, log):
 
 
 def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream=None,
-        execution: str | None = None) -> RunResult:
+        execution: str | None = None, started: float | None = None, compile_seconds: float | None = None
+        ) -> RunResult:
     """Run ``cfg`` on ``client`` (``None``: synchronously, in this process), holding the run
     folder's lease (:class:`pipeline.runfolder.Lease`) throughout; ``execution``: how
-    :func:`run_config` chose where (the summary's ``execution``)."""
-    r = _Run(cfg, log, execution)
+    :func:`run_config` chose where (the summary's ``execution``); ``started``: the
+    ``time.perf_counter()`` the summary's ``seconds`` count from (default: now);
+    ``compile_seconds``: of those, the kernels' compile."""
+    r = _Run(cfg, log, execution, started)
+    r.compile_seconds = compile_seconds
     # the inputs first: a missing one leaves nothing in the output location
     inputs = r.retry("listing the inputs", outputs.list_inputs, r.spec)
     r.retry(f"inspecting the run folder {r.run_url}", outputs.precheck_run_folder, r.run_url, r.so,
@@ -189,8 +193,9 @@ class _Run:
     """One run of a config: what it is (folder, input, signature, plan) and its steps, each a
     method; the driver's own storage access goes through :meth:`retry`."""
 
-    def __init__(self, cfg, log, execution: str | None):
-        self.t_start = time.perf_counter()
+    def __init__(self, cfg, log, execution: str | None, started: float | None = None):
+        self.t_start = time.perf_counter() if started is None else started
+        self.compile_seconds = None
         self.cfg, self.log, self.execution = cfg, log, execution
         self.run_url = cfg.output.url.rstrip("/")
         self.so = HiddenOptions(cfg.storage_options)   # task arguments: logged by a worker when one fails
@@ -306,6 +311,7 @@ class _Run:
             "scoring_seconds": round(self.scoring_seconds, 3),
             "rows_scored": bar.scored_rows,       # by this run (not the resumed tasks')
             "pairs_per_s": round(bar.rate(), 1),  # the bar's rate counts from the units' listing too
+            **({"compile_seconds": round(self.compile_seconds, 3)} if self.compile_seconds else {}),
         }
 
     def write_summary(self, summary: dict) -> None:
@@ -424,15 +430,21 @@ def choose_mode(cfg, log=_log_default) -> tuple[str, str]:
     return "local", "auto: local cluster"
 
 
-def run_config(cfg, progress: bool | None = True, log=_log_default, stream=None) -> RunResult:
-    """Open the client the config asks for (auto / local / scheduler / sync) and run."""
+def run_config(cfg, progress: bool | None = True, log=_log_default, stream=None,
+               started: float | None = None) -> RunResult:
+    """Open the client the config asks for (auto / local / scheduler / sync) and run; the
+    summary's ``seconds`` count from ``started`` (a ``time.perf_counter()``; default: now)."""
+    started = time.perf_counter() if started is None else started
     ex = cfg.execution
     mode, note = choose_mode(cfg, log)
+    compiled = None
     if mode != "scheduler":  # this machine compiles once, before any local worker starts
-        warmup.ensure_compiled(job.ScoringSettings.from_config(cfg.scoring), log)
+        compiled = warmup.ensure_compiled(job.ScoringSettings.from_config(cfg.scoring), log, progress=bool(progress),
+                                          file=stream)
     with cluster.open_client(mode, ex.scheduler, ex.n_workers, ex.memory_limit,
                              worker_profile=ex.worker_profile) as client:
         link = cluster.dashboard_link(client)
         if link:
             log(f"dashboard: {link}")
-        return run(cfg, client, progress=progress, log=log, stream=stream, execution=note)
+        return run(cfg, client, progress=progress, log=log, stream=stream, execution=note, started=started,
+                   compile_seconds=compiled)

@@ -10,7 +10,7 @@ import gc
 from collections import namedtuple
 from typing import TYPE_CHECKING, Sequence
 
-from pipeline.scoring import cold
+from pipeline.scoring import cold, kernel_cache
 from pipeline.scoring.types import STATS, parse_rouge_types
 from pipeline.text.sentences import get_splitter, resolve_splitter_name
 from pipeline.text.tokenizers import as_tokenizer, routes
@@ -21,10 +21,19 @@ if TYPE_CHECKING:
     from pipeline.text.encoder import DefaultEncoder
 
 
+_waited = False
+
+
 def _compiled():
     """The compiled path's modules, imported on first use: a process whose first batches are
     small scores them in pure Python (:mod:`pipeline.scoring.cold`), which ends once numba is
-    imported, here or anywhere."""
+    imported, here or anywhere.  The first use on a machine whose cache lacks the kernels waits
+    for their compile, shown on stderr (:func:`pipeline.scoring.kernel_cache.wait_ready`)."""
+    global _waited
+    if not _waited:
+        _waited = True
+        if not cold.compiles_here() and not cold.kernels_ready():
+            kernel_cache.wait_ready()  # False: nothing compiles them; numba compiles them here
     # numba: loading these ends the cold tier, so only on first use (start-up time)
     from pipeline.scoring import batch
     from pipeline.text import encoder

@@ -2,6 +2,7 @@
 ``auto`` execution mode (in process below a size, the local cluster above it, same files)."""
 from __future__ import annotations
 
+import io
 import json
 
 import pytest
@@ -16,21 +17,24 @@ def test_kernels_compile_once_with_a_notice(tmp_path, monkeypatch):
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "cache"))
     calls = []
     monkeypatch.setattr(warmup, "warmup", lambda settings=None, **kw: calls.append((settings, kw)))
+    monkeypatch.setattr(warmup, "warm_encoder", lambda: calls.append("encoder"))
 
     class Helper:
-        waited = False
+        waited = 0
 
         def wait(self):
-            Helper.waited = True
+            Helper.waited += 1
 
-    monkeypatch.setattr(warmup, "_start_helper", lambda settings: Helper())
+    monkeypatch.setattr(warmup, "_start_helpers", lambda settings: [("a", Helper()), ("b", Helper())])
     lines = []
+    progress = io.StringIO()
     assert not warmup.is_compiled()
-    assert warmup.ensure_compiled("S", lines.append) >= 0
-    # this process leaves the helper's kernels to it, waits for it, then loads them
-    assert calls == [("S", {"diagnostics": False, "stats": False}), ("S", {})] and Helper.waited
-    assert lines[0] == "compiling the scoring kernels (first run only) ..."
-    assert lines[1].startswith("scoring kernels compiled in ") and len(lines) == 2
+    assert warmup.ensure_compiled("S", lines.append, file=progress) >= 0
+    # this process compiles the encoder, waits for both helpers, then loads their kernels
+    assert calls == ["encoder", ("S", {})] and Helper.waited == 2
+    assert lines[0] == "compiling the kernels (first run on this machine; cached for the next runs) ..."
+    assert lines[1].startswith("kernels compiled in ") and len(lines) == 2
+    assert "compiling: 3/3 parts done" in progress.getvalue()   # the wait is shown, part by part
     assert warmup.is_compiled()
     assert warmup.ensure_compiled("S", lines.append) is None and len(calls) == 2 and len(lines) == 2
     # another cache (a cleared one) compiles again
@@ -40,7 +44,7 @@ def test_kernels_compile_once_with_a_notice(tmp_path, monkeypatch):
 
 def test_run_config_compiles_before_the_cluster_starts(tmp_path, monkeypatch):
     order = []
-    monkeypatch.setattr(warmup, "ensure_compiled", lambda settings=None, log=None: order.append("compile"))
+    monkeypatch.setattr(warmup, "ensure_compiled", lambda settings=None, log=None, **kw: order.append("compile"))
 
     class Boom(Exception):
         pass
@@ -135,3 +139,19 @@ def test_auto_mode_estimates_every_layout_from_its_listing(tmp_path, monkeypatch
         assert driver.choose_mode(cfg, lambda m: None)[0] == "local"
         m.setattr(driver, "AUTO_LOCAL_MIN_BYTES", expected + 1)
         assert driver.choose_mode(cfg, lambda m: None)[0] == "sync"
+
+
+def test_the_summary_counts_the_whole_command_and_names_the_compile(tmp_path, monkeypatch, capsys):
+    """The summary's seconds run from the command's start, the first run's compile included, and
+    the printed line says how much of them the compile took."""
+    import time
+
+    from pipeline.cli import main as cli
+
+    monkeypatch.setattr(warmup, "ensure_compiled", lambda settings=None, log=None, **kw: 42.0)
+    monkeypatch.setattr(cli, "_STARTED", time.perf_counter() - 1000)   # as if the command began long ago
+    inp = write_records(tmp_path / "in", 4, bad=False)
+    assert cli.main(["score", inp, "-o", str(tmp_path / "run"), "--sync", "--no-progress"]) == 0
+    summary = json.loads((tmp_path / "run" / "_summary.json").read_text())
+    assert summary["seconds"] >= 1000 and summary["compile_seconds"] == 42.0
+    assert "s (42.0s of it compiling the kernels), " in capsys.readouterr().out
