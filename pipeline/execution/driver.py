@@ -407,6 +407,9 @@ def _write_failed_summary(run_url: str, so: dict, sig: str, chash: str, e: BaseE
 # pairs) the cluster would mostly add its start (a chosen bound, not a tuned one).  The outputs are the same files either way.
 AUTO_LOCAL_MIN_BYTES = 32 * 1024 * 1024
 COMPRESSION_RATIO = 4  # the estimate's factor for compressed input files
+# kernels not compiled yet: a run in this process below this many input bytes is scored in pure
+# Python (pipeline.scoring.cold, ~1 MB of text a second) instead of waiting for the scoring kernels
+PYTHON_FIRST_RUN_BYTES = 2 * 1024 * 1024
 
 
 def estimate_input_bytes(cfg) -> int:
@@ -439,8 +442,10 @@ def run_config(cfg, progress: bool | None = True, log=_log_default, stream=None,
     mode, note = choose_mode(cfg, log)
     compiled = None
     if mode != "scheduler":  # this machine compiles once, before any local worker starts
+        # a small run in this process scores in pure Python while the scoring kernels compile
+        small = mode == "sync" and not warmup.is_compiled() and estimate_input_bytes(cfg) < PYTHON_FIRST_RUN_BYTES
         compiled = warmup.ensure_compiled(job.ScoringSettings.from_config(cfg.scoring), log, progress=bool(progress),
-                                          file=stream)
+                                          file=stream, scoring=not small)
     with cluster.open_client(mode, ex.scheduler, ex.n_workers, ex.memory_limit,
                              worker_profile=ex.worker_profile) as client:
         link = cluster.dashboard_link(client)

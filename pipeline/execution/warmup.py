@@ -79,7 +79,8 @@ def warm_encoder() -> None:
     cold.disable()
     for stem in (False, True):
         enc = default_encoder(stem)
-        enc.encode(["The cat sat on the mat.\nIt was happy.", "a b c \u2014 caf\u00e9"])
+        enc.encode(["The cat sat on the mat.\nIt was happy."])   # an ASCII batch is its own buffer
+        enc.encode(["a b c \u2014 caf\u00e9"])                     # any other is encoded once
         enc.encode_arrow(pa.array(["the cat sat", "caf\u00e9 b"]), pa.array([["a cat"], ["b", "c"]]))
     records._jsonl_shape(np.frombuffer(b'{"id": 1}\n', dtype=np.uint8))
 
@@ -95,8 +96,16 @@ def warm_split() -> None:
 def warm_diagnostics() -> None:
     """Compile the per-example diagnostics kernel and the statistics' kernels alone (neither
     needs the scoring kernels), with the argument types a task passes."""
+    warm_stats()
+    warm_diagnostics_kernel()
+
+
+def warm_stats() -> None:
+    """The statistics' kernels (a unit's statistics of a scores table, the bootstrap's weights)."""
     import numpy as np
     import pyarrow as pa
+
+    from pipeline.stats import poisson  # numba, likewise
 
     types = ("rouge1",)
     schema = job.scores_schema(types, diagnostics=False)
@@ -105,6 +114,12 @@ def warm_diagnostics() -> None:
     scores = pa.Table.from_pylist([row, {**row, "id": "b"}], schema=schema)
     job.unit_stats(scores, job.UnitContext(run_url="", scoring=job.ScoringSettings(rouge_types=types), seed=0,
                                            n_boot=10))
+    poisson.poisson_weights(np.array([1, 2], dtype=np.uint64), 10, np.empty((10, 2)))  # the run's read-out
+
+
+def warm_diagnostics_kernel() -> None:
+    """The per-example diagnostics kernel."""
+    import numpy as np
 
     from pipeline.scoring.diagnostics import _per_example  # numba, likewise
 
@@ -130,18 +145,21 @@ def _mark_compiled() -> None:
     kernel_cache.mark(kernel_cache.SCORING)
 
 
-def _start_helpers(settings) -> list:
+def _start_helpers(settings, scoring: bool) -> list:
     """The other compiling processes, on two or more cores: the scoring kernel (and the long
-    documents' split scoring, which uses it), and with diagnostics :func:`warm_diagnostics`
-    (the diagnostics' and statistics' kernels); each compiles into the same cache."""
+    documents' split scoring, which uses it) unless ``scoring`` is False, and with diagnostics
+    the diagnostics' kernel (and, with the scoring kernel compiled too, the statistics'); each
+    compiles into the same cache."""
     if (os.cpu_count() or 1) < 2:
         return []
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    codes = [("the scoring kernel", "from pipeline.scoring import kernel_compile as k; k.main(['kernel']); "
-              "from pipeline.execution.warmup import warm_split as w; w()")]
+    codes = []
+    if scoring:
+        codes.append(("the scoring kernel", "from pipeline.scoring import kernel_compile as k; k.main(['kernel']); "
+                      "from pipeline.execution.warmup import warm_split as w; w()"))
     if getattr(settings, "diagnostics", True):
-        codes.append(("the diagnostics' and statistics' kernels",
-                      "from pipeline.execution.warmup import warm_diagnostics as w; w()"))
+        codes.append(("the diagnostics' kernel", "from pipeline.execution import warmup as w; "
+                      + ("w.warm_diagnostics()" if scoring else "w.warm_diagnostics_kernel()")))
     helpers = []
     for name, code in codes:
         try:
@@ -152,35 +170,48 @@ def _start_helpers(settings) -> list:
     return helpers
 
 
-def ensure_compiled(settings=None, log=None, progress: bool = True, file=None) -> float | None:
+def ensure_compiled(settings=None, log=None, progress: bool = True, file=None, scoring: bool = True) -> float | None:
     """Compile the kernels if this machine has not yet: in this process and up to two others at
     once, a notice line before, each part's end on a progress bar (stderr, or ``file``), the
-    time after; ``None`` when they were compiled already."""
-    if is_compiled():
+    time after; ``None`` when they were compiled already.  ``scoring=False`` (a small run in
+    this process): every kernel but the scoring ones, which a background process compiles
+    meanwhile while the run scores in pure Python (:mod:`pipeline.scoring.cold`)."""
+    if is_compiled() or (not scoring and kernel_cache.is_ready(kernel_cache.JOB)):
         return None
     say = log or (lambda m: print(m, file=sys.stderr, flush=True))
     say("compiling the kernels (first run on this machine; cached for the next runs) ...")
     t0 = time.perf_counter()
+    if not scoring:
+        kernel_cache.start_background()
     # the scoring kernel, the diagnostics' and the statistics' kernels share nothing: each
     # compiles in a process of its own meanwhile, this one compiles the encoder
-    helpers = _start_helpers(settings)
+    helpers = _start_helpers(settings, scoring)
     with _bar(len(helpers) + 1, progress, file) as bar:
         try:
-            if helpers:
+            if helpers or not scoring:
                 warm_encoder()
-                bar.set_postfix_str(", the encoder")
+                if not scoring:
+                    warm_stats()
+                    if not helpers and getattr(settings, "diagnostics", True):
+                        warm_diagnostics_kernel()
+                bar.set_postfix_str("the encoder" + ("" if scoring else " and the statistics' kernels"))
                 bar.update(1)
         finally:
             for name, helper in helpers:
                 helper.wait()
-                bar.set_postfix_str(f", {name}")
+                bar.set_postfix_str(name)
                 bar.update(1)
-        warmup(settings)  # the helpers' kernels loaded (compiled here if one failed), or all on one core
-        if not helpers:
+        if scoring:
+            warmup(settings)  # the helpers' kernels loaded (compiled here if one failed), or all on one core
+        if scoring and not helpers:
             bar.update(1)
     seconds = time.perf_counter() - t0
-    _mark_compiled()
-    say(f"kernels compiled in {seconds:.1f}s (cached for the next runs)")
+    if scoring:
+        _mark_compiled()
+    else:
+        kernel_cache.mark(kernel_cache.JOB)
+    say(f"kernels compiled in {seconds:.1f}s (cached for the next runs"
+        + ("" if scoring else "; the scoring kernels compile in the background, the run scores meanwhile") + ")")
     return seconds
 
 

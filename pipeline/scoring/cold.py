@@ -21,7 +21,8 @@ the tier off.
 
 While this machine's numba cache does not hold the scoring kernels yet (a fresh install), the
 budget and the length limit do not apply: any batch of up to :data:`COMPILING_LIMIT_CHARS` is
-scored here while one background process compiles the kernels
+scored here (:func:`try_score`; the columnar calls and a job's batches through
+:func:`try_columns`) while one background process compiles the kernels
 (:func:`pipeline.scoring.kernel_cache.start_background`); the first call after they are in
 the cache moves to the compiled path.
 """
@@ -49,6 +50,7 @@ LINE_PAIR_CHARS = 4
 # Kernels not compiled yet: a batch up to this cost is scored here (about as long as compiling
 # the kernels would keep it waiting); a larger one waits for them, its wait shown.
 COMPILING_LIMIT_CHARS = 10_000_000
+COMPILING_MAX_TEXT_CHARS = 200_000   # longer texts: the compiled path (and its limits on rougeLsum)
 _left = BUDGET_CHARS
 _lock = threading.Lock()
 _off = False      # a process that exists to compile (warmup, the background compile)
@@ -160,11 +162,15 @@ def try_score(types, use_stemmer: bool, targets, predictions) -> list[dict[str, 
     if found is None:
         if kernels_ready():
             return None
-        found = _examples(targets, predictions, lsum, COMPILING_LIMIT_CHARS, max_text=COMPILING_LIMIT_CHARS)
+        found = _examples(targets, predictions, lsum, COMPILING_LIMIT_CHARS, max_text=COMPILING_MAX_TEXT_CHARS)
         if found is None:
             return None
         kernel_cache.start_background()
-    examples = found[0]
+    return [spec.best_by_fmeasure(per_ref) for per_ref, _, _ in _score_examples(types, use_stemmer, found[0])]
+
+
+def _score_examples(types, use_stemmer: bool, examples):
+    """``(per reference (p, r, f) per type, candidate tokens, [reference tokens])`` per example."""
     tok = DefaultTokenizer(use_stemmer).tokenize
     cache: dict[str, tuple[list[str], list[list[str]]]] = {}
 
@@ -179,10 +185,35 @@ def try_score(types, use_stemmer: bool, targets, predictions) -> list[dict[str, 
     out = []
     for refs, cand in examples:
         c, c_sents = encode(cand)
+        encoded = [encode(r) for r in refs]
         per_ref = [spec.score_tokens(types, r, c, r_sents, c_sents, lcs_length, lcs_positions)
-                   for r, r_sents in map(encode, refs)]
-        out.append(spec.best_by_fmeasure(per_ref))
+                   for r, r_sents in encoded]
+        out.append((per_ref, len(c), [len(r) for r, _ in encoded]))
     return out
+
+
+def try_columns(types, use_stemmer: bool, targets, predictions):
+    """While the scoring kernels are not compiled (their compile started): the columns of
+    :class:`pipeline.scoring.batch.BatchScores` as lists (per example the ``(p, r, f)`` per type,
+    the reference kept per type (highest F, first on ties), candidate tokens, tokens of all
+    references, references), or None when the batch belongs to the compiled path."""
+    if not types or not enabled() or kernels_ready():
+        return None
+    lsum = any(t.kind == "Lsum" for t in types)
+    found = _examples(targets, predictions, lsum, COMPILING_LIMIT_CHARS, max_text=COMPILING_MAX_TEXT_CHARS)
+    if found is None:
+        return None
+    kernel_cache.start_background()
+    names = [t.name for t in types]
+    scores, best, cand_len, ref_len, n_refs = [], [], [], [], []
+    for per_ref, c_len, r_lens in _score_examples(types, use_stemmer, found[0]):
+        keep = [max(range(len(per_ref)), key=lambda i, n=n: (per_ref[i][n][2], -i)) for n in names]
+        scores.append([per_ref[k][n] for k, n in zip(keep, names)])
+        best.append(keep)
+        cand_len.append(c_len)
+        ref_len.append(sum(r_lens))
+        n_refs.append(len(r_lens))
+    return scores, best, cand_len, ref_len, n_refs
 
 
 def _from_budget(targets, predictions, lsum: bool):

@@ -10,7 +10,8 @@ large for pure Python and the kernels are not ready, the wait is shown on stderr
 
 A stamp file next to numba's cache, keyed by everything that invalidates it (this package's
 files, numba, Python, the machine), says a part is compiled: ``scoring`` (the encoder and the
-scoring kernel) or ``kernels`` (every kernel: ``python -m pipeline.execution.warmup``).
+scoring kernel), ``job`` (the others a run needs) or ``kernels`` (every kernel: ``python -m
+pipeline.execution.warmup``, or both others).
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ import time
 from importlib.metadata import version
 
 SCORING = "scoring"
+JOB = "job"        # every kernel but the scoring ones: a small run's first compile
 ALL = "kernels"
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _key: str | None = None
@@ -75,7 +77,11 @@ def stamp_path(part: str = ALL) -> str:
 def is_ready(part: str = ALL) -> bool:
     """True when this machine's numba cache holds ``part`` (every kernel, or the scoring ones)."""
     try:
-        return os.path.exists(stamp_path(part)) or (part == SCORING and os.path.exists(stamp_path(ALL)))
+        if os.path.exists(stamp_path(part)):
+            return True
+        if part == SCORING or part == JOB:
+            return os.path.exists(stamp_path(ALL))
+        return part == ALL and os.path.exists(stamp_path(JOB)) and os.path.exists(stamp_path(SCORING))
     except OSError:
         return False
 

@@ -25,7 +25,7 @@ def test_kernels_compile_once_with_a_notice(tmp_path, monkeypatch):
         def wait(self):
             Helper.waited += 1
 
-    monkeypatch.setattr(warmup, "_start_helpers", lambda settings: [("a", Helper()), ("b", Helper())])
+    monkeypatch.setattr(warmup, "_start_helpers", lambda settings, scoring: [("a", Helper()), ("b", Helper())])
     lines = []
     progress = io.StringIO()
     assert not warmup.is_compiled()
@@ -40,6 +40,75 @@ def test_kernels_compile_once_with_a_notice(tmp_path, monkeypatch):
     # another cache (a cleared one) compiles again
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "other"))
     assert not warmup.is_compiled()
+
+
+def test_a_small_first_run_compiles_all_but_the_scoring_kernels(tmp_path, monkeypatch):
+    """Kernels not compiled and a small run in this process: the encoder's and statistics'
+    kernels here, the diagnostics' in a helper, the scoring kernels left to the background
+    compile; a stamp says so, and the next small run compiles nothing."""
+    from pipeline.scoring import kernel_cache
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "cache"))
+    calls = []
+    for name in ("warmup", "warm_encoder", "warm_stats", "warm_diagnostics_kernel"):
+        monkeypatch.setattr(warmup, name, lambda *a, name=name, **kw: calls.append(name))
+    monkeypatch.setattr(kernel_cache, "start_background", lambda: calls.append("background") or True)
+
+    class Helper:
+        def wait(self):
+            calls.append("helper")
+
+    helpers = []
+    monkeypatch.setattr(warmup, "_start_helpers", lambda settings, scoring: helpers.append(scoring) or [("d", Helper())])
+    progress = io.StringIO()
+    assert warmup.ensure_compiled("S", lambda m: None, file=progress, scoring=False) >= 0
+    assert helpers == [False] and calls == ["background", "warm_encoder", "warm_stats", "helper"]
+    assert "compiling: 2/2 parts done" in progress.getvalue()
+    assert not warmup.is_compiled() and kernel_cache.is_ready(kernel_cache.JOB)
+    assert warmup.ensure_compiled("S", lambda m: None, scoring=False) is None and len(calls) == 4
+    kernel_cache.mark(kernel_cache.SCORING)   # the background compile's stamp: now every kernel is there
+    assert warmup.is_compiled()
+
+
+def test_run_config_leaves_the_scoring_kernels_to_the_background_for_a_small_run(tmp_path, monkeypatch):
+    seen = []
+    monkeypatch.setattr(warmup, "is_compiled", lambda: False)
+    monkeypatch.setattr(warmup, "ensure_compiled", lambda settings=None, log=None, **kw: seen.append(kw["scoring"]))
+    inp = write_records(tmp_path / "in", 4, bad=False)
+    for mode in ("sync", "local"):
+        cfg = RunConfig.from_dict(config({"layout": "records", "paths": inp}, tmp_path / mode, execution={"mode": mode}))
+        if mode == "local":
+            monkeypatch.setattr(driver.cluster, "open_client", lambda *a, **k: (_ for _ in ()).throw(KeyError("x")))
+            with pytest.raises(KeyError):
+                driver.run_config(cfg, progress=False, log=lambda m: None)
+        else:
+            driver.run_config(cfg, progress=False, log=lambda m: None)
+    assert seen == [False, True]   # in process and small: not the scoring kernels; a cluster: all
+
+
+def test_a_run_scored_while_the_kernels_compile_writes_the_same_files(tmp_path, monkeypatch):
+    """A small run scored in pure Python (the scoring kernels not compiled yet) writes files
+    byte-identical to the compiled path's, and calls no scoring kernel."""
+    from pipeline.scoring import batch, cold, kernel_cache
+
+    inp = write_records(tmp_path / "in", 30, bad=True)
+
+    def go(out):
+        cfg = RunConfig.from_dict(config({"layout": "records", "paths": inp}, out, execution={"mode": "sync"}))
+        return driver.run(cfg, None, progress=False, log=lambda m: None)
+
+    with monkeypatch.context() as m:
+        m.setenv("ROUGE_PIPELINE_COLD_START", "0")   # the compiled path
+        go(tmp_path / "compiled")
+    with monkeypatch.context() as m:
+        m.setenv("ROUGE_PIPELINE_COLD_START", "1")
+        m.setattr(cold, "_off", False)
+        m.setattr(cold, "kernels_ready", lambda: False)
+        m.setattr(kernel_cache, "start_background", lambda: True)
+        m.setattr(batch, "score_batch_kernel", lambda *a: (_ for _ in ()).throw(AssertionError("a kernel ran")))
+        go(tmp_path / "python")
+    a, b = run_outputs(tmp_path / "compiled", markers=True), run_outputs(tmp_path / "python", markers=True)
+    assert a.keys() == b.keys() and len(a) > 3 and a == b
 
 
 def test_run_config_compiles_before_the_cluster_starts(tmp_path, monkeypatch):
