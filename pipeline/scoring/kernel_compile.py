@@ -44,7 +44,7 @@ def main(argv=None) -> int:
         return 0
     try:
         os.nice(10)  # the user's process scores meanwhile, in pure Python
-    except OSError:
+    except (OSError, AttributeError):  # no os.nice on Windows
         pass
     try:
         compile_scoring()
