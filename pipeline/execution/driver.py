@@ -153,11 +153,15 @@ def _executor(client, log):
 
 
 def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream=None,
-        execution: str | None = None) -> RunResult:
+        execution: str | None = None, started: float | None = None, compile_seconds: float | None = None
+        ) -> RunResult:
     """Run ``cfg`` on ``client`` (``None``: synchronously, in this process), holding the run
     folder's lease (:class:`pipeline.runfolder.Lease`) throughout; ``execution``: how
-    :func:`run_config` chose where (the summary's ``execution``)."""
-    r = _Run(cfg, log, execution)
+    :func:`run_config` chose where (the summary's ``execution``); ``started``: the
+    ``time.perf_counter()`` the summary's ``seconds`` count from (default: now);
+    ``compile_seconds``: of those, the kernels' compile."""
+    r = _Run(cfg, log, execution, started)
+    r.compile_seconds = compile_seconds
     # the inputs first: a missing one leaves nothing in the output location
     inputs = r.retry("listing the inputs", outputs.list_inputs, r.spec)
     r.retry(f"inspecting the run folder {r.run_url}", outputs.precheck_run_folder, r.run_url, r.so,
@@ -191,8 +195,9 @@ class _Run:
     """One run of a config: what it is (folder, input, signature, plan) and its steps, each a
     method; the driver's own storage access goes through :meth:`retry`."""
 
-    def __init__(self, cfg, log, execution: str | None):
-        self.t_start = time.perf_counter()
+    def __init__(self, cfg, log, execution: str | None, started: float | None = None):
+        self.t_start = time.perf_counter() if started is None else started
+        self.compile_seconds = None
         self.cfg, self.log, self.execution = cfg, log, execution
         self.run_url = cfg.output.url.rstrip("/")
         self.so = HiddenOptions(cfg.storage_options)   # task arguments: logged by a worker when one fails
@@ -308,6 +313,7 @@ class _Run:
             "scoring_seconds": round(self.scoring_seconds, 3),
             "rows_scored": bar.scored_rows,       # by this run (not the resumed tasks')
             "pairs_per_s": round(bar.rate(), 1),  # the bar's rate counts from the units' listing too
+            **({"compile_seconds": round(self.compile_seconds, 3)} if self.compile_seconds else {}),
         }
 
     def warn(self, summary: dict) -> None:
@@ -411,6 +417,9 @@ def _write_failed_summary(run_url: str, so: dict, sig: str, chash: str, e: BaseE
 # pairs) the cluster would mostly add its start (a chosen bound, not a tuned one).  The outputs are the same files either way.
 AUTO_LOCAL_MIN_BYTES = 32 * 1024 * 1024
 COMPRESSION_RATIO = 4  # the estimate's factor for compressed input files
+# kernels not compiled yet: a run in this process below this many input bytes is scored in pure
+# Python (pipeline.scoring.cold, ~1 MB of text a second) instead of waiting for the scoring kernels
+PYTHON_FIRST_RUN_BYTES = 2 * 1024 * 1024
 
 
 def estimate_input_bytes(cfg) -> int:
@@ -434,16 +443,24 @@ def choose_mode(cfg, log=_log_default) -> tuple[str, str]:
     return "local", "auto: local cluster"
 
 
-def run_config(cfg, progress: bool | None = True, log=_log_default, stream=None, debug: bool = False) -> RunResult:
-    """Open the client the config asks for (auto / local / scheduler / sync) and run.  On a
+def run_config(cfg, progress: bool | None = True, log=_log_default, stream=None, debug: bool = False,
+               started: float | None = None) -> RunResult:
+    """Open the client the config asks for (auto / local / scheduler / sync) and run; the
+    summary's ``seconds`` count from ``started`` (a ``time.perf_counter()``; default: now).  On a
     cluster, Dask's own log lines go to the run folder's log when the run fails (on stderr too
     with ``debug``), not to the terminal (:mod:`pipeline.execution.dasklogs`)."""
+    started = time.perf_counter() if started is None else started
     ex = cfg.execution
     mode, note = choose_mode(cfg, log)
+    compiled = None
     if mode != "scheduler":  # this machine compiles once, before any local worker starts
-        warmup.ensure_compiled(job.ScoringSettings.from_config(cfg.scoring), log)
+        # a small run in this process scores in pure Python while the scoring kernels compile
+        small = mode == "sync" and not warmup.is_compiled() and estimate_input_bytes(cfg) < PYTHON_FIRST_RUN_BYTES
+        compiled = warmup.ensure_compiled(job.ScoringSettings.from_config(cfg.scoring), log, progress=bool(progress),
+                                          file=stream, scoring=not small)
+    timing = dict(started=started, compile_seconds=compiled)
     if mode == "sync":
-        return run(cfg, None, progress=progress, log=log, stream=stream, execution=note)
+        return run(cfg, None, progress=progress, log=log, stream=stream, execution=note, **timing)
     from pipeline.execution import dasklogs  # Dask is imported when a cluster opens (sync runs load none)
 
     with dasklogs.captured(debug) as dask_log, cluster.open_client(
@@ -454,7 +471,7 @@ def run_config(cfg, progress: bool | None = True, log=_log_default, stream=None,
         if link:
             log(f"dashboard: {link}")
         try:
-            return run(cfg, client, progress=progress, log=log, stream=stream, execution=note)
+            return run(cfg, client, progress=progress, log=log, stream=stream, execution=note, **timing)
         except (RunFolderError, RunFolderBusyError, ConfigError):
             raise   # not this run's folder (another run's, a user's, a bad config): nothing written there
         except BaseException:

@@ -2,23 +2,22 @@
 
 Docker images and CI run this at build time so workers do not compile at their
 first task.  A run compiles them itself when this machine has not yet
-(:func:`ensure_compiled`: once, in the client, with a one-line notice, before any worker
-starts, so the workers only load numba's cache instead of all compiling at the same time).
-Whether it has is a stamp file next to numba's cache, keyed by everything that invalidates it.
+(:func:`ensure_compiled`: once, in the client, in three processes at once, its progress shown,
+before any worker starts, so the workers only load numba's cache instead of all compiling at
+the same time).  Whether it has is a stamp file next to numba's cache, keyed by everything that
+invalidates it (:mod:`pipeline.scoring.kernel_cache`).
 """
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
-import platform
 import subprocess
 import sys
 import time
-from importlib.metadata import version
 
-from pipeline import __version__, job
-from pipeline.scorer import RougeScorer, _compiled
+from pipeline import job
+from pipeline.scorer import RougeScorer, _compiled, default_encoder
+from pipeline.scoring import cold, kernel_cache
 
 # The kernels' modules are imported inside the functions that load them: the worker plugin imports
 # this module before it sets NUMBA_NUM_THREADS, which numba reads when it is first imported.
@@ -31,7 +30,8 @@ def warmup(settings=None, diagnostics: bool = True, stats: bool = True) -> float
     build that run's scorer (a unicode or rouge155 profile's tables) through a task's path.
     ``diagnostics=False``/``stats=False`` leave the diagnostics' / statistics' kernels out."""
     t0 = time.perf_counter()
-    _compiled()  # imports numba, which ends the cold-start tier (that tier would load no kernel)
+    cold.disable()  # this process compiles: no batch of it goes to the pure-Python tier
+    _compiled()
 
     refs = ["The cat sat on the mat.\nIt was happy.", "a b c \u2014 caf\u00e9"]  # non-ASCII: the UTF-8 kernel
     cands = ["The cat is sitting on the mat.\nIt is happy.", "b a"]
@@ -71,11 +71,44 @@ def _warm_job(settings=None, diagnostics: bool = True, stats: bool = True) -> No
     score_split(job.scorer_for(job.ScoringSettings()), "a b\nc", ["c a\nb"], 2)
 
 
+def warm_encoder() -> None:
+    """The default encoder's kernels (texts and Arrow columns, ASCII and not) and the JSONL byte
+    check, without the scoring kernel."""
+    import numpy as np
+    import pyarrow as pa
+
+    from pipeline.io import records  # numba: imported here (see the note at the top)
+
+    cold.disable()
+    for stem in (False, True):
+        enc = default_encoder(stem)
+        enc.encode(["The cat sat on the mat.\nIt was happy."])   # an ASCII batch is its own buffer
+        enc.encode(["a b c \u2014 caf\u00e9"])                     # any other is encoded once
+        enc.encode_arrow(pa.array(["the cat sat", "caf\u00e9 b"]), pa.array([["a cat"], ["b", "c"]]))
+    records._jsonl_shape(np.frombuffer(b'{"id": 1}\n', dtype=np.uint8))
+
+
+def warm_split() -> None:
+    """Long documents' split scoring (after the scoring kernel)."""
+    from pipeline.scoring.split import score_split  # numba, likewise
+
+    cold.disable()
+    score_split(job.scorer_for(job.ScoringSettings()), "a b\nc", ["c a\nb"], 2)
+
+
 def warm_diagnostics() -> None:
     """Compile the per-example diagnostics kernel and the statistics' kernels alone (neither
     needs the scoring kernels), with the argument types a task passes."""
+    warm_stats()
+    warm_diagnostics_kernel()
+
+
+def warm_stats() -> None:
+    """The statistics' kernels (a unit's statistics of a scores table, the bootstrap's weights)."""
     import numpy as np
     import pyarrow as pa
+
+    from pipeline.stats import poisson  # numba, likewise
 
     types = ("rouge1",)
     schema = job.scores_schema(types, diagnostics=False)
@@ -84,6 +117,12 @@ def warm_diagnostics() -> None:
     scores = pa.Table.from_pylist([row, {**row, "id": "b"}], schema=schema)
     job.unit_stats(scores, job.UnitContext(run_url="", scoring=job.ScoringSettings(rouge_types=types), seed=0,
                                            n_boot=10))
+    poisson.poisson_weights(np.array([1, 2], dtype=np.uint64), 10, np.empty((10, 2)))  # the run's read-out
+
+
+def warm_diagnostics_kernel() -> None:
+    """The per-example diagnostics kernel."""
+    import numpy as np
 
     from pipeline.scoring.diagnostics import _per_example  # numba, likewise
 
@@ -94,86 +133,96 @@ def warm_diagnostics() -> None:
                  np.empty((2, 7), dtype=np.float64), np.empty((2, 2), dtype=np.int64))
 
 
-def _warm_key() -> str:
-    """Changes whenever numba's cache of this package's kernels would be stale."""
-    try:
-        numba_version = version("numba")
-    except Exception:  # noqa: BLE001
-        numba_version = "unknown"
-    root = os.path.dirname(os.path.abspath(__file__))
-    h = hashlib.sha256(f"{__version__}|{numba_version}|{sys.version}|{platform.machine()}|{root}".encode())
-    for dirpath, dirnames, files in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
-        for name in sorted(files):
-            if name.endswith(".py"):
-                st = os.stat(os.path.join(dirpath, name))
-                h.update(f"{os.path.relpath(os.path.join(dirpath, name), root)}:{st.st_mtime_ns}:{st.st_size}".encode())
-    return h.hexdigest()[:16]
-
-
 def _stamp_path() -> str:
-    """Where numba caches (``NUMBA_CACHE_DIR``, else the package's ``__pycache__`` if writable,
-    else a user cache folder): clearing that cache clears the stamp with it."""
-    cache = os.environ.get("NUMBA_CACHE_DIR")
-    if not cache:
-        cache = os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__")
-        if not os.access(os.path.dirname(cache), os.W_OK):
-            cache = os.path.join(os.path.expanduser("~"), ".cache", "rouge-pipeline")
-    return os.path.join(cache, f"rouge-pipeline-kernels-{_warm_key()}")
+    """The stamp that says every kernel is in this machine's numba cache."""
+    return kernel_cache.stamp_path(kernel_cache.ALL)
 
 
 def is_compiled() -> bool:
     """True when this machine's numba cache holds this version's kernels (a stamp says so)."""
-    try:
-        return os.path.exists(_stamp_path())
-    except OSError:
-        return False
+    return kernel_cache.is_ready(kernel_cache.ALL)
 
 
 def _mark_compiled() -> None:
-    try:
-        path = _stamp_path()
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w", encoding="utf-8") as f:
-            f.write("kernels compiled\n")
-    except OSError:  # a read-only cache: the next run compiles (or loads) again, as before
-        pass
+    kernel_cache.mark(kernel_cache.ALL)
+    kernel_cache.mark(kernel_cache.SCORING)
 
 
-def _start_helper(settings):
-    """The second compiling process (:func:`warm_diagnostics`), or None on one core."""
-    if not getattr(settings, "diagnostics", True) or (os.cpu_count() or 1) < 2:
-        return None
+def _start_helpers(settings, scoring: bool) -> list:
+    """The other compiling processes, on two or more cores: the scoring kernel (and the long
+    documents' split scoring, which uses it) unless ``scoring`` is False, and with diagnostics
+    the diagnostics' kernel (and, with the scoring kernel compiled too, the statistics'); each
+    compiles into the same cache."""
+    if (os.cpu_count() or 1) < 2:
+        return []
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    try:
-        return subprocess.Popen([sys.executable, "-c", "from pipeline.execution.warmup import warm_diagnostics as w; w()"],
-                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    except OSError:
-        return None
+    codes = []
+    if scoring:
+        codes.append(("the scoring kernel", "from pipeline.scoring import kernel_compile as k; k.main(['kernel']); "
+                      "from pipeline.execution.warmup import warm_split as w; w()"))
+    if getattr(settings, "diagnostics", True):
+        codes.append(("the diagnostics' kernel", "from pipeline.execution import warmup as w; "
+                      + ("w.warm_diagnostics()" if scoring else "w.warm_diagnostics_kernel()")))
+    helpers = []
+    for name, code in codes:
+        try:
+            helpers.append((name, subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.DEVNULL,
+                                                   stderr=subprocess.DEVNULL)))
+        except OSError:
+            pass
+    return helpers
 
 
-def ensure_compiled(settings=None, log=None) -> float | None:
-    """Compile the kernels in this process if this machine has not yet (one notice line
-    before and the time after); ``None`` when they were compiled already."""
-    if is_compiled():
+def ensure_compiled(settings=None, log=None, progress: bool = True, file=None, scoring: bool = True) -> float | None:
+    """Compile the kernels if this machine has not yet: in this process and up to two others at
+    once, a notice line before, each part's end on a progress bar (stderr, or ``file``), the
+    time after; ``None`` when they were compiled already.  ``scoring=False`` (a small run in
+    this process): every kernel but the scoring ones, which a background process compiles
+    meanwhile while the run scores in pure Python (:mod:`pipeline.scoring.cold`)."""
+    if is_compiled() or (not scoring and kernel_cache.is_ready(kernel_cache.JOB)):
         return None
     say = log or (lambda m: print(m, file=sys.stderr, flush=True))
-    say("compiling the scoring kernels (first run only) ...")
+    say("compiling the kernels (first run on this machine; cached for the next runs) ...")
     t0 = time.perf_counter()
-    # the diagnostics' and statistics' kernels share nothing with the scoring ones: a second
-    # process compiles them into the same cache meanwhile (about 40% of the work, another core)
-    helper = _start_helper(settings)
-    try:
-        warmup(settings, diagnostics=helper is None, stats=helper is None)
-    finally:
-        if helper is not None:
-            helper.wait()
-    if helper is not None:
-        warmup(settings)  # the diagnostics from the helper's cache (or compiled here if it failed)
+    if not scoring:
+        kernel_cache.start_background()
+    # the scoring kernel, the diagnostics' and the statistics' kernels share nothing: each
+    # compiles in a process of its own meanwhile, this one compiles the encoder
+    helpers = _start_helpers(settings, scoring)
+    with _bar(len(helpers) + 1, progress, file) as bar:
+        try:
+            if helpers or not scoring:
+                warm_encoder()
+                if not scoring:
+                    warm_stats()
+                    if not helpers and getattr(settings, "diagnostics", True):
+                        warm_diagnostics_kernel()
+                bar.set_postfix_str("the encoder" + ("" if scoring else " and the statistics' kernels"))
+                bar.update(1)
+        finally:
+            for name, helper in helpers:
+                helper.wait()
+                bar.set_postfix_str(name)
+                bar.update(1)
+        if scoring:
+            warmup(settings)  # the helpers' kernels loaded (compiled here if one failed), or all on one core
+        if scoring and not helpers:
+            bar.update(1)
     seconds = time.perf_counter() - t0
-    _mark_compiled()
-    say(f"scoring kernels compiled in {seconds:.1f}s (cached for the next runs)")
+    if scoring:
+        _mark_compiled()
+    else:
+        kernel_cache.mark(kernel_cache.JOB)
+    say(f"kernels compiled in {seconds:.1f}s (cached for the next runs"
+        + ("" if scoring else "; the scoring kernels compile in the background, the run scores meanwhile") + ")")
     return seconds
+
+
+def _bar(total: int, progress: bool, file):
+    from tqdm import tqdm  # start-up: only on a first run
+
+    return tqdm(total=total, file=file or sys.stderr, disable=not progress, unit="part", leave=True,
+                desc="compiling", bar_format="{desc}: {n}/{total} parts done{postfix} [{elapsed}]")
 
 
 def main() -> int:

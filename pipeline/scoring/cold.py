@@ -18,6 +18,13 @@ formulas, same union-LCS tie-break and clipping), with its two LCS primitives re
 bit-parallel ones on Python ints, so no O(m*n) table is built.  Tests compare this tier with
 rouge-score and with the compiled path pair by pair.  ``ROUGE_PIPELINE_COLD_START=0`` turns
 the tier off.
+
+While this machine's numba cache does not hold the scoring kernels yet (a fresh install), the
+budget and the length limit do not apply: any batch of up to :data:`COMPILING_LIMIT_CHARS` is
+scored here (:func:`try_score`; the columnar calls and a job's batches through
+:func:`try_columns`) while one background process compiles the kernels
+(:func:`pipeline.scoring.kernel_cache.start_background`); the first call after they are in
+the cache moves to the compiled path.
 """
 from __future__ import annotations
 
@@ -26,7 +33,7 @@ import sys
 import threading
 from typing import Sequence
 
-from pipeline.scoring import spec
+from pipeline.scoring import kernel_cache, spec
 from pipeline.text.tokenizers import DefaultTokenizer
 
 # The budget is in characters, plus a charge per example and per pair of lines (rougeLsum
@@ -40,8 +47,14 @@ BUDGET_CHARS = 150_000
 MAX_TEXT_CHARS = 2_000
 EXAMPLE_CHARS = 50
 LINE_PAIR_CHARS = 4
+# Kernels not compiled yet: a batch up to this cost is scored here (about as long as compiling
+# the kernels would keep it waiting); a larger one waits for them, its wait shown.
+COMPILING_LIMIT_CHARS = 10_000_000
+COMPILING_MAX_TEXT_CHARS = 200_000   # longer texts: the compiled path (and its limits on rougeLsum)
 _left = BUDGET_CHARS
 _lock = threading.Lock()
+_off = False      # a process that exists to compile (warmup, the background compile)
+_ready = False    # the scoring kernels were in the cache at the last look (they stay)
 
 
 def _numba_loaded() -> bool:
@@ -49,7 +62,27 @@ def _numba_loaded() -> bool:
 
 
 def enabled() -> bool:
-    return os.environ.get("ROUGE_PIPELINE_COLD_START", "1") != "0"
+    return not _off and os.environ.get("ROUGE_PIPELINE_COLD_START", "1") != "0"
+
+
+def kernels_ready() -> bool:
+    """The scoring kernels are in this machine's numba cache (loading them costs ~1 s, not a compile)."""
+    global _ready
+    if not _ready:
+        _ready = kernel_cache.is_ready(kernel_cache.SCORING)
+    return _ready
+
+
+def compiles_here() -> bool:
+    """This process exists to compile the kernels (:func:`disable`)."""
+    return _off
+
+
+def disable() -> None:
+    """This process compiles the kernels: every batch goes to the compiled path."""
+    global _off
+    _off = True
+    used_up()
 
 
 def _columns(ref: Sequence[str], cand: Sequence[str]) -> list[int]:
@@ -81,11 +114,13 @@ def lcs_positions(ref: Sequence[str], cand: Sequence[str]) -> list[int]:
     return spec.lcs_walk(ref, cand, lambda i, j: i - (cols[j] & ((1 << i) - 1)).bit_count())
 
 
-def _examples(targets, predictions, lsum: bool, left: int):
+def _examples(targets, predictions, lsum: bool, left: int, max_text: int | None = None):
     """``([(references, candidate)], cost)`` when every input is plain text (a str, or a
     non-empty list or tuple of str for several references) and the batch costs at most
     ``left``; None otherwise (the compiled path words every input error).  Gives up as soon as
-    the cost passes ``left``, so a large batch is not copied only to be sent on."""
+    the cost passes ``left``, so a large batch is not copied only to be sent on.  ``max_text``:
+    the longest text (default :data:`MAX_TEXT_CHARS`)."""
+    max_text = MAX_TEXT_CHARS if max_text is None else max_text
     try:
         if len(targets) != len(predictions) or len(predictions) * EXAMPLE_CHARS > left:
             return None
@@ -94,7 +129,7 @@ def _examples(targets, predictions, lsum: bool, left: int):
     out = []
     cost = 0
     for refs, cand in zip(targets, predictions):
-        if type(cand) is not str or len(cand) > MAX_TEXT_CHARS:
+        if type(cand) is not str or len(cand) > max_text:
             return None
         if type(refs) is str:
             refs = [refs]
@@ -105,7 +140,7 @@ def _examples(targets, predictions, lsum: bool, left: int):
         cost += EXAMPLE_CHARS + len(cand)
         c_lines = cand.count("\n") + 1 if lsum else 0
         for r in refs:
-            if len(r) > MAX_TEXT_CHARS:
+            if len(r) > max_text:
                 return None
             cost += len(r) + (LINE_PAIR_CHARS * c_lines * (r.count("\n") + 1) if lsum else 0)
         if cost > left:
@@ -116,23 +151,26 @@ def _examples(targets, predictions, lsum: bool, left: int):
 
 def try_score(types, use_stemmer: bool, targets, predictions) -> list[dict[str, tuple]] | None:
     """``(p, r, f)`` per type per example, or None when the batch belongs to the compiled path:
-    the tier is off or used up, numba is already loaded in this process (by the job, a
-    benchmark, anything), the batch costs more than what is left (which ends the tier), or
-    its input is not plain text."""
-    global _left
-    if _left <= 0 or not types or not enabled():
-        return None
-    if _numba_loaded():
-        used_up()
+    the tier is off, its input is not plain text, or the scoring kernels are compiled and the
+    tier is used up, numba is already loaded in this process (by the job, a benchmark,
+    anything), or the batch costs more than what is left (which ends the budget).  Kernels not
+    compiled yet: any batch up to :data:`COMPILING_LIMIT_CHARS`, their compile started."""
+    if not types or not enabled():
         return None
     lsum = any(t.kind == "Lsum" for t in types)
-    with _lock:  # check and spend the budget in one step
-        found = _examples(targets, predictions, lsum, _left)
-        if found is None:
-            _left = 0  # the compiled path pays off from here on
+    found = _from_budget(targets, predictions, lsum)
+    if found is None:
+        if kernels_ready():
             return None
-        examples, cost = found
-        _left -= cost
+        found = _examples(targets, predictions, lsum, COMPILING_LIMIT_CHARS, max_text=COMPILING_MAX_TEXT_CHARS)
+        if found is None:
+            return None
+        kernel_cache.start_background()
+    return [spec.best_by_fmeasure(per_ref) for per_ref, _, _ in _score_examples(types, use_stemmer, found[0])]
+
+
+def _score_examples(types, use_stemmer: bool, examples):
+    """``(per reference (p, r, f) per type, candidate tokens, [reference tokens])`` per example."""
     tok = DefaultTokenizer(use_stemmer).tokenize
     cache: dict[str, tuple[list[str], list[list[str]]]] = {}
 
@@ -147,10 +185,52 @@ def try_score(types, use_stemmer: bool, targets, predictions) -> list[dict[str, 
     out = []
     for refs, cand in examples:
         c, c_sents = encode(cand)
+        encoded = [encode(r) for r in refs]
         per_ref = [spec.score_tokens(types, r, c, r_sents, c_sents, lcs_length, lcs_positions)
-                   for r, r_sents in map(encode, refs)]
-        out.append(spec.best_by_fmeasure(per_ref))
+                   for r, r_sents in encoded]
+        out.append((per_ref, len(c), [len(r) for r, _ in encoded]))
     return out
+
+
+def try_columns(types, use_stemmer: bool, targets, predictions):
+    """While the scoring kernels are not compiled (their compile started): the columns of
+    :class:`pipeline.scoring.batch.BatchScores` as lists (per example the ``(p, r, f)`` per type,
+    the reference kept per type (highest F, first on ties), candidate tokens, tokens of all
+    references, references), or None when the batch belongs to the compiled path."""
+    if not types or not enabled() or kernels_ready():
+        return None
+    lsum = any(t.kind == "Lsum" for t in types)
+    found = _examples(targets, predictions, lsum, COMPILING_LIMIT_CHARS, max_text=COMPILING_MAX_TEXT_CHARS)
+    if found is None:
+        return None
+    kernel_cache.start_background()
+    names = [t.name for t in types]
+    scores, best, cand_len, ref_len, n_refs = [], [], [], [], []
+    for per_ref, c_len, r_lens in _score_examples(types, use_stemmer, found[0]):
+        keep = [max(range(len(per_ref)), key=lambda i, n=n: (per_ref[i][n][2], -i)) for n in names]
+        scores.append([per_ref[k][n] for k, n in zip(keep, names)])
+        best.append(keep)
+        cand_len.append(c_len)
+        ref_len.append(sum(r_lens))
+        n_refs.append(len(r_lens))
+    return scores, best, cand_len, ref_len, n_refs
+
+
+def _from_budget(targets, predictions, lsum: bool):
+    """:func:`_examples` within the budget, spending it; a batch over it ends the budget."""
+    global _left
+    if _left <= 0:
+        return None
+    if _numba_loaded():
+        used_up()
+        return None
+    with _lock:  # check and spend the budget in one step
+        found = _examples(targets, predictions, lsum, _left)
+        if found is None:
+            _left = 0  # the compiled path pays off from here on
+            return None
+        _left -= found[1]
+    return found
 
 
 def used_up() -> None:

@@ -10,7 +10,7 @@ import gc
 from collections import namedtuple
 from typing import TYPE_CHECKING, Sequence
 
-from pipeline.scoring import cold
+from pipeline.scoring import cold, kernel_cache
 from pipeline.scoring.types import STATS, parse_rouge_types
 from pipeline.text.sentences import get_splitter, resolve_splitter_name
 from pipeline.text.tokenizers import as_tokenizer, routes
@@ -21,10 +21,19 @@ if TYPE_CHECKING:
     from pipeline.text.encoder import DefaultEncoder
 
 
+_waited = False
+
+
 def _compiled():
     """The compiled path's modules, imported on first use: a process whose first batches are
     small scores them in pure Python (:mod:`pipeline.scoring.cold`), which ends once numba is
-    imported, here or anywhere."""
+    imported, here or anywhere.  The first use on a machine whose cache lacks the kernels waits
+    for their compile, shown on stderr (:func:`pipeline.scoring.kernel_cache.wait_ready`)."""
+    global _waited
+    if not _waited:
+        _waited = True
+        if not cold.compiles_here() and not cold.kernels_ready():
+            kernel_cache.wait_ready()  # False: nothing compiles them; numba compiles them here
     # numba: loading these ends the cold tier, so only on first use (start-up time)
     from pipeline.scoring import batch
     from pipeline.text import encoder
@@ -127,13 +136,39 @@ class RougeEngine:
     def score_arrays(self, references, candidates: Sequence[str]) -> BatchScores:
         """Columnar scoring.  ``references[i]`` is one text or a list of texts (combined by
         ``multi_ref``); the result's ``scores[e, t]`` is (precision, recall, fmeasure)."""
+        if self._default_stream and not cold.kernels_ready():
+            res = self._python_batch(references, candidates)
+            if res is not None:
+                return res
         batch = _compiled()[0]
         docs, n_refs = batch.flatten_examples(references, candidates)
         return batch.score_encoded(self.encode(docs), batch.example_offsets(n_refs), self.types)
 
+    def _python_batch(self, references, candidates) -> BatchScores | None:
+        """While the scoring kernels compile in the background: the batch scored by the
+        pure-Python tier (:func:`pipeline.scoring.cold.try_columns`), or None."""
+        got = cold.try_columns(self.types, self.use_stemmer, references, candidates)
+        if got is None:
+            return None
+        import numpy as np
+
+        # the result type's module imports numba (no kernel is compiled): only here (start-up time)
+        from pipeline.scoring.batch import BatchScores
+
+        scores, best, cand_len, ref_len, n_refs = got
+        n, k = len(scores), len(self.types)
+        return BatchScores(list(self.types), np.array(scores, dtype=np.float64).reshape(n, k, 3),
+                           np.array(best, dtype=np.int32).reshape(n, k), np.array(cand_len, dtype=np.int64),
+                           np.array(ref_len, dtype=np.int64), np.array(n_refs, dtype=np.int64),
+                           np.zeros(n, dtype=np.int8))
+
     def score_arrow(self, references, candidates) -> BatchScores:
         """:meth:`score_arrays` on Arrow columns (``references``: strings or lists of strings).
         With the default tokenizer the UTF-8 buffers are tokenized in place."""
+        if self._default_stream and not cold.kernels_ready():
+            res = self._python_batch(references.to_pylist(), candidates.to_pylist())
+            if res is not None:
+                return res
         if self._default_stream:
             enc, n_refs = default_encoder(self.use_stemmer).encode_arrow(candidates, references)
             batch = _compiled()[0]

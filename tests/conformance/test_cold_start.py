@@ -36,10 +36,12 @@ def unlimited(monkeypatch):
 
 @pytest.fixture
 def fresh(monkeypatch):
-    """The tier as a fresh process has it (full budget, limits as shipped)."""
+    """The tier as a fresh process has it (full budget, limits as shipped) on a machine whose
+    cache holds the kernels."""
     monkeypatch.setenv("ROUGE_PIPELINE_COLD_START", "1")
     monkeypatch.setattr(cold, "_left", cold.BUDGET_CHARS)
     monkeypatch.setattr(cold, "_numba_loaded", lambda: False)
+    monkeypatch.setattr(cold, "kernels_ready", lambda: True)
 
 
 def cold_scores(types, refs, cands, use_stemmer=False):
@@ -136,6 +138,7 @@ def test_hypothesis_pairs(unlimited, use_stemmer, refs, cand):
 # --- what goes where -----------------------------------------------------------------------------
 
 def test_unusual_input_goes_to_the_compiled_path(unlimited, monkeypatch):
+    monkeypatch.setattr(cold, "kernels_ready", lambda: True)
     types = parse_rouge_types(["rouge1"])
     for refs, cands in ([[]], ["a"]), (["a"], [None]), ([["a", 3]], ["a"]), (["a", "b"], ["a"]), \
                        ((r for r in ["a"]), ["a"]):
@@ -272,3 +275,94 @@ def test_tier_off_loads_the_compiled_path_at_once():
     res = _child("0")
     assert res["same"] == res["n"] == 301
     assert res["first"]["numba"] is True
+
+
+# --- a machine whose numba cache lacks the kernels (a fresh install) -----------------------------
+
+FIRST_USE = r"""
+import io, json, sys
+sys.path.insert(0, sys.argv[1])
+from corpus import make_corpus
+refs, cands = make_corpus("short", 600, 2)
+started = []
+try:
+    from pipeline.scoring import kernel_cache
+    kernel_cache.start_background = lambda: started.append(1) or True   # the test starts no compile
+except ImportError:  # a tree without it fails on what it does, below
+    pass
+err = io.StringIO()
+sys.stderr = err
+import pipeline
+ours = pipeline.compute(cands, refs, use_stemmer=True, use_aggregator=False)
+mean = pipeline.compute(cands, refs, use_stemmer=True)
+sys.stderr = sys.__stderr__
+from pipeline.scoring import cold
+numba = "numba" in sys.modules
+from rouge_score import rouge_scorer, scoring
+import numpy as np
+s = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL", "rougeLsum"], use_stemmer=True)
+np.random.seed(pipeline.api.DEFAULT_SEED)
+agg = scoring.BootstrapAggregator()
+theirs = []
+for r, c in zip(refs, cands):
+    theirs.append(s.score(r, c))
+    agg.add_scores(theirs[-1])
+same = all(ours[t] == [d[t].fmeasure for d in theirs] for t in ours)
+same_mid = mean == {t: a.mid.fmeasure for t, a in agg.aggregate().items()}
+print(json.dumps({"numba": numba, "started": len(started), "same": same, "same_mid": same_mid,
+                  "over_budget": sum(map(len, refs + cands)) > cold.BUDGET_CHARS, "stderr": err.getvalue()}))
+"""
+
+
+def test_first_call_on_an_empty_kernel_cache_answers_without_compiling(tmp_path):
+    """compute() on 600 pairs (more than the budget) in a fresh process whose numba cache is
+    empty: rouge-score's numbers, bit for bit, without loading numba (so without waiting on a
+    compile), silently, and the kernels' background compile requested."""
+    bench = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "benchmarks")
+    env = dict(os.environ, ROUGE_PIPELINE_COLD_START="1", NUMBA_CACHE_DIR=str(tmp_path / "empty"))
+    out = subprocess.run([sys.executable, "-c", FIRST_USE, bench], env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    assert res["over_budget"] and res["same"] and res["same_mid"]
+    assert res["numba"] is False and res["started"] >= 1 and res["stderr"] == ""
+
+
+def test_a_batch_too_large_for_python_waits_with_its_wait_shown(monkeypatch, capsys):
+    """Kernels not compiled and a batch over the pure-Python limit: the compiled path waits for
+    the background compile, and says so on stderr while it waits."""
+    from pipeline.scoring import engine, kernel_cache
+
+    polls = []
+    monkeypatch.setattr(cold, "_off", False)
+    monkeypatch.setattr(cold, "_ready", False)
+    monkeypatch.setattr(cold, "COMPILING_LIMIT_CHARS", 10)
+    monkeypatch.setattr(cold, "_left", 0)
+    monkeypatch.setattr(engine, "_waited", False)
+    monkeypatch.setattr(kernel_cache, "is_ready", lambda part=kernel_cache.ALL: len(polls) > 3)
+    monkeypatch.setattr(kernel_cache, "start_background", lambda: True)
+    monkeypatch.setattr(kernel_cache, "compiling", lambda: polls.append(1) or True)
+    monkeypatch.setattr(kernel_cache.time, "sleep", lambda s: None)
+    refs, cands = ["the cat sat on the mat today"] * 3, ["a cat sat on a mat"] * 3
+    ours = RougeScorer(TYPES).score_batch(refs, cands)
+    assert ours == rouge_score_scores(TYPES, refs, cands)
+    assert len(polls) > 3
+    assert "compiling the scoring kernels (first use on this machine; cached after)" in capsys.readouterr().err
+
+
+def test_small_batches_stay_in_python_while_the_kernels_compile(monkeypatch):
+    """Kernels not compiled: past the budget and the length limit a batch is still scored here
+    (the compile started), until the kernels are in the cache."""
+    from pipeline.scoring import kernel_cache
+
+    started = []
+    monkeypatch.setenv("ROUGE_PIPELINE_COLD_START", "1")
+    monkeypatch.setattr(cold, "_left", 0)
+    monkeypatch.setattr(cold, "_ready", False)
+    monkeypatch.setattr(kernel_cache, "is_ready", lambda part=kernel_cache.ALL: False)
+    monkeypatch.setattr(kernel_cache, "start_background", lambda: started.append(1) or True)
+    types = parse_rouge_types(["rouge1", "rougeLsum"])
+    long = "the cat sat on the mat\n" * (cold.MAX_TEXT_CHARS // 10)
+    assert cold.try_score(types, False, [long], ["the cat"]) is not None and started
+    monkeypatch.setattr(kernel_cache, "is_ready", lambda part=kernel_cache.ALL: True)
+    assert cold.try_score(types, False, [long], ["the cat"]) is None   # compiled: the compiled path

@@ -1,0 +1,194 @@
+"""Whether this machine's numba cache holds the kernels, and compiling the scoring kernels in the
+background (the process :func:`start_background` starts runs :mod:`pipeline.scoring.kernel_compile`).
+
+On an empty cache (a fresh install, a new numba) the scoring kernels cost tens of seconds of
+CPU to compile.  So a process that finds them uncompiled scores in pure Python
+(:mod:`pipeline.scoring.cold`) while one detached, low-priority process compiles them into the
+cache, and moves to the compiled path once a stamp says they are there.  When a call is too
+large for pure Python and the kernels are not ready, the wait is shown on stderr
+(:func:`wait_ready`).
+
+A stamp file next to numba's cache, keyed by everything that invalidates it (this package's
+files, numba, Python, the machine), says a part is compiled: ``scoring`` (the encoder and the
+scoring kernel), ``job`` (the others a run needs) or ``kernels`` (every kernel: ``python -m
+pipeline.execution.warmup``, or both others).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import subprocess
+import sys
+import time
+from importlib.metadata import version
+
+SCORING = "scoring"
+JOB = "job"        # every kernel but the scoring ones: a small run's first compile
+ALL = "kernels"
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_key: str | None = None
+_started: subprocess.Popen | None = None
+
+
+def _package_version() -> str:
+    try:
+        return version("rouge-pipeline")
+    except Exception:  # noqa: BLE001 - running from a source tree
+        return "source"
+
+
+def key() -> str:
+    """Changes whenever numba's cache of this package's kernels would be stale."""
+    global _key
+    if _key is None:
+        try:
+            numba_version = version("numba")
+        except Exception:  # noqa: BLE001
+            numba_version = "unknown"
+        h = hashlib.sha256(f"{_package_version()}|{numba_version}|{sys.version}|{platform.machine()}|{_ROOT}"
+                           .encode())
+        for dirpath, dirnames, files in os.walk(_ROOT):
+            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+            for name in sorted(files):
+                if name.endswith(".py"):
+                    st = os.stat(os.path.join(dirpath, name))
+                    h.update(f"{os.path.relpath(os.path.join(dirpath, name), _ROOT)}:{st.st_mtime_ns}:{st.st_size}"
+                             .encode())
+        _key = h.hexdigest()[:16]
+    return _key
+
+
+def cache_dir() -> str:
+    """Where numba caches (``NUMBA_CACHE_DIR``, else the package's ``__pycache__`` if writable,
+    else a user cache folder): clearing that cache clears the stamps with it."""
+    cache = os.environ.get("NUMBA_CACHE_DIR")
+    if not cache:
+        cache = os.path.join(_ROOT, "execution", "__pycache__")
+        if not os.access(os.path.dirname(cache), os.W_OK):
+            cache = os.path.join(os.path.expanduser("~"), ".cache", "rouge-pipeline")
+    return cache
+
+
+def stamp_path(part: str = ALL) -> str:
+    return os.path.join(cache_dir(), f"rouge-pipeline-{part}-{key()}")
+
+
+def is_ready(part: str = ALL) -> bool:
+    """True when this machine's numba cache holds ``part`` (every kernel, or the scoring ones)."""
+    try:
+        if os.path.exists(stamp_path(part)):
+            return True
+        if part == SCORING or part == JOB:
+            return os.path.exists(stamp_path(ALL))
+        return part == ALL and os.path.exists(stamp_path(JOB)) and os.path.exists(stamp_path(SCORING))
+    except OSError:
+        return False
+
+
+def mark(part: str = ALL) -> None:
+    try:
+        path = stamp_path(part)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("kernels compiled\n")
+    except OSError:  # a read-only cache: the next process compiles (or loads) again
+        pass
+
+
+def _lock_path() -> str:
+    return stamp_path("compiling")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process
+        return True
+    return True
+
+
+def compiling() -> bool:
+    """True while some process compiles the scoring kernels in the background (its lock)."""
+    path = _lock_path()
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read().strip()
+        age = time.time() - os.stat(path).st_mtime
+    except OSError:
+        return False
+    if text.isdigit():
+        return _alive(int(text))
+    return age < 30  # just created: its process id is being written
+
+
+def start_background() -> bool:
+    """Start the background compile of the scoring kernels unless they are ready or a process
+    compiles them already; True when one runs (this call's or another's)."""
+    global _started
+    if _started is not None and _started.poll() is None:
+        return True
+    if is_ready(SCORING):
+        return False
+    path = _lock_path()
+    for _ in range(2):
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            break
+        except FileExistsError:
+            if compiling():
+                return True
+            try:
+                os.remove(path)  # its process died: take the lock over
+            except OSError:
+                pass
+        except OSError:  # an unwritable cache: the compiled path compiles in process
+            return False
+    else:
+        return False
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    try:
+        _started = subprocess.Popen([sys.executable, "-m", "pipeline.scoring.kernel_compile"], env=env,
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL, start_new_session=True)
+    except OSError:
+        os.close(fd)
+        os.remove(path)
+        return False
+    os.write(fd, str(_started.pid).encode())
+    os.close(fd)
+    return True
+
+
+def wait_ready(file=None) -> bool:
+    """Wait, showing the wait on ``file`` (stderr), until the background compile has put the
+    scoring kernels in the cache; False when no process compiles them (the caller compiles)."""
+    if is_ready(SCORING):
+        return True
+    if not start_background():
+        return False
+    from tqdm import tqdm  # start-up: only when a wait is shown
+
+    with tqdm(file=file or sys.stderr, leave=True, mininterval=0.5, bar_format="{desc}: {elapsed}{postfix}",
+              desc="compiling the scoring kernels (first use on this machine; cached after)") as bar:
+        while not is_ready(SCORING):
+            if not compiling():
+                return is_ready(SCORING)
+            time.sleep(0.2)
+            bar.refresh()
+        bar.set_postfix_str(", done")
+    return True
+
+
+def release_lock() -> None:
+    """The background process's end: its lock removed (if it is still its own)."""
+    try:
+        with open(_lock_path(), encoding="utf-8") as f:
+            mine = f.read().strip() in ("", str(os.getpid()))
+        if mine:
+            os.remove(_lock_path())
+    except OSError:
+        pass
