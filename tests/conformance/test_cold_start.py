@@ -29,6 +29,7 @@ STEM = pytest.mark.parametrize("use_stemmer", [False, True], ids=["nostem", "ste
 def unlimited(monkeypatch):
     """The tier on, with no budget or length limit, for comparing its numbers."""
     monkeypatch.setenv("ROUGE_PIPELINE_COLD_START", "1")
+    monkeypatch.setattr(cold, "_off", False)  # an in-process compile earlier in the session turns it off
     monkeypatch.setattr(cold, "_left", 1 << 62)
     monkeypatch.setattr(cold, "MAX_TEXT_CHARS", 1 << 62)
     monkeypatch.setattr(cold, "_numba_loaded", lambda: False)  # this test process has loaded it
@@ -39,6 +40,7 @@ def fresh(monkeypatch):
     """The tier as a fresh process has it (full budget, limits as shipped) on a machine whose
     cache holds the kernels."""
     monkeypatch.setenv("ROUGE_PIPELINE_COLD_START", "1")
+    monkeypatch.setattr(cold, "_off", False)  # an in-process compile earlier in the session turns it off
     monkeypatch.setattr(cold, "_left", cold.BUDGET_CHARS)
     monkeypatch.setattr(cold, "_numba_loaded", lambda: False)
     monkeypatch.setattr(cold, "kernels_ready", lambda: True)
@@ -357,6 +359,7 @@ def test_small_batches_stay_in_python_while_the_kernels_compile(monkeypatch):
 
     started = []
     monkeypatch.setenv("ROUGE_PIPELINE_COLD_START", "1")
+    monkeypatch.setattr(cold, "_off", False)  # an in-process compile earlier in the session turns it off
     monkeypatch.setattr(cold, "_left", 0)
     monkeypatch.setattr(cold, "_ready", False)
     monkeypatch.setattr(kernel_cache, "is_ready", lambda part=kernel_cache.ALL: False)
