@@ -193,11 +193,12 @@ def summary_level(X, H, OK, OX, OY, cs, cd, coef, out):
 
 
 @njit(cache=True, nogil=True)
-def items_level(X, H, OK, W, coef, out):
+def items_level(X, H, OK, W, OX, OY, coef, out):
     """``out[b, k]``: the correlation of ``X[b, k]`` and ``H[b, k]`` (items on the last axis) under
     the weights ``W[b] * OK[b, k]`` -- the system level (``X``, ``H``, ``OK``: each replicate's
     system means) and the global level (every (system, document) cell: the same ``X``, ``H``,
-    ``OK`` for every replicate, given once with a first axis of 1)."""
+    ``OK`` for every replicate, given once with a first axis of 1, with their argsorts ``OX``,
+    ``OY`` (K, n), NaN last; empty: sorted here per replicate)."""
     B = W.shape[0]
     _, K, n = X.shape
     w = np.empty(n)
@@ -211,8 +212,12 @@ def items_level(X, H, OK, W, coef, out):
     for b in range(B):
         for k in range(K):
             a = b if X.shape[0] > 1 else 0
-            for i in range(n):   # items without a weight sort last (a NaN would break the order)
+            for i in range(n):
                 w[i] = W[b, i] if OK[a, k, i] else 0.0
+            if OX.shape[0] > 0:
+                out[b, k] = _corr(X[a, k], H[a, k], w, OX[k], OY[k], coef, rx, rk, tree, ysum, ryi)
+                continue
+            for i in range(n):   # items without a weight sort last (a NaN would break the order)
                 xv[i] = X[a, k, i] if w[i] > 0 else np.inf
                 yv[i] = H[a, k, i] if w[i] > 0 else np.inf
             ox = np.argsort(xv, kind="mergesort")

@@ -72,6 +72,8 @@ class Prepared:
             self.X = X.reshape(1, self.K, -1)
             self.H = np.ascontiguousarray(np.broadcast_to(H.reshape(1, 1, -1), self.X.shape))
             self.OK = ok.reshape(1, self.K, -1)
+            self.OX = np.argsort(self.X[0], axis=-1, kind="mergesort")   # NumPy sorts NaN last
+            self.OY = np.argsort(self.H[0], axis=-1, kind="mergesort")
 
     def run(self, cs: np.ndarray, cd: np.ndarray, code: int) -> np.ndarray:
         """``(replicates, K)``: the level's coefficient under the draws ``cs``, ``cd``."""
@@ -82,10 +84,11 @@ class Prepared:
             shape = (cs.shape[0], self.K, self.S)
             mx, mh, has = np.empty(shape), np.empty(shape), np.empty(shape, dtype=np.bool_)
             kernels.system_means(self.X, self.H, self.OK, cd, mx, mh, has)
-            kernels.items_level(mx, mh, has, cs, code, out)
+            none = np.empty((0, self.S), dtype=np.int64)
+            kernels.items_level(mx, mh, has, cs, none, none, code, out)
         else:
             w = (cs[:, :, None] * cd[:, None, :]).reshape(cs.shape[0], -1)
-            kernels.items_level(self.X, self.H, self.OK, w, code, out)
+            kernels.items_level(self.X, self.H, self.OK, w, self.OX, self.OY, code, out)
         return out
 
 
