@@ -111,6 +111,7 @@ def format_result(doc: dict) -> str:
                       f"  {'type':<10} {'stat':<10} {'r':>8} {'ci':>19}  used  skipped"]
         ci = f"[{_f(r['ci_low'])}, {_f(r['ci_high'])}]"
         lines.append(f"  {r['type']:<10} {r['stat']:<10} {_f(r['r']):>8} {ci:>19}  {r['n_used']:>4}  {r['n_skipped']:>7}")
+    lines += [""] if doc.get("compare") else []
     for t in doc.get("compare", []):
         w = t["williams"]
         lines.append(f"{t['a']} vs {t['b']} ({t['level']}, {t['coefficient']}): delta {_f(t['delta'])} "

@@ -2,6 +2,7 @@
 coefficient, with bootstrap confidence intervals (docs/meta-evaluation.md)."""
 from __future__ import annotations
 
+import numbers
 import os
 from dataclasses import dataclass, field as dc_field
 
@@ -86,11 +87,11 @@ def check_options(levels_, coefficients_, resample_, n_boot, confidence, workers
     co = coefficients.check(coefficients_)
     if resample_ not in resample.RESAMPLE:
         raise MetaError(f"resample {resample_!r}: choose from {', '.join(resample.RESAMPLE)}")
-    if not isinstance(n_boot, int) or n_boot < 0:
+    if not isinstance(n_boot, numbers.Integral) or isinstance(n_boot, bool) or n_boot < 0:
         raise MetaError(f"n_boot {n_boot!r}: a whole number >= 0 (0: no confidence intervals)")
     if not 0 < confidence < 1:
         raise MetaError(f"confidence {confidence!r}: between 0 and 1 (e.g. 0.95)")
-    if not isinstance(workers, int) or workers < 1:
+    if not isinstance(workers, numbers.Integral) or workers < 1:
         raise MetaError(f"workers {workers!r}: a whole number >= 1")
     return lv, co
 
@@ -129,7 +130,7 @@ def correlate(run_or_frame, human, field: str | None = None, levels=levels.LEVEL
                 "resample": resample, "n_boot": n_boot, "confidence": confidence, "seed": seed,
                 "systems": len(data.systems), "docs": len(data.docs), "examples": data.n_examples,
                 "human_unmatched": data.n_unmatched, "rouge_signature": rouge_sig}
-    shared = correlation_signature("pearson", "summary", **common).split("|", 2)[2]
+    shared = correlation_signature(None, None, **common)
     return CorrelationResult(pd.DataFrame(rows, columns=ROW_COLUMNS), shared, settings, list(data.columns),
                              reps, data)
 

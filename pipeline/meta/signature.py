@@ -23,11 +23,14 @@ from pipeline.meta.human import AGGREGATION
 SKIP = {"summary": "constant-or-lt2", "system": "unjudged-systems", "global": "none"}
 
 
-def correlation_signature(coef: str, level: str, *, doc_key: str | None, field: str, n_systems: int,
-                          n_docs: int, resample: str, n_boot: int, confidence: float, seed: int,
+def correlation_signature(coef: str | None, level: str | None, *, doc_key: str | None, field: str,
+                          n_systems: int, n_docs: int, resample: str, n_boot: int, confidence: float, seed: int,
                           rouge: str) -> str:
+    """One number's signature; with ``coef`` and ``level`` None, the part every row of a result
+    shares (no ``coef``, ``level``, ``skip``)."""
     boot = f"{resample}-{n_boot}" if n_boot > 0 else "none"
-    parts = [f"coef:{SIGNED[coef]}", f"level:{level}", f"doc:{doc_key or 'id'}", f"skip:{SKIP[level]}",
+    own = [f"coef:{SIGNED[coef]}", f"level:{level}"] if coef and level else []
+    parts = [*own, f"doc:{doc_key or 'id'}", *([f"skip:{SKIP[level]}"] if own else []),
              f"human:{field}-{AGGREGATION}", f"systems:{n_systems}", f"docs:{n_docs}", f"boot:{boot}",
              f"ci:{round(confidence * 100, 6):g}", f"seed:{seed}", f"v:{__version__}"]
     return "|".join(parts) + " + " + (rouge or "unknown")
