@@ -115,7 +115,8 @@ def format_result(doc: dict) -> str:
     for t in doc.get("compare", []):
         w = t["williams"]
         lines.append(f"{t['a']} vs {t['b']} ({t['level']}, {t['coefficient']}): delta {_f(t['delta'])} "
-                     f"[{_f(t['delta_ci'][0])}, {_f(t['delta_ci'][1])}], p(A better) bootstrap {_f(t['p_bootstrap'])}"
+                     f"[{_f(t['delta_ci'][0])}, {_f(t['delta_ci'][1])}], p(A better) bootstrap {_f(t['p_bootstrap'])}, "
+                     f"permutation {_f(t['p_permutation'])}"
                      + (f", Williams {_f(w['p'])}" if w else ""))
     lines += ["", f"signature: {doc['signature']}"]
     return "\n".join(lines).lstrip("\n")

@@ -32,7 +32,8 @@ def render(doc: dict) -> str:
         parts.append("</table>")
     for t in doc.get("compare", []):
         parts.append(f"<p>{escape(t['a'])} vs {escape(t['b'])} ({escape(t['level'])}, {escape(t['coefficient'])}): "
-                     f"delta {_f(t['delta'])}, p(A better) {_f(t['p_bootstrap'])}</p>")
+                     f"delta {_f(t['delta'])}, p(A better): bootstrap {_f(t['p_bootstrap'])}, "
+                     f"permutation {_f(t['p_permutation'])}</p>")
     return "\n".join(parts) + "\n"
 
 

@@ -99,3 +99,37 @@ def test_a_metric_close_to_the_humans_beats_noise_on_the_same_draws():
     back = compare_metrics(scores, human, "rouge1_precision", "rouge1_recall", field="rel", level="system",
                            coefficient="pearson", n_boot=200)
     assert back["delta"] == -t["delta"] and back["p_bootstrap"] > 0.9
+
+
+@pytest.mark.parametrize("level", ["summary", "system", "global"])
+@pytest.mark.parametrize("how", ["both", "systems", "documents"])
+def test_the_permutation_test_is_the_definition_on_each_swapped_trial(level, how):
+    import importlib
+
+    from pipeline.meta import levels
+    from pipeline.meta.data import judged
+    from pipeline.meta.human import judgments
+
+    cm_module = importlib.import_module("pipeline.meta.compare_metrics")   # the module, not the function
+
+    scores, human, _ = generated(n_sys=6, n_docs=10)
+    n_perm = 15
+    t = compare_metrics(scores, human, "rouge1_recall", "rougeL_fmeasure", field="rel", level=level,
+                        coefficient="spearman", resample=how, n_boot=0, n_perm=n_perm, seed=9)
+    data = judged(scores[["system", "id", "rouge1_recall", "rougeL_fmeasure"]],
+                            judgments(human.to_dict("records"), "rel", "test"))
+    a, b = data.X[data.columns.index("rouge1_recall")], data.X[data.columns.index("rougeL_fmeasure")]
+    both = np.isfinite(a) & np.isfinite(b)
+    a, b = np.where(both, a, np.nan), np.where(both, b, np.nan)
+    za, zb = (a - np.nanmean(a)) / np.nanstd(a), (b - np.nanmean(b)) / np.nanstd(b)
+    fn = levels.LEVEL_FUNCTIONS[level]
+    hits = n = 0
+    for sw in cm_module.swaps(9, how, len(data.systems), len(data.docs), 0, n_perm):
+        d = fn(np.where(sw, zb, za), data.H, "spearman")[0] - fn(np.where(sw, za, zb), data.H, "spearman")[0]
+        if np.isfinite(d):
+            n += 1
+            hits += d >= t["delta"] - 1e-12
+    assert (t["p_permutation"], t["n_perm_valid"]) == ((1 + hits) / (1 + n), n)
+    if how == "systems":   # a system's whole row swaps together
+        sw = cm_module.swaps(9, how, 5, 10, 0, 4)
+        assert (sw == sw[:, :, :1]).all() and sw.any() and not sw.all()
