@@ -47,6 +47,10 @@ COMMAND_STATUSES = {
                (EXIT_INTERRUPTED, "interrupted")),
     "report": ((EXIT_OK, "written"), (EXIT_FAILED, "unexpected error"), (EXIT_CONFIG, "a run that cannot be read, or the file cannot be written"),
                (EXIT_INTERRUPTED, "interrupted")),
+    "correlate": ((EXIT_OK, "ok"), (EXIT_FAILED, "unexpected error"),
+                  (EXIT_CONFIG, "a bad option, a judgments file that cannot be read or matches no example, a run "
+                   "that cannot be read, scipy missing (pip install 'rouge-pipeline[meta]')"),
+                  (EXIT_INTERRUPTED, "interrupted")),
     "nightly": ((EXIT_OK, "no change"), (EXIT_MOVED, "moved"), (EXIT_CONFIG, "job-file or usage error, or compare failed"),
                 (EXIT_NOT_COMPARABLE, "not comparable"), (EXIT_INCONCLUSIVE, "inconclusive"),
                 (EXIT_SCORING_FAILED, "the scoring failed"), (EXIT_TIMEOUT, "timed out"),

@@ -14,16 +14,12 @@ import math
 from pipeline.errors import MetaError
 from pipeline.stats.keys import DEFAULT_SEED
 
-EPILOG = ("exit status: 0 ok; 2 a bad option, a judgments file that cannot be read or matches no example, "
-          "a run that cannot be read, scipy missing (pip install 'rouge-pipeline[meta]'); 130 interrupted. "
-          "What the numbers mean: docs/meta-evaluation.md")
-
 
 def add_parser(sub) -> None:
     c = sub.add_parser("correlate", help="correlate a run's ROUGE with human judgments (summary, system, global level)",
                        description="correlate RUN --human FILE --field NAME: one row per rouge type x P/R/F x level "
-                                   "x coefficient, each with a bootstrap confidence interval and its signature.",
-                       epilog=EPILOG)
+                                   "x coefficient, each with a bootstrap confidence interval and its signature; what the numbers "
+                                   "mean: docs/meta-evaluation.md")
     c.add_argument("run", metavar="RUN", help="a finished run folder (its per-example scores)")
     c.add_argument("--human", required=True, metavar="FILE",
                    help="human judgments by (system, id): JSONL (the judged JSONL itself too), CSV or Parquet")
