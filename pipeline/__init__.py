@@ -7,11 +7,13 @@ from pipeline.scorer import RougeScorer, Score  # noqa: E402
 # NumPy is imported on first use of these (``import pipeline`` and a first small ``score`` load none)
 _LAZY = {"compute": "pipeline.api", "RougeResult": "pipeline.api",
          "BootstrapAggregator": "pipeline.stats.rouge_score_bootstrap",
-         "AggregateScore": "pipeline.stats.rouge_score_bootstrap"}
+         "AggregateScore": "pipeline.stats.rouge_score_bootstrap",
+         "correlate": "pipeline.meta", "CorrelationResult": "pipeline.meta"}
 
 
 __getattr__ = lazy_getattr("pipeline", _LAZY, globals(), prefix="")
 
 
-__all__ = ["AggregateScore", "BootstrapAggregator", "RougeResult", "RougeScorer", "Score", "compute",
+__all__ = ["AggregateScore", "BootstrapAggregator", "CorrelationResult", "RougeResult", "RougeScorer", "Score",
+           "compute", "correlate",
            "__version__"]

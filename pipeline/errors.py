@@ -79,6 +79,14 @@ class CompareError(PipelineError, RuntimeError):
     status = EXIT_CONFIG
 
 
+class MetaError(PipelineError, ValueError):
+    """``correlate``: a bad option, a human-judgment file that cannot be read or does not match the
+    run, a run that cannot be read, or scipy missing (``correlate: <message>``)."""
+
+    status = EXIT_CONFIG
+    label = "correlate: "
+
+
 # --------------------------------------------------------------------------- a run that did not finish
 class RunFailedError(PipelineError, RuntimeError):
     """A task (or the driver's own storage access) failed after its retries.  Nothing final

@@ -28,6 +28,7 @@ import sys
 import traceback
 
 from pipeline import __version__, redaction
+from pipeline.cli import correlate
 from pipeline.cli import eval as quick
 from pipeline.cli import nightly
 from pipeline.errors import (EXIT_BUSY, EXIT_CONFIG, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NO_ROWS,  # noqa: F401
@@ -75,6 +76,7 @@ def _parser() -> argparse.ArgumentParser:
     sh.add_argument("--json", action="store_true", help="print the statistics rows as JSON")
     _add_compare_parsers(sub)
     nightly.add_parser(sub)
+    correlate.add_parser(sub)
     return p
 
 
@@ -517,6 +519,8 @@ def _dispatch(args) -> int:
         return _compare(args) if args.command == "compare" else _report(args)
     if args.command == "accept":
         return _accept(args)
+    if args.command == "correlate":
+        return correlate.run(args)
     return _show(args)
 
 
