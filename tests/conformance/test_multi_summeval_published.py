@@ -110,3 +110,27 @@ def test_published_pearson(fr_scores, group, judgment):
         assert len(human) == (135 if group == "PG" else 270)
         r = pearsonr(human, metric_scores)[0]
         assert abs(r - published) <= TOL, (group, judgment, metric, r, published)
+
+
+@pytest.mark.parametrize("group", list(SYSTEMS))
+def test_published_pearson_through_correlate(fr_scores, group):
+    """The same numbers from ``pipeline.correlate`` at the global level (every summary one item)."""
+    import pandas as pd
+
+    import pipeline
+
+    records, scores = fr_scores
+    rows = [k for k, r in enumerate(records) if r["system"] in SYSTEMS[group]]
+    frame = pd.DataFrame({"system": [records[k]["system"] for k in rows], "id": [records[k]["doc_id"] for k in rows],
+                          **{f"{t}_{s}": [float(scores[k, j, STAT[s[0].upper()]]) for k in rows]
+                             for j, t in enumerate(TYPES.values()) for s in ("recall", "fmeasure")}})
+    for judgment in ("focus_z", "coverage_z"):
+        human = pd.DataFrame({"system": frame["system"], "id": frame["id"],
+                              judgment: [records[k]["human"][judgment] for k in rows]})
+        res = pipeline.correlate(frame, human, field=judgment, levels="global", coefficients="pearson", n_boot=0)
+        got = {(row.type, row.stat): row.r for row in res.rows.itertuples()}
+        assert set(res.rows["n_used"]) == {len(rows)}
+        for metric, published in PUBLISHED[(group, judgment)].items():
+            name, stat = metric.rsplit("-", 1)
+            r = got[(TYPES[name], {"R": "recall", "F": "fmeasure"}[stat])]
+            assert abs(r - published) <= TOL, (group, judgment, metric, r, published)
