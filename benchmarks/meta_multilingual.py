@@ -19,12 +19,13 @@ For each language, the Pearson r with each judgment of
 
 for ROUGE-1, ROUGE-2 and ROUGE-L F (summary-level LCS in both: ``rougeL`` of rouge155,
 ``rougeLsum`` of unicode), over the 270 summaries (both systems pooled, as the paper's
-"BERT+PG"). Intervals: percentile bootstrap over documents (a document's two summaries are
-drawn together), ``--boot`` resamples from ``numpy.random.default_rng(seed)``, the same
-resamples for every column, so the difference unicode - rouge155 gets a paired interval and a
-two-sided bootstrap p. Williams' test (dependent correlations sharing the human variable;
-assumes independent summaries, which pairs of summaries of one document are not) is printed
-beside it. Nothing here is a test: it prints a table.
+"BERT+PG"). Statistics: :func:`pipeline.correlate` at the global level (Pearson, every summary
+one item), its percentile bootstrap over documents (``resample="documents"``: a document's two
+summaries drawn together; ``--boot`` replicates, ``--seed``). Its draws depend on the seed and
+the sorted documents only, so every column gets the same resamples and the difference
+unicode - baseline gets a paired interval and compare_metrics' two-sided bootstrap p; Williams'
+test (``pipeline.meta.compare_metrics.williams``, two-sided here; it assumes independent
+summaries, which two summaries of one document are not) is printed beside it. Nothing here is a test: it prints a table.
 """
 from __future__ import annotations
 
@@ -34,9 +35,12 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 from scipy.stats import t as student_t
 
-from pipeline import RougeScorer
+from pipeline import RougeScorer, correlate
+from pipeline.meta.compare_metrics import williams
+from pipeline.meta.resample import interval
 from pipeline.text.snowball import SNOWBALL_LANGUAGES
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "multi_summeval" / "multi_summeval.jsonl"
@@ -45,6 +49,8 @@ JUDGMENTS = ["focus_z", "coverage_z"]
 METRICS = [("R1-F", 0), ("R2-F", 1), ("RL-F", 2)]
 R155_TYPES = ["rouge1", "rouge2", "rougeL"]
 UNI_TYPES = ["rouge1", "rouge2", "rougeLsum"]
+# both ROUGE-Ls are summary-level (ROUGE-1.5.5's ROUGE-L is rouge-score's rougeLsum)
+COLUMN_TYPES = ["rouge1", "rouge2", "rougeLsum"]
 
 
 def load(path: Path) -> dict[str, list[dict]]:
@@ -104,69 +110,57 @@ def columns(records: list[dict], language: str) -> dict[str, np.ndarray]:
     return out
 
 
-def pearson_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Pearson r of each row pair of ``x`` and ``y`` (NaN where one row is constant)."""
-    xc = x - x.mean(axis=-1, keepdims=True)
-    yc = y - y.mean(axis=-1, keepdims=True)
-    den = np.sqrt((xc * xc).sum(axis=-1) * (yc * yc).sum(axis=-1))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(den > 0, (xc * yc).sum(axis=-1) / np.where(den > 0, den, 1), np.nan)
-
-
-def doc_resamples(records: list[dict], boot: int, rng: np.random.Generator) -> np.ndarray:
-    """(boot, n) row indices: documents drawn with replacement, each with all its summaries."""
-    docs: dict[str, list[int]] = {}
-    for i, r in enumerate(records):
-        docs.setdefault(r["doc_id"], []).append(i)
-    groups = list(docs.values())
-    size = {len(g) for g in groups}
-    assert len(size) == 1, "every document has the same number of summaries"
-    table = np.asarray(groups)
-    draws = rng.integers(0, len(groups), size=(boot, len(groups)))
-    return table[draws].reshape(boot, -1)
-
-
-def williams_p(r12: float, r13: float, r23: float, n: int) -> float:
-    """Two-sided p of Williams' test that corr(h, a) == corr(h, b) (Steiger 1980, eq. 7)."""
-    if any(math.isnan(v) for v in (r12, r13, r23)):
-        return math.nan
-    k = 1 - r12 ** 2 - r13 ** 2 - r23 ** 2 + 2 * r12 * r13 * r23
-    den = 2 * k * (n - 1) / (n - 3) + ((r12 + r13) ** 2 / 4) * (1 - r23) ** 3
-    t = (r13 - r12) * math.sqrt((n - 1) * (1 + r23)) / math.sqrt(den)
-    return float(2 * student_t.sf(abs(t), n - 3))
-
-
-def ci(values: np.ndarray) -> tuple[float, float]:
-    ok = values[~np.isnan(values)]
-    return (math.nan, math.nan) if len(ok) < len(values) else tuple(np.percentile(values, [2.5, 97.5]))
+def frame(records: list[dict], f: np.ndarray) -> pd.DataFrame:
+    """The per-example scores as :func:`pipeline.correlate` reads them (the document is the id)."""
+    out = pd.DataFrame({"system": [r["system"] for r in records], "id": [r["doc_id"] for r in records]})
+    for j, t in enumerate(COLUMN_TYPES):
+        out[f"{t}_fmeasure"] = f[:, j]
+    return out
 
 
 def language_rows(records: list[dict], language: str, boot: int, seed: int) -> list[dict]:
     cols = columns(records, language)
-    idx = doc_resamples(records, boot, np.random.default_rng(seed))
+    base = "rouge155 ids" if "rouge155 ids" in cols else "rouge155"
     rows = []
     for judgment in JUDGMENTS:
-        human = np.array([r["human"][judgment] for r in records])
+        human = pd.DataFrame({"system": [r["system"] for r in records], "id": [r["doc_id"] for r in records],
+                              judgment: [r["human"][judgment] for r in records]})
+        # documents resampled (a document's two summaries together); the draws depend on the seed
+        # and the sorted document names only, so every column sees the same resamples: paired
+        res = {name: correlate(frame(records, f), human, field=judgment, levels="global", coefficients="pearson",
+                               resample="documents", n_boot=boot, seed=seed) for name, f in cols.items()}
         for metric, j in METRICS:
-            row = {"lang": language, "judgment": judgment, "metric": metric, "n": len(records)}
-            boots = {}
-            for name, scores in cols.items():
-                x = scores[:, j]
-                row[name] = float(pearson_rows(human, x))
-                boots[name] = pearson_rows(human[idx], x[idx])
-                row[name + " ci"] = ci(boots[name])
-            base = "rouge155 ids" if "rouge155 ids" in cols else "rouge155"
-            diff = boots["unicode"] - boots[base]
-            row["base"] = base
+            row = {"lang": language, "judgment": judgment, "metric": metric, "n": len(records), "base": base}
+            for name, r in res.items():
+                got = r.rows.iloc[j]
+                ok = int(got["n_boot_valid"]) == boot
+                row[name] = float(got["r"])
+                row[name + " ci"] = (float(got["ci_low"]), float(got["ci_high"])) if ok else (math.nan, math.nan)
+            diff = res["unicode"].replicates[("global", "pearson")][:, j] - res[base].replicates[("global", "pearson")][:, j]
             row["delta"] = row["unicode"] - row[base]
-            row["delta ci"] = ci(diff)
-            # two-sided percentile-bootstrap p; 0 means below 2 / boot
-            row["p boot"] = float(min(1.0, 2 * min((diff <= 0).mean(), (diff >= 0).mean()))) \
-                if not np.isnan(diff).any() else math.nan
-            row["p williams"] = williams_p(row[base], row["unicode"],
-                                           float(pearson_rows(cols[base][:, j], cols["unicode"][:, j])), len(records))
+            row.update(paired_test(diff, row["delta"], boot))
+            with np.errstate(invalid="ignore", divide="ignore"):   # raw ru ROUGE-2 is constant
+                r23 = float(np.corrcoef(cols[base][:, j], cols["unicode"][:, j])[0, 1])
+            row["p williams"] = williams_two_sided(row["unicode"], row[base], r23, len(records))
             rows.append(row)
     return rows
+
+
+def paired_test(diff: np.ndarray, delta: float, boot: int) -> dict:
+    """The difference's percentile interval and compare_metrics' two-sided bootstrap p (the
+    replicates shifted to mean 0: p = (1 + #{|d* - mean| >= |delta|}) / (1 + B))."""
+    if np.isnan(diff).any() or math.isnan(delta):
+        return {"delta ci": (math.nan, math.nan), "p boot": math.nan}
+    lo, hi, _ = interval(diff, 0.95)
+    c = diff - diff.mean()
+    return {"delta ci": (lo, hi), "p boot": (1 + int((np.abs(c) >= abs(delta) - 1e-12).sum())) / (1 + boot)}
+
+
+def williams_two_sided(r_a: float, r_b: float, r_ab: float, n: int) -> float:
+    if any(math.isnan(v) for v in (r_a, r_b, r_ab)):
+        return math.nan
+    t = williams(r_a, r_b, r_ab, n)["t"]
+    return float(2 * student_t.sf(abs(t), n - 3))
 
 
 def fmt(v: float) -> str:
@@ -177,11 +171,11 @@ def fmt_ci(pair) -> str:
     return "n/a" if any(math.isnan(v) for v in pair) else f"[{pair[0]:.3f}, {pair[1]:.3f}]"
 
 
-def fmt_p(p: float, boot: int) -> str:
-    return "n/a" if math.isnan(p) else (f"<{2 / boot:.3f}" if p == 0 else f"{p:.3f}")
+def fmt_p(p: float) -> str:
+    return "n/a" if math.isnan(p) else ("<0.001" if p < 0.0005 else f"{p:.3f}")
 
 
-def render(rows: list[dict], boot: int) -> str:
+def render(rows: list[dict]) -> str:
     head = ("| lang | judgment | metric | rouge155 r [95% CI] | rouge155 ids r [95% CI] | unicode, no stemmer r "
             "| unicode r [95% CI] | unicode - baseline [95% CI] | p (bootstrap) | p (Williams) |")
     out = [head, "|" + "---|" * 10]
@@ -190,7 +184,7 @@ def render(rows: list[dict], boot: int) -> str:
         out.append(f"| {r['lang']} | {r['judgment'][:-2]} | {r['metric']} | {fmt(r['rouge155'])} "
                    f"{fmt_ci(r['rouge155 ci'])} | {ids} | {fmt(r.get('unicode, no stemmer', math.nan))} | "
                    f"{fmt(r['unicode'])} {fmt_ci(r['unicode ci'])} | {r['delta']:+.3f} {fmt_ci(r['delta ci'])} | "
-                   f"{fmt_p(r['p boot'], boot)} | {fmt(r['p williams'])} |")
+                   f"{fmt_p(r['p boot'])} | {fmt_p(r['p williams'])} |")
     return "\n".join(out)
 
 
@@ -203,7 +197,7 @@ def main() -> None:
     args = ap.parse_args()
     by_lang = load(args.data)
     rows = [row for lang in LANGUAGES for row in language_rows(by_lang[lang], lang, args.boot, args.seed)]
-    print(json.dumps(rows, indent=1) if args.json else render(rows, args.boot))
+    print(json.dumps(rows, indent=1) if args.json else render(rows))
 
 
 if __name__ == "__main__":
