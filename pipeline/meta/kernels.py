@@ -201,6 +201,8 @@ def items_level(X, H, OK, W, coef, out):
     B = W.shape[0]
     _, K, n = X.shape
     w = np.empty(n)
+    xv = np.empty(n)
+    yv = np.empty(n)
     rx = np.empty(n)
     rk = np.empty(n)
     tree = np.empty(n + 1)
@@ -209,8 +211,33 @@ def items_level(X, H, OK, W, coef, out):
     for b in range(B):
         for k in range(K):
             a = b if X.shape[0] > 1 else 0
-            for i in range(n):
+            for i in range(n):   # items without a weight sort last (a NaN would break the order)
                 w[i] = W[b, i] if OK[a, k, i] else 0.0
-            ox = np.argsort(X[a, k], kind="mergesort")
-            oy = np.argsort(H[a, k], kind="mergesort")
-            out[b, k] = _corr(X[a, k], H[a, k], w, ox, oy, coef, rx, rk, tree, ysum, ryi)
+                xv[i] = X[a, k, i] if w[i] > 0 else np.inf
+                yv[i] = H[a, k, i] if w[i] > 0 else np.inf
+            ox = np.argsort(xv, kind="mergesort")
+            oy = np.argsort(yv, kind="mergesort")
+            out[b, k] = _corr(xv, yv, w, ox, oy, coef, rx, rk, tree, ysum, ryi)
+
+
+@njit(cache=True, nogil=True)
+def system_means(X, H, OK, cd, mx, mh, has):
+    """Each replicate's system means (:func:`pipeline.meta.levels.system_means`): over the drawn
+    documents in document order, a document drawn ``c`` times added ``c`` times (the sum of the
+    resampled row, left to right, as the definition sums it), then divided by the count."""
+    K, S, D = X.shape
+    for b in range(cd.shape[0]):
+        for k in range(K):
+            for i in range(S):
+                sx = 0.0
+                sh = 0.0
+                cnt = 0.0
+                for j in range(D):
+                    if OK[k, i, j]:
+                        for _ in range(int(cd[b, j])):
+                            sx += X[k, i, j]
+                            sh += H[i, j]
+                        cnt += cd[b, j]
+                has[b, k, i] = cnt > 0
+                mx[b, k, i] = sx / cnt if cnt > 0 else 0.0
+                mh[b, k, i] = sh / cnt if cnt > 0 else 0.0

@@ -41,13 +41,17 @@ def summary_level(x: np.ndarray, h: np.ndarray, coef: str) -> tuple[float, int, 
     return (float(np.mean(values)) if values else float("nan")), len(values), skipped
 
 
+def mean(v: np.ndarray) -> float:
+    """The sum in document order, left to right, over the count (not NumPy's pairwise sum: a tie
+    between two systems' means must not depend on how the sum is split)."""
+    return float(np.cumsum(v)[-1] / len(v))
+
+
 def system_means(x: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each system's mean metric and human score over its cells with both (systems without any left out)."""
     ok = np.isfinite(x) & np.isfinite(h)
-    keep = ok.any(axis=1)
-    mx = np.array([x[i, ok[i]].mean() for i in np.flatnonzero(keep)])
-    mh = np.array([h[i, ok[i]].mean() for i in np.flatnonzero(keep)])
-    return mx, mh
+    keep = np.flatnonzero(ok.any(axis=1))
+    return np.array([mean(x[i, ok[i]]) for i in keep]), np.array([mean(h[i, ok[i]]) for i in keep])
 
 
 def system_level(x: np.ndarray, h: np.ndarray, coef: str) -> tuple[float, int, int]:

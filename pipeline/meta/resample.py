@@ -67,9 +67,7 @@ class Prepared:
             self.OX = np.argsort(self.X, axis=-1, kind="mergesort")
             self.OY = np.argsort(self.H, axis=-1, kind="mergesort")
         elif level == "system":
-            self.ok = ok.astype(np.float64)                                    # (K, S, D)
-            self.X0 = np.where(ok, X, 0.0)
-            self.H0 = np.where(ok, H[None], 0.0)
+            self.X, self.H, self.OK = X, H, ok                                  # (K, S, D), (S, D)
         else:
             self.X = X.reshape(1, self.K, -1)
             self.H = np.ascontiguousarray(np.broadcast_to(H.reshape(1, 1, -1), self.X.shape))
@@ -81,12 +79,10 @@ class Prepared:
         if self.level == "summary":
             kernels.summary_level(self.X, self.H, self.OK, self.OX, self.OY, cs, cd, code, out)
         elif self.level == "system":
-            w = self.ok[None] * cd[:, None, None, :]                          # (B, K, S, D)
-            den = w.sum(axis=-1)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                mx = (w * self.X0[None]).sum(axis=-1) / den
-                mh = (w * self.H0[None]).sum(axis=-1) / den
-            kernels.items_level(mx, mh, den > 0, cs, code, out)
+            shape = (cs.shape[0], self.K, self.S)
+            mx, mh, has = np.empty(shape), np.empty(shape), np.empty(shape, dtype=np.bool_)
+            kernels.system_means(self.X, self.H, self.OK, cd, mx, mh, has)
+            kernels.items_level(mx, mh, has, cs, code, out)
         else:
             w = (cs[:, :, None] * cd[:, None, :]).reshape(cs.shape[0], -1)
             kernels.items_level(self.X, self.H, self.OK, w, code, out)
