@@ -14,7 +14,7 @@ from pipeline.errors import CompareError, OldLayoutError, RunFolderError
 from pipeline.io.input_spec import InputSpec
 from pipeline.io.paths import get_fs
 from pipeline.io.readers import plan_units, read_unit
-from pipeline.job.digest import text_digest
+from pipeline.job.digest import run_digest
 from pipeline.redaction import without_redacted, without_redacted_url
 from pipeline.runfolder import read as run_folder
 from pipeline.runfolder import records
@@ -273,7 +273,8 @@ def run_texts(run: RunData, wanted: set[tuple[str, str]],
     out, why = {}, {}
     for key in wanted:
         t = read.get(key)
-        if t is not None and key in digests and text_digest(t["candidate"], t["references"]) == digests[key]:
+        if t is not None and key in digests and run_digest(run.info, t["candidate"], t["references"],
+                                                           t["source"]) == digests[key]:
             out[key] = t
         else:
             why[key] = INPUT_CHANGED
