@@ -171,3 +171,42 @@ def test_reuse_on_object_storage(previous, tmp_path, monkeypatch, moto_endpoint,
     fs.rm(f"{bucket}/runs/prev/_SUCCESS")   # the same trust on object storage
     with pytest.raises(ConfigError, match="not a finished run"):
         _run(f"s3://{bucket}/two/in-*.jsonl", f"{base}/refused", reuse=f"{base}/prev")
+
+
+def test_nightly_reuses_the_previous_in_control_night_by_default(previous, tmp_path, capsys):
+    import yaml
+
+    from pipeline.gate.control import reuse_base
+    from pipeline.runfolder import records
+
+    data = tmp_path / "outputs"
+    cfg = tmp_path / "score.yaml"
+    cfg.write_text(yaml.safe_dump(config({"layout": "records", "paths": str(data / "in-*.jsonl")}, tmp_path / "x",
+                                         execution=EX)))
+    job = tmp_path / "nightly.yaml"
+    root = tmp_path / "nightly"
+    job.write_text(yaml.safe_dump({"name": "n", "config": str(cfg), "schedule": "30 2 * * *",
+                                   "output_root": str(root), "compare": False}))
+    recs, n_changed = _changed(previous["recs"], "candidates")
+
+    def night(date, rows, *extra):
+        shutil.rmtree(data, ignore_errors=True)
+        _write(data, rows)
+        assert main(["nightly", str(job), "--date", date, "--sync", *extra]) == 0
+        capsys.readouterr()
+        return json.loads((root / date / "_summary.json").read_text())
+
+    assert night("2026-08-14", previous["recs"])["reuse"] is None            # nothing earlier
+    second = night("2026-08-15", recs)
+    assert second["reuse"] == str(root / "2026-08-14") and second["rows_reused"] == len(recs) - n_changed
+    _run(str(data / "in-*.jsonl"), tmp_path / "full")    # the same input, scored whole
+    assert run_outputs(root / "2026-08-15", markers=True) == run_outputs(tmp_path / "full", markers=True)
+    assert main(["nightly", str(job), "--date", "2026-08-16", "--dry-run"]) == 0
+    assert f"--reuse {root / '2026-08-15'}" in capsys.readouterr().out
+    assert night("2026-08-16", recs, "--no-reuse")["rows_reused"] == 0
+    # a night the gate judged moved is no base: the last night in control is
+    records.write_verdict(str(root / "2026-08-16"), {"verdict": "moved"})
+    sig = second["signature"]
+    assert reuse_base(str(root / "2026-08-17"), sig) == str(root / "2026-08-15")
+    assert reuse_base(str(root / "2026-08-17"), "rouge:1|v:other") is None   # other settings: none
+
