@@ -259,9 +259,10 @@ class _Run:
                          "units already written")
             bar = Progress(len(units), None, stream=stream, enabled=bool(progress), label="scoring", unit="units",
                            t0=t_plan)
+            # reusing, a slice costs about its read: wave 1 writes all of its unit's (one read a unit)
+            first = WAVE1_SLICES if ex.distributed and self.previous is None else None
             waves = Waves(ex, self.spec, units, ctx, self.cfg.execution.target_cost or job.DEFAULT_TARGET_COST,
-                          self.retries, done, self.cfg.stats.confidence, WAVE1_SLICES if ex.distributed else None,
-                          bar, self.log, self.previous)
+                          self.retries, done, self.cfg.stats.confidence, first, bar, self.log, self.previous)
             lease.on_lost = waves.halt   # another run took the folder: stop writing now, not at the end
             outcome = self.run_waves(waves, lease, bar)
         except BaseException as e:
