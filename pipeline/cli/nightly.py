@@ -2,7 +2,8 @@
 
 It validates the job file against its JSON schema (``pipeline/cli/nightly.schema.json``, also at
 ``jobs/nightly.schema.json``) at run time -- unknown keys are refused with a "did you mean" --
-then runs ``score --config <config> --output <output_root>/<date>`` (date: today in UTC, formatted
+then runs ``score --config <config> --output <output_root>/<date> [--reuse <the previous in-control night>]``
+(``--no-reuse``: without; :func:`reuse_argv`) (date: today in UTC, formatted
 with ``date_format``; ``--date`` must be one folder name: no ``/``, ``\\`` or ``..``).  A relative
 ``config`` is read next to the job file, so ``--dry-run`` and the real run read the same file from
 any working directory.  Each day gets a new folder; earlier folders are never touched, and a rerun

@@ -86,6 +86,18 @@ def test_rows_moved_between_shards_are_all_reused(previous, tmp_path):
     assert run_outputs(tmp_path / "reused", markers=True) == run_outputs(tmp_path / "full", markers=True)
     assert again.summary["rows_reused"] == again.summary["rows"] == len(previous["recs"])
     assert again.rows == full.rows
+    # oversized examples are copied too, not cut in blocks of reference sentences again
+    assert full.summary["split_examples"] > 0 and again.summary["split_examples"] == 0
+
+
+def test_kept_texts_come_from_this_runs_input(previous, tmp_path):
+    recs, n_changed = _changed(previous["recs"], "candidates")
+    paths = _write(tmp_path / "in", recs)
+    full = _run(paths, tmp_path / "full", output={"keep_texts": True})
+    again = _run(paths, tmp_path / "reused", reuse=previous["run"], output={"keep_texts": True})
+    assert again.summary["rows_reused"] == len(recs) - n_changed
+    assert run_outputs(tmp_path / "reused", markers=True) == run_outputs(tmp_path / "full", markers=True)
+    assert again.rows == full.rows
 
 
 @pytest.mark.parametrize("change", [{"scoring": {"use_stemmer": True}}, {"scoring": {"diagnostics": False}},
