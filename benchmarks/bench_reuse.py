@@ -2,7 +2,7 @@
 
     python benchmarks/bench_reuse.py                          # 2,000,000 short pairs, 2 local workers
     python benchmarks/bench_reuse.py --pairs 200000 --rounds 3
-    python benchmarks/bench_reuse.py --shares 0.001 0.01 0.1 --workdir /tmp/reuse-bench --keep
+    python benchmarks/bench_reuse.py --shares 0.001 0.01 0.1 --workdir reuse-bench --keep
 
 The previous run scores ``make_corpus("short")`` (``--shards`` JSONL files).  Then, for each share of
 ``--shares``, that share of the candidates (every k-th pair, spread over every shard) gets one more
