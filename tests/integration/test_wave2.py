@@ -13,7 +13,7 @@ from pipeline.config import RunConfig
 from pipeline.execution import driver
 from pipeline.execution.executors import SyncExecutor
 from pipeline.io import readers
-from pipeline.job import task
+from pipeline.job import longdocs, task
 
 WORKERS = 2
 
@@ -49,6 +49,7 @@ def test_wave_2_reads_a_unit_at_most_once_a_worker_and_writes_each_slice_once(tm
 
     monkeypatch.setattr(readers, "read_unit", counting_read)
     monkeypatch.setattr(task, "score_slice", counting_score)
+    monkeypatch.setattr(longdocs, "score_slice", counting_score)   # oversized slices, from their blocks
     monkeypatch.setattr(driver, "_executor", lambda client, log: TwoWorkers(driver.PERMANENT_ERRORS, log))
     cfg = config({"layout": "records", "paths": str(tmp_path / "a.jsonl")}, tmp_path / "run",
                  execution={"target_cost": 2000})
