@@ -43,6 +43,8 @@ execution:
   target_cost: null                   # estimated cost per task, for the driver's planning
   worker_profile: false               # local mode: Dask's statistical profiler in the workers (the
                                       #   dashboard's Profile page); it cost ~10% of the job's throughput
+  reuse: null                         # a previous run (same signature): its rows of unchanged examples
+                                      #   are copied, the others scored (--reuse RUN)
 strict: false                         # true: any quarantined record fails the run
 storage_options: {}                   # fsspec options for input and output (input.storage_options wins)
 ```
@@ -150,9 +152,16 @@ class ExecutionConfig:
     target_cost: int | float | None = None
     unit_cache_mb: int | None = None  # not used; accepted and ignored, so configs that set it still load
     worker_profile: bool = False
+    reuse: str | None = None   # a previous run: rows whose digest is unchanged are copied, not scored
 
     def validate(self):
         _check_choice(self.mode, "execution.mode", MODES)
+        _check_str(self.reuse, "execution.reuse", allow_none=True)
+        if self.reuse is not None:
+            try:
+                check_scheme(self.reuse, "execution.reuse")
+            except ValueError as e:
+                raise ConfigError(str(e)) from None
         _check_str(self.scheduler, "execution.scheduler", allow_none=True)
         if self.mode == "scheduler" and not self.scheduler:
             raise ConfigError("execution.scheduler: an address is required with execution.mode: scheduler")

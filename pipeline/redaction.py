@@ -91,7 +91,7 @@ def redact_options(options: Any, prefix: str = "") -> Any:
 def redact_record(config: dict) -> dict:
     """A config dict (``RunConfig.to_dict(redact=False)``) as it may be recorded or printed:
     storage options at the top and in ``input`` by :func:`redact_options`; input and output
-    URLs by :func:`redact_url`."""
+    URLs (and the run ``execution.reuse`` names) by :func:`redact_url`."""
     out = json.loads(json.dumps(config, default=str))
     if "storage_options" in out:
         out["storage_options"] = redact_options(out["storage_options"] or {})
@@ -108,6 +108,9 @@ def redact_record(config: dict) -> dict:
     outp = out.get("output")
     if isinstance(outp, dict) and "url" in outp:
         outp["url"] = redact_url(outp["url"])
+    ex = out.get("execution")
+    if isinstance(ex, dict) and ex.get("reuse"):
+        ex["reuse"] = redact_url(ex["reuse"])
     return out
 
 

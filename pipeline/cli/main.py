@@ -71,6 +71,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--workers", type=int, help="local worker processes (execution.n_workers)")
     s.add_argument("--overwrite", action="store_true",
                    help="replace a run folder made with other settings (only a run folder holding nothing else)")
+    s.add_argument("--reuse", metavar="RUN", help="a previous run of the same settings: copy its rows of unchanged "
+                   "examples instead of scoring them (execution.reuse; the outputs are a full rescore's)")
     s.add_argument("--no-progress", action="store_true", help="no progress bar / progress log lines")
     s.add_argument("--json", action="store_true",
                    help="print the summary and the statistics rows (\"statistics\") as JSON instead of a table")
@@ -355,6 +357,7 @@ def format_summary(summary: dict) -> str:
     return (f"rows {summary['rows']}, quarantined {q}" + (f" ({reasons})" if q else "")
             + f", systems {len(summary['systems'])}, tasks {summary['tasks']}"
             + (f" ({summary['tasks_resumed']} resumed)" if summary.get("tasks_resumed") else "")
+            + (f", {summary['rows_reused']} rows reused" if summary.get("reuse") else "")
             # wall time of the whole command, the first run's compile included (and named)
             + f", {summary.get('seconds', 0):.1f}s"
             + (f" ({summary['compile_seconds']:.1f}s of it compiling the kernels)" if summary.get("compile_seconds")
@@ -391,6 +394,8 @@ def _score(args) -> int:
         overrides.append("output.overwrite=true")
     if redaction.active() is not None:   # a storage option's raw --set value, even one that fails to parse
         redaction.active().add(o.partition("=")[2] for o in args.overrides if "storage_options" in o.partition("=")[0])
+    if args.reuse:
+        overrides.append(f"execution.reuse={json.dumps(args.reuse)}")
     try:
         cfg = load_config(args.config, overrides)
     except OSError as e:  # the config file itself

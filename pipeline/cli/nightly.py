@@ -2,7 +2,8 @@
 
 It validates the job file against its JSON schema (``pipeline/cli/nightly.schema.json``, also at
 ``jobs/nightly.schema.json``) at run time, with jsonschema -- unknown keys are refused with a "did you mean" --
-then runs ``score --config <config> --output <output_root>/<date>`` (date: today in UTC, formatted
+then runs ``score --config <config> --output <output_root>/<date> [--reuse <the previous in-control night>]``
+(``--no-reuse``: without; :func:`reuse_argv`) (date: today in UTC, formatted
 with ``date_format``; ``--date`` must be one folder name: no ``/``, ``\\`` or ``..``).  A relative
 ``config`` is read next to the job file, so ``--dry-run`` and the real run read the same file from
 any working directory.  Each day gets a new folder; earlier folders are never touched, and a rerun
@@ -80,6 +81,8 @@ def add_parser(sub) -> None:
     n.add_argument("--scheduler", help="override the job's scheduler address")
     n.add_argument("--sync", action="store_true", help="run in this process without Dask")
     n.add_argument("--dry-run", action="store_true", help="print the score and compare commands and exit")
+    n.add_argument("--no-reuse", action="store_true", help="score every example (by default the rows of the "
+                   "previous in-control night of the same settings whose examples are unchanged are reused)")
     n.add_argument("--accept", metavar="DATE_OR_RUN", help="accept that night's change on purpose (a date under "
                    "output_root, or a run folder URL) instead of running: the next nights compare with it "
                    "(needs --reason; the same as rouge-pipeline accept RUN)")
@@ -362,7 +365,31 @@ def _read_job(path: str) -> dict:
 def _load(args) -> tuple[dict, list[str], list[str] | None]:
     job = _read_job(args.job)
     argv = score_argv(job, args.date, args.scheduler, args.sync, job_file=args.job)
-    return job, argv, compare_argv(job, argv[argv.index("--output") + 1])
+    new = argv[argv.index("--output") + 1]
+    if not getattr(args, "no_reuse", False):
+        argv += reuse_argv(argv[argv.index("--config") + 1], new)
+    return job, argv, compare_argv(job, new)
+
+
+def reuse_argv(config: str, new: str) -> list[str]:
+    """``["--reuse", RUN]``: the previous in-control night of the night's settings
+    (:func:`pipeline.gate.control.reuse_base`), when it can be trusted; else nothing, said in one line
+    (the night is then scored whole)."""
+    # start-up: the config loads NumPy, Arrow and YAML; the gate pandas
+    from pipeline.config import load_config
+    from pipeline.gate.control import reuse_base
+    from pipeline.runfolder.read import open_run
+    from pipeline.signature import Signature
+
+    try:
+        cfg = load_config(config, [f"output.url={json.dumps(new)}"])
+        base = reuse_base(new, str(Signature.from_config(cfg)), cfg.storage_options)
+        if base is not None:
+            open_run(base, cfg.storage_options)   # whole, or not reused
+    except Exception as e:  # noqa: BLE001 - the scoring reports a bad config; a night is never lost to reuse
+        print(f"rouge-pipeline: nightly: nothing reused ({type(e).__name__}: {e})", file=sys.stderr, flush=True)
+        return []
+    return [] if base is None else ["--reuse", base]
 
 
 def _accept(args) -> int:

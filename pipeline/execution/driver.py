@@ -51,7 +51,7 @@ from pipeline import runfolder as outputs
 from pipeline.runfolder import (
     META_CONFIG_HASH, META_SIGNATURE, RunFolderBusyError, RunFolderError, RunStopped,
 )
-from pipeline.redaction import HiddenOptions, Redactor
+from pipeline.redaction import HiddenOptions, Redactor, redact_url
 from pipeline.runfolder import names
 from pipeline.runfolder.names import PLAN_FORMAT
 from pipeline.signature import Signature
@@ -164,6 +164,7 @@ def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream
     r.compile_seconds = compile_seconds
     # the inputs first: a missing one leaves nothing in the output location
     inputs = r.retry("listing the inputs", outputs.list_inputs, r.spec)
+    r.open_previous()   # a --reuse run that cannot be trusted is refused before the folder is touched
     r.retry(f"inspecting the run folder {r.run_url}", outputs.precheck_run_folder, r.run_url, r.so,
             cfg.output.overwrite)
     lease = outputs.Lease(r.run_url, r.so, log)
@@ -206,6 +207,7 @@ class _Run:
         self.sig = self.chash = self.pid = ""
         self.units = 0
         self.scoring_seconds = 0.0
+        self.previous = None   # job.Previous: the run whose rows are reused (--reuse)
 
     def retry(self, what: str, fn, *args):
         """``fn(*args)``, retried on transient errors (:func:`with_retries`)."""
@@ -219,6 +221,19 @@ class _Run:
         self.sig = str(Signature.from_config(self.cfg))
         self.chash = self.cfg.config_hash()
         self.pid = outputs.plan_id(self.chash, _plan_settings(self.cfg), inputs)
+
+    def open_previous(self) -> None:
+        """``execution.reuse``: the previous run, opened and checked (:func:`job.open_previous`)."""
+        url = self.cfg.execution.reuse
+        if not url:
+            return
+        self.sig = self.sig or str(Signature.from_config(self.cfg))
+        self.previous, why = self.retry(f"opening the run to reuse {url}", job.open_previous, url, self.so, self.sig,
+                                        self.cfg.scoring.diagnostics, self.run_url)
+        if why:
+            self.log(f"reuse: {redact_url(why)}")
+        else:
+            self.log(f"reuse: rows of {redact_url(url)} whose digest is unchanged are copied, the others scored")
 
     def prepare_folder(self, inputs: dict) -> dict:
         """The run folder prepared for this run; returns the slices an earlier run finished
@@ -251,9 +266,10 @@ class _Run:
                          "units already written")
             bar = Progress(len(units), None, stream=stream, enabled=bool(progress), label="scoring", unit="units",
                            t0=t_plan)
+            # reusing, a slice costs about its read: wave 1 writes all of its unit's (one read a unit)
+            first = WAVE1_SLICES if ex.distributed and self.previous is None else None
             waves = Waves(ex, self.spec, units, ctx, self.cfg.execution.target_cost or job.DEFAULT_TARGET_COST,
-                          self.retries, done, self.cfg.stats.confidence, WAVE1_SLICES if ex.distributed else None,
-                          bar, self.log)
+                          self.retries, done, self.cfg.stats.confidence, first, bar, self.log, self.previous)
             lease.on_lost = waves.halt   # another run took the folder: stop writing now, not at the end
             outcome = self.run_waves(waves, lease, bar)
         except BaseException as e:
@@ -305,6 +321,8 @@ class _Run:
             "tasks_resumed": outcome.resumed,
             "split_examples": outcome.split,
             "duplicate_units": outcome.duplicate_units,
+            "reuse": redact_url(self.previous.url) if self.previous is not None else None,
+            "rows_reused": outcome.reused,        # copied from that run (--reuse), not scored
             "cand_tokens": final.cand_tokens,
             "ref_tokens": final.ref_tokens,
             "mode": ex.mode,

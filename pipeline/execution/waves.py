@@ -31,6 +31,7 @@ class Outcome:
     resumed: int = 0                              # slices an earlier run had written
     split: int = 0                                # oversized examples scored in blocks
     duplicate_units: int = 0                      # units scored again without their later duplicates
+    reused: int = 0                               # rows copied from the previous run (--reuse)
 
 
 class TaskFailed(Exception):
@@ -75,7 +76,7 @@ class Waves:
     statistics are no longer wanted, so a wave-1 task that Dask reruns then writes nothing)."""
 
     def __init__(self, ex, spec, units: list, ctx, target_cost: float, retries: int, done: dict,
-                 confidence: float, first: int | None, bar=None, log=None):
+                 confidence: float, first: int | None, bar=None, log=None, previous=None):
         self.ex, self.spec, self.units, self.ctx = ex, spec, units, ctx
         self.target_cost, self.retries, self.done, self.confidence = target_cost, retries, done, confidence
         self.first, self.bar, self.log = first, bar, log or (lambda _m: None)
@@ -84,10 +85,13 @@ class Waves:
         self.ctx1 = dataclasses.replace(ctx, stop=self.wave1_flag)
         # every task that writes, until it ends: its brief -> (what, unit index, its result's future)
         self.pending: dict = {}
-        self.counts: dict = {}      # unit -> [slices, rows, slices resumed]
+        self.counts: dict = {}      # unit -> [slices, rows, slices resumed, rows reused]
         self.by_index = {u.index: u for u in units}
         self.eager = not ex.distributed
         self.workers = max(1, ex.n_workers)
+        # a previous run's rows by digest (--reuse): built by one task, sent to every unit's
+        self.index = None if previous is None else self._submit(job.build_index, previous,
+                                                                 key=self._key("reuse-index"))
 
     # ------------------------------------------------------------------ submitting
     def _key(self, kind: str, *parts) -> str:
@@ -104,7 +108,8 @@ class Waves:
 
     def _unit(self, unit, work, kind: str, *key_parts, ctx=None, duplicates=None):
         """A :func:`job.score_unit`, tracked by its brief: (its future, the brief's)."""
-        args = (self.spec, unit, ctx or self.ctx, work) + (() if duplicates is None else (duplicates,))
+        args = (self.spec, unit, ctx or self.ctx, work) + (() if duplicates is None and self.index is None
+                                                           else (duplicates, self.index))
         fut = self._submit(job.score_unit, *args, key=self._key(kind, unit.index, *key_parts), priority=-unit.index)
         return fut, self._track(fut, f"unit {unit.key}", unit.index, self._key(f"{kind}-brief", unit.index, *key_parts))
 
@@ -185,9 +190,10 @@ class Waves:
         oversized: list = []
 
         def on_brief(b: Brief, u: int, fut) -> None:
-            self.counts[u] = [b.slices, b.rows, b.skipped]
+            self.counts[u] = [b.slices, b.rows, b.skipped, b.reused]
             out.tasks += b.tasks
             out.resumed += b.skipped
+            out.reused += b.reused
             for k, blocks in b.left:
                 if blocks > 1:
                     oversized.append((self.by_index[u], k, blocks, fut))
@@ -240,9 +246,11 @@ class Waves:
                     extra.append(self._blocks(self.by_index[u], k, blocks, fut))
                 rows = b.rows - self.counts[u][1]
                 out.resumed -= self.counts[u][2]   # what wave 1 resumed of it is written again
-                self.counts[u] = [b.slices, b.rows, 0]
+                out.reused += b.reused - self.counts[u][3]
+                self.counts[u] = [b.slices, b.rows, 0, b.reused]
             else:
                 out.tasks += b.tasks
+                out.reused += b.reused
                 out.split += b.split_examples
                 rows = b.rows
                 if not again:

@@ -20,7 +20,7 @@ import os
 from datetime import datetime, timezone
 
 from pipeline.errors import EXIT_INCONCLUSIVE, EXIT_MOVED, EXIT_NOT_COMPARABLE, EXIT_OK, CompareError
-from pipeline.gate.runs import RunData, load_run
+from pipeline.gate.runs import RunData, load_run, previous_heads
 from pipeline.runfolder import records
 
 IN_CONTROL = ("no change", "inconclusive")
@@ -28,7 +28,7 @@ EXIT_STATUS = {"no change": EXIT_OK, "moved": EXIT_MOVED, "not comparable": EXIT
                "inconclusive": EXIT_INCONCLUSIVE}
 
 __all__ = ["EXIT_STATUS", "IN_CONTROL", "accept_run", "choose_base", "control_history", "exit_status",
-           "in_control", "record_verdict"]
+           "in_control", "record_verdict", "reuse_base"]
 
 
 def in_control(run: RunData) -> bool:
@@ -61,6 +61,15 @@ def choose_base(new: RunData, history: list[RunData]) -> RunData | None:
     """The latest in-control run with the new run's signature, else the latest in-control run."""
     same = [r for r in history if r.signature == new.signature]
     return (same or history or [None])[-1]
+
+
+def reuse_base(new_url: str, signature: str, storage_options: dict | None = None) -> str | None:
+    """The run a night reuses rows from (``nightly``'s ``--reuse``): among its earlier sibling
+    nights, the latest in control (:func:`control_history`) with its ``signature``; None when
+    there is none (read without their scores)."""
+    history, _ = control_history(previous_heads(new_url, storage_options))
+    same = [r for r in history if r.signature == signature]
+    return same[-1].url if same else None
 
 
 def exit_status(result: dict) -> int:

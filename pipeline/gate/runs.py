@@ -14,7 +14,7 @@ from pipeline.errors import CompareError, OldLayoutError, RunFolderError
 from pipeline.io.input_spec import InputSpec
 from pipeline.io.paths import get_fs
 from pipeline.io.readers import plan_units, read_unit
-from pipeline.job.digest import text_digest
+from pipeline.job.digest import run_digest
 from pipeline.redaction import without_redacted, without_redacted_url
 from pipeline.runfolder import read as run_folder
 from pipeline.runfolder import records
@@ -172,6 +172,29 @@ def previous_runs(new_url: str, storage_options: dict | None = None, notes: list
     return [load_run(u, storage_options) for u in urls]
 
 
+def previous_heads(new_url: str, storage_options: dict | None = None) -> list[RunData]:
+    """:func:`previous_runs` without their scores (an empty ``scores``): each finished earlier
+    sibling's ``_run.json``, summary and the gate's records, oldest first (cheap: no part is read)."""
+    new_url = str(new_url).rstrip("/")
+    parent, name = new_url.rsplit("/", 1) if "/" in new_url else (".", new_url)
+    fs, path = get_fs(parent, storage_options)
+    try:
+        children = sorted(fs.ls(path, detail=False))
+    except FileNotFoundError:
+        return []
+    out = []
+    for c in children:
+        base = c.rstrip("/").rsplit("/", 1)[-1]
+        if base < name and run_folder.has_success(fs, c):
+            url = f"{parent}/{base}"
+            info = run_folder.read_run_info(url, storage_options)
+            if isinstance(info, dict):
+                out.append(RunData(url, info, None, run_folder.read_summary(url, storage_options), pd.DataFrame(),
+                                   records.read_verdict(url, storage_options),
+                                   records.read_accepted(url, storage_options)))
+    return out
+
+
 def history_runs(new: RunData, specs: list[str] | None = None, previous: bool = False,
                  storage_options: dict | None = None, notes: list[str] | None = None) -> list[RunData]:
     """The history of ``new``: the runs of ``specs`` (:func:`find_runs`) and, with ``previous``,
@@ -273,7 +296,8 @@ def run_texts(run: RunData, wanted: set[tuple[str, str]],
     out, why = {}, {}
     for key in wanted:
         t = read.get(key)
-        if t is not None and key in digests and text_digest(t["candidate"], t["references"]) == digests[key]:
+        if t is not None and key in digests and run_digest(run.info, t["candidate"], t["references"],
+                                                           t["source"]) == digests[key]:
             out[key] = t
         else:
             why[key] = INPUT_CHANGED

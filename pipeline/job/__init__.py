@@ -6,6 +6,7 @@
 * :mod:`.task`: a unit read once, cut, scored and written slice by slice (resume-aware).
 * :mod:`.resume`: a finished slice read back (its statistics computed again from its parts).
 * :mod:`.dedup`: duplicate ids across units, from the key hashes wave 1 returns.
+* :mod:`.reuse`: rows of a previous run copied where their digest is unchanged (``--reuse``).
 * :mod:`.longdocs`: an oversized example's rougeLsum in blocks of reference sentences.
 * :mod:`.results`: what a task returns (:class:`TaskResult`, :class:`Brief`), results merged and
   finalised (:class:`Totals`); the exact bootstrap.
@@ -23,8 +24,9 @@ _EXPORTS = {
     **dict.fromkeys(("Brief", "TaskResult", "Totals", "exact_bootstrap", "finalize_results", "merge_results"),
                     "results"),
     "load_done": "resume",
+    **dict.fromkeys(("Previous", "ReuseIndex", "build_index", "lookup", "open_previous", "take_rows"), "reuse"),
     **dict.fromkeys(("text_digest", "text_digests"), "digest"),
-    **dict.fromkeys(("MAX_SPLIT_BLOCKS", "STATS", "TOO_LONG_STATUS", "ScoringSettings", "example_keys", "split_blocks_for", "key_hashes", "reason_cause",
+    **dict.fromkeys(("MAX_SPLIT_BLOCKS", "STATS", "TOO_LONG_STATUS", "ScoringSettings", "example_keys", "split_blocks_for", "key_hashes", "reason_cause", "row_digests",
                      "score_matrix", "score_table", "scorer_for", "scores_schema", "unit_stats"), "scores"),
     **dict.fromkeys(("TEST_TASK_SLEEP_ENV", "UnitContext", "UnitWork", "brief", "encode_outputs", "hashes_of",
                      "reload_unit", "score_slice", "score_unit", "split_input", "unit_input"), "task"),

@@ -36,6 +36,7 @@ class TaskResult:
     split: dict = field(default_factory=dict)   # oversized slice -> its rows, for its blocks
     split_examples: int = 0                     # finish_split: 1, or 0 when its example was dropped
     stopped: bool = False                       # the run's stop flag was set: nothing more written
+    reused: int = 0                             # rows copied from a previous run (--reuse), not scored
 
     def __sizeof__(self) -> int:
         # Dask sizes what it does not know with sys.getsizeof: count the arrays and tables held
@@ -61,6 +62,7 @@ class Brief:
     skipped: int
     split_examples: int
     stopped: bool
+    reused: int = 0
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,7 @@ def merge_results(*results: TaskResult | None) -> TaskResult | None:
         cand_tokens=sum(r.cand_tokens for r in results),
         ref_tokens=sum(r.ref_tokens for r in results),
         stats=acc,
+        reused=sum(r.reused for r in results),
     )
 
 

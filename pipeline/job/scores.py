@@ -56,6 +56,14 @@ def scorer_for(settings: ScoringSettings):
 MAX_SPLIT_BLOCKS = 64
 
 
+def row_digests(table: pa.Table, settings: ScoringSettings, signature: str) -> np.ndarray:
+    """Every row's ``text_digest`` (:mod:`pipeline.job.digest`): its texts, the source when the
+    diagnostics read it, and the run's ``signature``."""
+    source = table.column("source") if settings.diagnostics and "source" in table.column_names else None
+    return text_digests(table.column("candidate"), table.column("references"), source, signature=signature,
+                        with_source=settings.diagnostics)
+
+
 def split_blocks_for(piece, settings: ScoringSettings, target_cost: float) -> int:
     """How many blocks of reference sentences an oversized slice's rougeLsum is cut into (1: no
     split; ``piece``: a :class:`pipeline.job.plan.Slice`)."""
@@ -72,7 +80,7 @@ _STATUS_LABELS = pa.array(["ok", "empty_candidate", "empty_reference", TOO_LONG_
 
 
 def score_table(table: pa.Table, settings: ScoringSettings, quarantine: bool = False, fmt: str = "jsonl",
-                split_positions=None, keep_texts: bool = False):
+                split_positions=None, keep_texts: bool = False, signature: str = ""):
     """Canonical example table in, per-example scores (pinned schema) out.
 
     An example the scorer cannot score (``BatchScores.status == STATUS_TOO_LONG``: a
@@ -83,6 +91,7 @@ def score_table(table: pa.Table, settings: ScoringSettings, quarantine: bool = F
     ``split_positions``: for a one-row table, rougeLsum's union positions computed in
     blocks (:func:`split_block`), merged here instead of scoring rougeLsum again.
     ``keep_texts``: the candidate and references columns kept next to the scores.
+    ``signature``: the run's, in every row's ``text_digest`` (:func:`row_digests`).
     """
     schema = scores_schema(settings.rouge_types, settings.diagnostics, keep_texts)
     empty_q = QUARANTINE_SCHEMA.empty_table()
@@ -107,7 +116,7 @@ def score_table(table: pa.Table, settings: ScoringSettings, quarantine: bool = F
         "n_refs": pa.array(res.n_refs, pa.int32()),
         "cand_tokens": pa.array(res.cand_len, pa.int64()),
         "ref_tokens": pa.array(res.ref_len, pa.int64()),
-        "text_digest": pa.array(text_digests(table.column("candidate"), table.column("references")), pa.uint64()),
+        "text_digest": pa.array(row_digests(table, settings, signature), pa.uint64()),
     }
     for t, name in enumerate(settings.rouge_types):
         for k, stat in enumerate(STATS):

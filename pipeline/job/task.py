@@ -22,12 +22,13 @@ import pyarrow.compute as pc
 
 from pipeline.io import readers, writers
 from pipeline.io.input_spec import QUARANTINE_SCHEMA, WorkUnit
-from pipeline.job import dedup
-from pipeline.runfolder import RunStopped, check_stop, pause_point, remove_slices, write_task_files
+from pipeline.job import dedup, reuse
+from pipeline.runfolder import META_SIGNATURE, RunStopped, check_stop, pause_point, remove_slices, write_task_files
 from pipeline.job.plan import estimate_costs, split_by_cost
 from pipeline.job.resume import load_done
 from pipeline.job.results import Brief, TaskResult, empty_result, merge_results
-from pipeline.job.scores import ScoringSettings, _reason_counts, key_hashes, score_table, split_blocks_for, unit_stats
+from pipeline.job.scores import (ScoringSettings, _reason_counts, key_hashes, row_digests, score_table,
+                                 split_blocks_for, unit_stats)
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,7 @@ def _score_rows(table: pa.Table, quarantine: pa.Table, ctx: UnitContext, fmt: st
     """(scores, quarantine rows): the rows scored, the too-long ones added to the quarantine."""
     scores, too_long = score_table(table, ctx.scoring, quarantine=True, fmt=fmt,
                                    split_positions=split_positions if table.num_rows == 1 else None,
-                                   keep_texts=ctx.keep_texts)
+                                   keep_texts=ctx.keep_texts, signature=ctx.metadata.get(META_SIGNATURE, ""))
     if too_long.num_rows:
         quarantine = pa.concat_tables([quarantine, too_long])
     return scores, quarantine
@@ -133,12 +134,16 @@ def encode_outputs(scores: pa.Table, quarantine: pa.Table, ctx: UnitContext,
 
 
 def score_slice(table: pa.Table, quarantine: pa.Table | None, unit: WorkUnit, k: int, n: int, ctx: UnitContext,
-                hashes: np.ndarray | None = None, split_positions=None) -> TaskResult:
+                hashes: np.ndarray | None = None, split_positions=None, previous: tuple | None = None) -> TaskResult:
     """Score and write slice ``k`` of ``n`` (``table``: its rows; ``quarantine``: the unit's,
-    written with slice 0)."""
+    written with slice 0; ``previous``: ``(ReuseIndex, its part cache)``, rows of a previous run copied)."""
     if k != 0 or quarantine is None:
         quarantine = QUARANTINE_SCHEMA.empty_table()
-    scores, q = _score_rows(table, quarantine, ctx, unit.format, split_positions)
+    reused = 0
+    if previous is not None and split_positions is None:
+        scores, q, reused = _reused_rows(table, quarantine, ctx, unit.format, *previous)
+    else:
+        scores, q = _score_rows(table, quarantine, ctx, unit.format, split_positions)
     held = ()
     if scores.num_rows != table.num_rows:
         # rows scored away (too long): their keys are the unit's still, for a rerun's duplicate search
@@ -146,7 +151,37 @@ def score_slice(table: pa.Table, quarantine: pa.Table | None, unit: WorkUnit, k:
         hashes = None
     prepared = encode_outputs(scores, q, ctx, hashes)
     prepared["held"] = held
-    return _slice_result(write_task_files(prepared, unit.index, k, n, ctx), skipped=0)
+    done = write_task_files(prepared, unit.index, k, n, ctx)
+    done["reused"] = reused   # the summary's count, not the marker's: the files are a full rescore's
+    return _slice_result(done, skipped=0)
+
+
+def _reused_rows(table: pa.Table, quarantine: pa.Table, ctx: UnitContext, fmt: str, index, cache: dict):
+    """(scores, quarantine rows, rows reused): the rows whose digest the previous run holds copied
+    from it (:mod:`pipeline.job.reuse`), the others scored; in the order of ``table``."""
+    digests = row_digests(table, ctx.scoring, ctx.metadata.get(META_SIGNATURE, ""))
+    found, part, row = reuse.lookup(index, digests)
+    if not found.any():
+        return (*_score_rows(table, quarantine, ctx, fmt), 0)
+    fresh_at, hit_at = np.flatnonzero(~found), np.flatnonzero(found)
+    fresh, quarantine = _score_rows(table.take(pa.array(fresh_at)), quarantine, ctx, fmt)
+    # too long to score is a function of the texts: the rows scored away are those whose digest
+    # is not among the scores'
+    kept = fresh_at[np.isin(digests[fresh_at], fresh.column("text_digest").to_numpy())]
+    schema = fresh.schema
+    copied = reuse.take_rows(index, part, row, pa.schema([f for f in schema if f.name not in reuse.OWN_COLUMNS]),
+                             cache)
+    own = table.take(pa.array(hit_at))
+    cols = {f.name: copied.column(f.name) if f.name not in reuse.OWN_COLUMNS else own.column(f.name)
+            for f in schema if f.name != "text_digest"}
+    cols["text_digest"] = pa.array(digests[hit_at], pa.uint64())
+    both = pa.concat_tables([fresh, pa.table(cols, schema=schema)])
+    return both.take(pa.array(np.argsort(np.concatenate([kept, hit_at]), kind="stable"))), quarantine, len(hit_at)
+
+
+def _reusable(rows: pa.Table, ctx: UnitContext, index) -> bool:
+    """Whether the previous run holds every row (an oversized slice then needs no blocks)."""
+    return bool(reuse.lookup(index, row_digests(rows, ctx.scoring, ctx.metadata.get(META_SIGNATURE, "")))[0].all())
 
 
 def _slice_result(done: dict, skipped: int) -> TaskResult:
@@ -155,7 +190,7 @@ def _slice_result(done: dict, skipped: int) -> TaskResult:
     return TaskResult(unit=done["unit"], rows=done["rows"], quarantined=done["quarantined"],
                       quarantine_reasons=done["quarantine_reasons"], systems=done["systems"],
                       cand_tokens=done["cand_tokens"], ref_tokens=done.get("ref_tokens", 0), stats=done["stats"],
-                      tasks=1, skipped=skipped, slices=done["slices"])
+                      tasks=1, skipped=skipped, slices=done["slices"], reused=done.get("reused", 0))
 
 
 def _hashes(table: pa.Table) -> np.ndarray:
@@ -196,22 +231,25 @@ def _unit_result(unit: WorkUnit, n: int, results: list, hashes, left: list, spli
                                split=split or {}, stopped=stopped)
 
 
-def score_unit(spec, unit: WorkUnit, ctx: UnitContext, work: UnitWork, duplicates: dict | None = None) -> TaskResult:
+def score_unit(spec, unit: WorkUnit, ctx: UnitContext, work: UnitWork, duplicates: dict | None = None,
+               index=None) -> TaskResult:
     """Read ``unit`` once, cut it by cost, score and write its slices as :class:`UnitWork` says.
 
     Returns the merged result of the slices written (or resumed) here with ``slices`` (the
     unit's slice count), ``left`` (``[(slice, blocks)]`` for wave 2; blocks > 1: an oversized
     example cut in blocks of reference sentences, whose rows are in ``split``) and ``hashes``
     (the key hashes of the unit's rows; wave 1 only).  ``duplicates``: the result of
-    :func:`dedup.later_duplicates` (``work.again``).  A run stopped meanwhile gets an empty result
-    marked ``stopped``, and nothing more is written."""
+    :func:`dedup.later_duplicates` (``work.again``).  ``index``: a previous run's rows
+    (:func:`pipeline.job.reuse.build_index`), copied where their digest is a row's.  A run stopped
+    meanwhile gets an empty result marked ``stopped``, and nothing more is written."""
     try:
-        return _score_unit(spec, unit, ctx, work, duplicates)
+        return _score_unit(spec, unit, ctx, work, duplicates, index)
     except RunStopped:
         return _unit_result(unit, 0, [], np.zeros(0, dtype=np.uint64), [], stopped=True)
 
 
-def _score_unit(spec, unit: WorkUnit, ctx: UnitContext, work: UnitWork, duplicates: dict | None) -> TaskResult:
+def _score_unit(spec, unit: WorkUnit, ctx: UnitContext, work: UnitWork, duplicates: dict | None,
+                index=None) -> TaskResult:
     _test_sleep()
     check_stop(ctx)
     pause_point("task", unit.index)
@@ -230,7 +268,7 @@ def _score_unit(spec, unit: WorkUnit, ctx: UnitContext, work: UnitWork, duplicat
         # part-way reads the unit again rather than trust slices of both kinds
         remove_slices(unit.index, len(slices), ctx)
     hashes = _hashes(table) if wave1 and not work.again else None
-    results, left, split, scored = [], [], {}, 0
+    results, left, split, scored, cache = [], [], {}, 0, {}
     for s, (lo, hi) in zip(slices, bounds):
         k = s.index
         if not wave1 and k not in work.slices:
@@ -241,6 +279,8 @@ def _score_unit(spec, unit: WorkUnit, ctx: UnitContext, work: UnitWork, duplicat
                 results.append(_slice_result(d, skipped=1))
                 continue
         blocks = split_blocks_for(s, ctx.scoring, work.target_cost)
+        if blocks > 1 and index is not None and _reusable(table.slice(lo, hi - lo), ctx, index):
+            blocks = 1   # an oversized example the previous run scored: copied, not cut in blocks
         if wave1 and blocks > 1:
             # an oversized example: its blocks on several workers, from the rows kept here
             left.append((k, blocks))
@@ -252,7 +292,8 @@ def _score_unit(spec, unit: WorkUnit, ctx: UnitContext, work: UnitWork, duplicat
             continue
         rows = table.slice(lo, hi - lo)
         results.append(score_slice(rows, quarantine, unit, k, len(slices), ctx,
-                                   hashes[lo:hi] if hashes is not None else None))
+                                   hashes[lo:hi] if hashes is not None else None,
+                                   previous=None if index is None else (index, cache)))
         scored += 1
     return _unit_result(unit, len(slices), results, hashes, left, split)
 
@@ -261,7 +302,7 @@ def brief(result: TaskResult) -> Brief:
     """What the client needs of a task's result (its statistics, hashes and rows stay on the workers)."""
     return Brief(unit=result.unit, slices=result.slices, left=result.left, rows=result.rows,
                  quarantined=result.quarantined, tasks=result.tasks, skipped=result.skipped,
-                 split_examples=result.split_examples, stopped=result.stopped)
+                 split_examples=result.split_examples, stopped=result.stopped, reused=result.reused)
 
 
 def split_input(result: TaskResult, k: int) -> dict:

@@ -92,7 +92,7 @@ def test_one_vs_two_workers_byte_identical_and_sync(corpus, client1, client2, tm
 def test_keep_texts_two_workers_byte_identical_and_the_texts_are_the_inputs(corpus, client2, tmp_path):
     """output.keep_texts (issue #27): the parts also hold the texts scored, byte-identical on two
     workers and in process, and every row's text_digest is that of its kept texts."""
-    from pipeline.job.digest import text_digest
+    from pipeline.job.digest import run_digest
 
     out = {"keep_texts": True}
     r2 = run(_cfg(corpus, tmp_path / "w2", execution=TARGET, output=out), client2, progress=False, log=_log)
@@ -100,7 +100,8 @@ def test_keep_texts_two_workers_byte_identical_and_the_texts_are_the_inputs(corp
     assert r2.summary["tasks"] > 3 and _outputs(tmp_path / "w2") == _outputs(tmp_path / "sync")
     assert r2.rows == rs.rows
     rows = _sorted_scores(tmp_path / "w2").to_pylist()
-    assert rows and all(r["text_digest"] == text_digest(r["candidate"], r["references"]) for r in rows)
+    info = json.loads((tmp_path / "w2" / "_run.json").read_text())
+    assert rows and all(r["text_digest"] == run_digest(info, r["candidate"], r["references"], None) for r in rows)
 
 
 def _computed(ts_data, prefix: str) -> dict:

@@ -141,6 +141,7 @@ OTHER = {
     "execution.target_cost": ({}, 1000, {}),
     "execution.unit_cache_mb": ({}, 0, {}),
     "execution.worker_profile": ({}, True, {}),
+    "execution.reuse": ({}, "runs/earlier", {}),
     "strict": ({}, True, {}),
     "storage_options": ({}, {"anon": True}, {}),
 }

@@ -99,29 +99,50 @@ def test_an_unchanged_input_is_shown_and_a_run_without_digests_shows_nothing(tmp
     assert run_texts(run, wanted) == ({}, dict.fromkeys(wanted, NO_DIGEST))
 
 
-def _independent(candidate: str, references: list[str]) -> int:
-    """docs/run-folder.md's definition, written out again with hashlib."""
-    inner = b"".join(hashlib.blake2b(t.encode("utf-8"), digest_size=8).digest() for t in [candidate, *references])
+def _h(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest()
+
+
+def _independent(candidate: str, references: list[str], source=None, signature: str = "", diagnostics=False) -> int:
+    """docs/run-folder.md's definition (run format 5), written out again with hashlib."""
+    inner = _h(signature + ("|source" if diagnostics else "")) + b"".join(_h(t) for t in [candidate, *references])
+    if diagnostics:
+        inner += bytes(8) if source is None else _h(source)
     return int.from_bytes(hashlib.blake2b(inner, digest_size=8).digest(), "little")
 
 
 def test_the_digest_column_is_blake2b_of_the_documented_encoding():
-    from pipeline.job.digest import text_digest, text_digests
+    from pipeline.job.digest import legacy_digest, run_digest, text_digest, text_digests
     from pipeline.job.scores import score_table
     from pipeline.settings import ScoringSettings
 
-    rows = [("", [""]), ("héllo wörld", ["a", "b c", "日本語のテキスト"]), ("a b", ["x"]), ("a", ["b", "x"]),
+    rows = [("", [""]), ("héllo wörld", ["a", "b c"]), ("a b", ["x"]), ("a", ["b", "x"]),
             ("same", ["same"]), ("same", ["same", ""]), ("ёж\n🦔 line two", ["ёж", "🦔"])]
+    sources = [None, "src", "", None, "x", "x", "日本語のテキスト"]
     table = pa.table({"id": [str(i) for i in range(len(rows))], "system": ["s"] * len(rows),
                       "candidate": [c for c, _ in rows], "references": [r for _, r in rows],
-                      "source": pa.nulls(len(rows), pa.string())})
-    want = [_independent(c, r) for c, r in rows]
-    assert len(set(want)) == len(rows)            # lengths cannot run into each other
-    scores = score_table(table, ScoringSettings(rouge_types=("rouge1",)))
+                      "source": pa.array(sources, pa.string())})
+    sig = "rouge:1|v:test"
+    on = [_independent(c, r, s_, sig, True) for (c, r), s_ in zip(rows, sources)]
+    off = [_independent(c, r, None, sig, False) for c, r in rows]
+    assert len(set(on)) == len(set(off)) == len(rows)            # lengths cannot run into each other
+    # the source is in the digest only with diagnostics, and a missing source is not an empty one
+    assert _independent("a", ["b"], None, sig, True) != _independent("a", ["b"], "", sig, True)
+    assert _independent("a", ["b"], None, sig, True) != _independent("a", ["b"], None, "other", True)
+    assert _independent("a", ["b", "c"], None, sig, False) != _independent("a", ["b"], "c", sig, True)
+    scores = score_table(table, ScoringSettings(rouge_types=("rouge1",)), signature=sig)
     assert scores.schema.field("text_digest").type == pa.uint64()
-    assert scores.column("text_digest").to_pylist() == want
-    assert [text_digest(c, r) for c, r in rows] == want
+    assert scores.column("text_digest").to_pylist() == on
+    plain = score_table(table, ScoringSettings(rouge_types=("rouge1",), diagnostics=False), signature=sig)
+    assert plain.column("text_digest").to_pylist() == off
+    assert [text_digest(c, r, s_, signature=sig, with_source=True) for (c, r), s_ in zip(rows, sources)] == on
+    info = {"run_format": 5, "signature": sig, "config": {"scoring": {"diagnostics": True}}}
+    assert [run_digest(info, c, r, s_) for (c, r), s_ in zip(rows, sources)] == on
+    old = [int.from_bytes(hashlib.blake2b(b"".join(_h(t) for t in [c, *r]), digest_size=8).digest(), "little")
+           for c, r in rows]
+    assert [run_digest({"run_format": 4}, c, r, None) for c, r in rows] == [legacy_digest(c, r) for c, r in rows] == old
+    want = on
     # a slice of chunked columns, as a task's slice of a unit
     chunked = pa.concat_tables([table.slice(0, 3), table.slice(3)])
-    assert text_digests(chunked.column("candidate").slice(2), chunked.column("references").slice(2)).tolist() \
-        == want[2:]
+    assert text_digests(chunked.column("candidate").slice(2), chunked.column("references").slice(2),
+                        chunked.column("source").slice(2), signature=sig, with_source=True).tolist() == want[2:]

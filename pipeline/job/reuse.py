@@ -1,0 +1,143 @@
+"""Rows of a previous run copied instead of scored (``--reuse RUN``, ``execution.reuse``).
+
+An example's numbers are a function of what its ``text_digest`` covers (its texts, the source
+when the diagnostics read it, the run's signature: :mod:`pipeline.job.digest`), so a row of an
+earlier run with this run's digest holds this run's numbers.  :func:`open_previous` opens that
+run through the one reader (:func:`pipeline.runfolder.read.open_run`: finished and whole, else
+refused in one line), refuses one of another run format or version, and says when its settings
+differ (nothing can then be reused).  :func:`build_index` reads its ``text_digest`` columns once
+(digest -> (part, row)); a task looks its rows' digests up (:func:`lookup`, pure), copies the
+rows found (:func:`take_rows`: every column but the keys, the digest and the texts, which come
+from this run's input) and scores only the others.  The parts are then the bytes a full rescore
+writes, and so are the statistics, which are computed from the rows as always.
+"""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline import __version__
+from pipeline.errors import ConfigError, OldLayoutError, RunFolderError
+from pipeline.io.paths import get_fs
+from pipeline.runfolder import RUN_FORMAT
+from pipeline.runfolder.read import open_run
+from pipeline.runfolder.inputs import normalise
+
+# what a row takes from this run's input, not from the previous run
+OWN_COLUMNS = ("id", "system", "text_digest", "candidate", "references")
+
+
+@dataclass(frozen=True)
+class Previous:
+    """A finished, whole run whose rows may be reused: its URL and its ``scores/`` parts as its
+    summary lists them (``(name in the folder, rows)``, in reading order)."""
+
+    url: str
+    parts: tuple
+    storage_options: dict = field(default_factory=dict, compare=False, repr=False)
+
+
+def open_previous(url: str, storage_options: dict | None, signature: str, diagnostics: bool,
+                  output_url: str) -> tuple[Previous | None, str]:
+    """``(the run, "")``, or ``(None, why nothing can be reused)`` when its settings differ.
+    Raises :class:`ConfigError` (one line) for a run that cannot be trusted: not finished or
+    not whole, of another layout, run format or version, or the run folder being written."""
+    what = f"--reuse {url}"
+    if normalise(str(url)) == normalise(str(output_url)):
+        raise ConfigError(f"{what}: that is this run's own folder; give an earlier run")
+    try:
+        run = open_run(url, storage_options)
+    except (RunFolderError, OldLayoutError) as e:
+        raise ConfigError(f"{what}: {e}; nothing is reused from a run that is not whole") from None
+    info = run.info or {}
+    fmt, version = info.get("run_format", 1), info.get("version")
+    if fmt != RUN_FORMAT or version != __version__:
+        raise ConfigError(f"{what}: written by another rouge-pipeline version (run folder format {fmt}, version "
+                          f"{version}; this is format {RUN_FORMAT}, version {__version__}); its rows are not reused")
+    theirs = ((info.get("config") or {}).get("scoring") or {}).get("diagnostics", True)
+    if info.get("signature") != signature or bool(theirs) != bool(diagnostics):
+        return None, (f"{url} was scored with other settings (signature {info.get('signature')}"
+                      f"{'' if bool(theirs) == bool(diagnostics) else ', diagnostics ' + str(theirs).lower()}): "
+                      "nothing reused")
+    parts = tuple((rel, n) for rel, n in run.part_rows())
+    return Previous(run.url, parts, dict(storage_options or {})), ""
+
+
+@dataclass(frozen=True)
+class ReuseIndex:
+    """Every row of a previous run by its digest: ``digests`` sorted, and for each the part
+    (an index into ``previous.parts``) and the row in it."""
+
+    previous: Previous
+    digests: np.ndarray
+    part: np.ndarray
+    row: np.ndarray
+
+    def __sizeof__(self) -> int:   # for Dask's memory accounting (it sizes unknown objects by getsizeof)
+        return object.__sizeof__(self) + self.digests.nbytes + self.part.nbytes + self.row.nbytes
+
+
+def _read(previous: Previous, k: int, columns) -> pa.Table:
+    rel, rows = previous.parts[k]
+    fs, path = get_fs(f"{previous.url.rstrip('/')}/{rel}", previous.storage_options)
+    with fs.open(path, "rb") as f:
+        table = pq.read_table(f, columns=columns)
+    if rows is not None and table.num_rows != rows:
+        raise RunFolderError(f"--reuse {previous.url}: {rel} holds {table.num_rows} rows, the run wrote {rows}; "
+                             "the run is not whole: nothing is reused from it")
+    return table
+
+
+def build_index(previous: Previous | None) -> ReuseIndex | None:
+    """The previous run's ``text_digest`` column of every part, read once (in parallel), sorted."""
+    if previous is None:
+        return None
+    n = len(previous.parts)
+    with ThreadPoolExecutor(max_workers=min(16, max(1, n))) as pool:
+        cols = list(pool.map(lambda k: _read(previous, k, ["text_digest"]).column("text_digest"), range(n)))
+    digests = [np.asarray(c.to_numpy(), dtype=np.uint64) for c in cols]
+    part = np.repeat(np.arange(n, dtype=np.int32), [len(d) for d in digests])
+    row = np.concatenate([np.arange(len(d), dtype=np.int64) for d in digests]) if n else np.zeros(0, np.int64)
+    digests = np.concatenate(digests) if n else np.zeros(0, np.uint64)
+    order = np.argsort(digests, kind="stable")
+    return ReuseIndex(previous, digests[order], part[order], row[order])
+
+
+def lookup(index: ReuseIndex, digests: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(found, part, row)``: whether each digest is a row of the previous run, and where the
+    found ones are (the first such row: rows of one digest hold the same numbers)."""
+    digests = np.asarray(digests, dtype=np.uint64)
+    pos = np.searchsorted(index.digests, digests)
+    inside = pos < len(index.digests)
+    found = np.zeros(len(digests), dtype=bool)
+    found[inside] = index.digests[pos[inside]] == digests[inside]
+    at = pos[found]
+    return found, index.part[at], index.row[at]
+
+
+def take_rows(index: ReuseIndex, part: np.ndarray, row: np.ndarray, schema: pa.Schema, cache: dict) -> pa.Table:
+    """The previous run's rows at ``(part, row)``, in that order, with the columns of ``schema``
+    (this run's scores without :data:`OWN_COLUMNS`).  ``cache``: ``{part: table}`` kept by the
+    caller between its slices; parts this call does not use are let go."""
+    wanted = [int(p) for p in np.unique(part)]
+    for k in [k for k in cache if k not in wanted]:
+        del cache[k]
+    pieces, where = [], []
+    for k in wanted:
+        if k not in cache:
+            table = _read(index.previous, k, schema.names)
+            if table.schema.remove_metadata() != schema:
+                raise RunFolderError(f"--reuse {index.previous.url}: {index.previous.parts[k][0]} has other "
+                                     "columns than this run writes; its rows are not reused")
+            cache[k] = table
+        at = np.flatnonzero(part == k)
+        pieces.append(cache[k].take(pa.array(row[at])))
+        where.append(at)
+    if not pieces:
+        return schema.empty_table()
+    out = pa.concat_tables(pieces)
+    return out.take(pa.array(np.argsort(np.concatenate(where), kind="stable")))
