@@ -262,7 +262,7 @@ def test_nightly_validates_its_job_file_at_run_time_with_did_you_mean(tmp_path, 
 def test_nightly_command_writes_dated_folders_and_keeps_the_previous(tmp_path, capsys):
     from pipeline.cli.main import main
 
-    assert main(["nightly", str(REPO / "jobs/nightly.yaml"), "--date", "2026-08-15", "--dry-run"]) == 0
+    assert main(["nightly", str(REPO / "jobs/nightly.yaml"), "--date", "2026-08-15", "--dry-run", "--no-reuse"]) == 0
     assert capsys.readouterr().out.strip().splitlines() == [
         f"rouge-pipeline score --config {REPO / 'jobs/score.yaml'} --output s3://rouge-runs/nightly/2026-08-15 "
         "--no-progress",
