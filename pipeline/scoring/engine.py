@@ -127,9 +127,15 @@ class RougeEngine:
     def score_arrays(self, references, candidates: Sequence[str]) -> BatchScores:
         """Columnar scoring.  ``references[i]`` is one text or a list of texts (combined by
         ``multi_ref``); the result's ``scores[e, t]`` is (precision, recall, fmeasure)."""
-        batch = _compiled()[0]
+        batch, encoder = _compiled()
         docs, n_refs = batch.flatten_examples(references, candidates)
-        return batch.score_encoded(self.encode(docs), batch.example_offsets(n_refs), self.types)
+        ex_doc = batch.example_offsets(n_refs)
+        shared = batch.shared_references(docs, ex_doc)
+        if shared is None:
+            enc = self.encode(docs)
+        else:  # a reference text that repeats is tokenized once
+            enc = encoder.gather(self.encode(shared[0]), shared[1])
+        return batch.score_encoded(enc, ex_doc, self.types)
 
     def score_arrow(self, references, candidates) -> BatchScores:
         """:meth:`score_arrays` on Arrow columns (``references``: strings or lists of strings).

@@ -17,6 +17,7 @@ from pipeline.rouge155 import (
     Rouge155Options, corpus_average, default_eval_ids, drand48_indices, morph_stem, porter_stem,
     score_pair, tokenize,
 )
+from pipeline.rouge155.fast import Rouge155Scorer
 from pipeline.rouge155.resources import exception_db, stopwords
 from pipeline.rouge155.text import limit_bytes, limit_words, perl_split_words, read_sentences
 
@@ -335,8 +336,6 @@ def test_word_limit_counts_at_every_boundary(limit):
     """Tokens counted under ``-l N`` for N around each sentence end (candidate ends at 2, 4 and 7
     words, reference at 3 and 8): the specification and the compiled path both keep exactly
     min(N, length) words of each side."""
-    from pipeline.rouge155.fast import Rouge155Scorer
-
     cand, ref = "a b\nc d\ne f g", "a b x\nc d e f g"
     opts = Rouge155Options(length_limit_words=limit, w_weight=None, skip_gap=None)
     spec = score_pair(cand, [ref], opts)["ROUGE-1"]
