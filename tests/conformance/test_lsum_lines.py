@@ -100,3 +100,23 @@ def test_one_line_pair_too_long_to_backtrack_is_still_reported():
     assert over.status.tolist() == [STATUS_TOO_LONG] and np.isnan(over.scores).all()
     assert at.status.tolist() == [STATUS_OK]
     assert at.scores[0, 3].tolist() == at.scores[0, 2].tolist() == [0.5, 0.5, 0.5]
+
+
+class _SpaceTokenizer:
+    """Splits on spaces only: a newline stays inside a whole-text token, so a text's one line
+    with tokens is tokenized differently from the whole text."""
+
+    def tokenize(self, text):
+        return [t for t in text.split(" ") if t]
+
+
+def test_one_line_of_other_tokens_than_the_whole_text():
+    """A custom tokenizer's tokens of a text's one line need not be its whole-text tokens:
+    rougeLsum is then not rougeL (here 1.0 against 2/3)."""
+    pairs = [("x a b\n", "x a b"), ("\nx a b", "x a b"), ("x a b", "x a b\n\n")]
+    ours = RougeScorer(TYPES, tokenizer=_SpaceTokenizer())
+    ref = rouge_scorer.RougeScorer(TYPES, tokenizer=_SpaceTokenizer())
+    for (r, c), got in zip(pairs, ours.score_batch([r for r, _ in pairs], [c for _, c in pairs])):
+        want = ref.score(r, c)
+        assert want["rougeLsum"].fmeasure == 1.0 and want["rougeL"] != want["rougeLsum"]
+        assert _prf(got) == _prf(want), (r, c)
