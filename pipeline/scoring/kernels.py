@@ -3,7 +3,8 @@
 Semantics are those of :mod:`pipeline.scoring.spec` (rouge-score 0.1.2), which the
 tests hold these kernels to, bit for bit.  What makes them fast:
 
-* n-grams: per pair, tokens get dense local ids from a small open-addressing
+* n-grams: per pair, tokens get dense local ids once, shared by every type: from
+  a direct map when the batch's token ids are small, else a small open-addressing
   table; an n-gram's id is looked up from (id of its (n-1)-gram prefix, id of
   its last token), a key packed exactly into 64 bits, so any n is exact.
 * LCS length (rougeL): Hyyrö's bit-parallel algorithm, bits over the shorter
@@ -14,6 +15,8 @@ tests hold these kernels to, bit for bit.  What makes them fast:
   (match -> diagonal; else up when ``t[i-1][j] >= t[i][j-1]``; else left) becomes
   "jump to the highest set bit of ``M_j | ~V_j`` below i" (``t[i-1][j] == t[i][j]``
   exactly when bit i-1 of ``V_j`` is set).
+* one line each: when each text has at most one sentence with tokens (and they are
+  its whole-text tokens), rougeLsum is rougeL, copied instead of backtracked.
 * clipping: a union token is a hit while both whole-summary counts are positive;
   the reference count never binds (union positions are distinct reference
   positions), so hits = sum over tokens of min(union count, candidate count).
