@@ -34,7 +34,8 @@ def warmup(settings=None, diagnostics: bool = True, stats: bool = True) -> float
     _compiled()
 
     refs = ["The cat sat on the mat.\nIt was happy.", "a b c \u2014 caf\u00e9"]  # non-ASCII: the UTF-8 kernel
-    cands = ["The cat is sitting on the mat.\nIt is happy.", "b a"]
+    refs.append(refs[0])  # a repeated reference: the kernels that tokenize it once
+    cands = ["The cat is sitting on the mat.\nIt is happy.", "b a", "a cat"]
     for stem in (False, True):
         RougeScorer(list(DEFAULT_TYPES), use_stemmer=stem).score_batch(refs, cands)
     RougeScorer(["rougeLsum"], tokenizer=str.split).score_batch(refs, cands)
@@ -54,7 +55,7 @@ def _warm_job(settings=None, diagnostics: bool = True, stats: bool = True) -> No
     table = pa.table({
         "id": ["a", "b"], "system": ["s", "s"],
         "candidate": ["the cat sat on the mat\nit was happy", "b a"],
-        "references": [["the cat is on the mat\nhappy it was", "a cat"], ["a b"]],
+        "references": [["the cat is on the mat\nhappy it was", "a cat"], ["a cat"]],  # repeated: tokenized once
         "source": ["the cat sat on the mat . it was happy .", None],
     })
     runs = [job.ScoringSettings(), settings or job.ScoringSettings()]

@@ -89,6 +89,37 @@ def flatten_examples(references, candidates: Sequence[str]) -> tuple[list[str], 
     return docs, n_refs
 
 
+def shared_references(docs: list[str], ex_doc: np.ndarray) -> tuple[list[str], np.ndarray] | None:
+    """Documents laid out as :func:`flatten_examples` does, with each distinct reference text
+    kept once: (the candidates then the distinct references, the index of every document of
+    the layout in that list), or None when no reference text repeats.  Equal texts give equal
+    tokens, so encoding the short list and gathering by the index is the same as encoding all."""
+    n = ex_doc.shape[0] - 1
+    if len(docs) == 2 * n:  # one reference each: the layout alternates
+        refs = docs[1::2]
+        ref_at = None
+    else:
+        is_ref = np.ones(len(docs), dtype=np.bool_)
+        is_ref[ex_doc[:-1]] = False
+        ref_at = np.flatnonzero(is_ref)
+        refs = [docs[i] for i in ref_at.tolist()]
+    first = dict.fromkeys(refs)  # texts hashed once (str caches its hash)
+    if len(first) == len(refs):
+        return None
+    cands = docs[0::2] if ref_at is None else [docs[i] for i in ex_doc[:-1].tolist()]
+    for i, text in enumerate(first):
+        first[text] = n + i
+    index = np.empty(len(docs), dtype=np.int64)
+    ref_index = np.fromiter(map(first.__getitem__, refs), dtype=np.int64, count=len(refs))
+    if ref_at is None:
+        index[0::2] = np.arange(n)
+        index[1::2] = ref_index
+    else:
+        index[ex_doc[:-1]] = np.arange(n)
+        index[ref_at] = ref_index
+    return cands + list(first), index
+
+
 def example_offsets(n_refs: Sequence[int] | np.ndarray) -> np.ndarray:
     """``ex_doc`` for documents laid out as cand, refs..., cand, refs..."""
     per = np.asarray(n_refs, dtype=np.int64) + 1

@@ -140,9 +140,15 @@ class RougeEngine:
             res = self._python_batch(references, candidates)
             if res is not None:
                 return res
-        batch = _compiled()[0]
+        batch, encoder = _compiled()
         docs, n_refs = batch.flatten_examples(references, candidates)
-        return batch.score_encoded(self.encode(docs), batch.example_offsets(n_refs), self.types)
+        ex_doc = batch.example_offsets(n_refs)
+        shared = batch.shared_references(docs, ex_doc)
+        if shared is None:
+            enc = self.encode(docs)
+        else:  # a reference text that repeats is tokenized once
+            enc = encoder.gather(self.encode(shared[0]), shared[1])
+        return batch.score_encoded(enc, ex_doc, self.types)
 
     def _python_batch(self, references, candidates) -> BatchScores | None:
         """While the scoring kernels compile in the background: the batch scored by the

@@ -3,7 +3,8 @@
 Semantics are those of :mod:`pipeline.scoring.spec` (rouge-score 0.1.2), which the
 tests hold these kernels to, bit for bit.  What makes them fast:
 
-* n-grams: per pair, tokens get dense local ids from a small open-addressing
+* n-grams: per pair, tokens get dense local ids once, shared by every type: from
+  a direct map when the batch's token ids are small, else a small open-addressing
   table; an n-gram's id is looked up from (id of its (n-1)-gram prefix, id of
   its last token), a key packed exactly into 64 bits, so any n is exact.
 * LCS length (rougeL): Hyyrö's bit-parallel algorithm, bits over the shorter
@@ -14,6 +15,8 @@ tests hold these kernels to, bit for bit.  What makes them fast:
   (match -> diagonal; else up when ``t[i-1][j] >= t[i][j-1]``; else left) becomes
   "jump to the highest set bit of ``M_j | ~V_j`` below i" (``t[i-1][j] == t[i][j]``
   exactly when bit i-1 of ``V_j`` is set).
+* one line each: when each text has at most one sentence with tokens (and they are
+  its whole-text tokens), rougeLsum is rougeL, copied instead of backtracked.
 * clipping: a union token is a hit while both whole-summary counts are positive;
   the reference count never binds (union positions are distinct reference
   positions), so hits = sum over tokens of min(union count, candidate count).
@@ -78,6 +81,29 @@ def _pair_ids(keys, vals, used, a, a0, m, b, b0, n, lid):
         got, n_used, next_id = _lookup(keys, vals, used, n_used, np.int64(b[b0 + j]), next_id)
         lid[m + j] = got
     return next_id, n_used
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _pair_ids_direct(dmap, first_of, a, a0, m, b, b0, n, lid):
+    """:func:`_pair_ids` through a direct map (``dmap[token]``: local id, or -1) when the
+    batch's token ids are small: one load a token, no hashing; the same ids in the same
+    order.  Returns the number of distinct tokens; ``dmap`` is restored before returning
+    (``first_of``: scratch, the token of each local id)."""
+    # branch-free: whether a token is new is unpredictable, a mispredicted branch costs
+    # more than the stores made unconditionally
+    next_id = np.int32(0)
+    for i in range(m + n):
+        g = a[a0 + i] if i < m else b[b0 + i - m]
+        x = dmap[g]
+        new = x < 0
+        x = next_id if new else x
+        dmap[g] = x
+        first_of[next_id] = g
+        next_id += np.int32(new)
+        lid[i] = x
+    for u in range(next_id):
+        dmap[first_of[u]] = -1
+    return next_id
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -166,6 +192,34 @@ def _lcs_length(lid, s0, s_len, l0, l_len, row, peq, V):
         zeros += 64 - _popcount(v)
     _release_rows(lid, s0, s_len, row, peq, W)
     return zeros
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _lcs_length_1(lid, s0, s_len, l0, l_len, pm):
+    """:func:`_lcs_length` for a shorter side of 1..64 tokens: match masks indexed by local id
+    (``pm``, zeros, restored on return), no rows and no branch per token."""
+    one = np.uint64(1)
+    for i in range(s_len):
+        pm[lid[s0 + i]] |= one << np.uint64(i)
+    v = _ALL
+    for j in range(l_len):
+        u = v & pm[lid[l0 + j]]
+        v = (v + u) | (v & ~u)
+    for i in range(s_len):
+        pm[lid[s0 + i]] = np.uint64(0)
+    return s_len - _popcount(v & (_ALL >> np.uint64(64 - s_len)))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _one_sentence_each(same_stream, doc_sent, rdoc, cdoc, m, n, max_cells):
+    """rougeLsum equals rougeL for this pair: each text has at most one sentence with tokens,
+    and they are its whole-text tokens (one token stream).  rouge-score's union of one LCS of
+    the two sentences is that LCS, and no token of an LCS occurs in it more often than in
+    either text, so the clipping counts every one: hits = LCS length, over the same m and n.
+    Not when the pair is too long to backtrack: it is reported as the general path does."""
+    if not same_stream or doc_sent[rdoc + 1] - doc_sent[rdoc] > 1 or doc_sent[cdoc + 1] - doc_sent[cdoc] > 1:
+        return False
+    return (n + 1) * ((m + 63) >> 6) <= max_cells
 
 
 @njit(cache=True, nogil=True)
@@ -311,11 +365,10 @@ def _sentence_union_1(lid, r0, mr, sent_tok, cs0, cs1, c_off, pm, Vs, max_cells)
             if x == 0:
                 break
             b = _highest_bit(x)
-            if (mj >> np.uint64(b)) & one:
-                um |= one << np.uint64(b)
-                i = b
-            else:
-                i = b + 1
+            # a match (diagonal) or not (up): branch-free, the two alternate unpredictably
+            hit = (mj >> np.uint64(b)) & one
+            um |= hit << np.uint64(b)
+            i = b + 1 - np.int64(hit)
             j -= 1
     for i in range(mr):
         pm[lid[r0 + i]] = np.uint64(0)
@@ -354,9 +407,8 @@ def _union_lcs_hits(lid, sent_tok, rs0, rs1, r_off, cs0, cs1, c_off, cand_cnt, u
     hits = 0
     for i in range(sent_tok[rs0] - r_off, sent_tok[rs1] - r_off):
         t = lid[i]
-        if ucnt[t] > 0:
-            hits += min(ucnt[t], cand_cnt[t])
-            ucnt[t] = 0
+        hits += min(ucnt[t], cand_cnt[t])  # 0 where the union has no such token
+        ucnt[t] = 0
     return hits, peq, Vs, um
 
 
@@ -456,6 +508,15 @@ def score_batch_kernel(tokens, doc_tok, sent_tokens, sent_tok, doc_sent, same_st
             max_sdoc = max(max_sdoc, sent_tok[doc_sent[d + 1]] - sent_tok[doc_sent[d]])
     pair_cap = 2 * max_doc + (2 * max_sdoc if (want_lsum and not same_stream) else 0)
     keys, vals, used = _new_table(pair_cap)
+    # token ids below a bound that the batch's size pays for: local ids by direct map
+    lo = 0
+    hi = -1
+    for i in range(tokens.shape[0]):
+        lo = min(lo, tokens[i])
+        hi = max(hi, tokens[i])
+    use_direct = lo >= 0 and hi < max(4096, 8 * tokens.shape[0])
+    dmap = np.full(hi + 1 if use_direct else 0, -1, dtype=np.int32)
+    first_of = np.empty(pair_cap if use_direct else 0, dtype=np.int32)
     direct = np.zeros((1 << 14) if max_n == 2 else 0, dtype=np.int32)
     lid1 = np.empty(pair_cap, dtype=np.int32)
     cur = np.empty(pair_cap, dtype=np.int32)
@@ -484,7 +545,11 @@ def score_batch_kernel(tokens, doc_tok, sent_tokens, sent_tok, doc_sent, same_st
             r0 = doc_tok[rdoc]
             m = doc_tok[rdoc + 1] - r0
             # level-1 local ids: reference at [0, m), candidate at [m, m+n)
-            next_id, n_used = _pair_ids(keys, vals, used, tokens, r0, m, tokens, c0, n, lid1)
+            if use_direct:
+                next_id = _pair_ids_direct(dmap, first_of, tokens, r0, m, tokens, c0, n, lid1)
+                n_used = 0
+            else:
+                next_id, n_used = _pair_ids(keys, vals, used, tokens, r0, m, tokens, c0, n, lid1)
             # --- rouge-N, all requested n in one pass over levels
             if max_n > 0:
                 n_uni = next_id
@@ -501,9 +566,9 @@ def score_batch_kernel(tokens, doc_tok, sent_tokens, sent_tok, doc_sent, same_st
                         hits = 0
                         for i in range(ref_cnt):
                             g = lid1[i] * n_uni + lid1[i + 1]
-                            if direct[g] > 0:
-                                direct[g] -= 1
-                                hits += 1
+                            h = np.int32(direct[g] > 0)
+                            direct[g] -= h
+                            hits += h
                         for j in range(cand_cnt):
                             direct[lid1[m + j] * n_uni + lid1[m + j + 1]] = 0
                         p = hits / max(cand_cnt, 1)
@@ -533,9 +598,9 @@ def score_batch_kernel(tokens, doc_tok, sent_tokens, sent_tok, doc_sent, same_st
                     hits = 0
                     for i in range(ref_cnt):
                         g = cur[i]
-                        if cnt_c[g] > 0:
-                            cnt_c[g] -= 1
-                            hits += 1
+                        h = np.int64(cnt_c[g] > 0)  # branch-free: a hit is unpredictable
+                        cnt_c[g] -= h
+                        hits += h
                     for j in range(cand_cnt):
                         cnt_c[cur[m + j]] = 0
                     p = hits / max(cand_cnt, 1)
@@ -543,8 +608,10 @@ def score_batch_kernel(tokens, doc_tok, sent_tokens, sent_tok, doc_sent, same_st
                     f = _fmeasure(p, r)
                     _put(scores, kinds, ns, KIND_N, k, p, r, f)
             _clear(keys, used, n_used)
+            # rougeLsum of one sentence (with tokens) against one is rougeL: see _one_sentence_each
+            lsum_is_l = want_lsum and _one_sentence_each(same_stream, doc_sent, rdoc, cdoc, m, n, max_cells)
             # --- rougeL
-            if want_l:
+            if want_l or lsum_is_l:
                 if m == 0 or n == 0:
                     p = 0.0
                     r = 0.0
@@ -554,17 +621,23 @@ def score_batch_kernel(tokens, doc_tok, sent_tokens, sent_tok, doc_sent, same_st
                         s0, s_len, l0, l_len = 0, m, m, n
                     else:
                         s0, s_len, l0, l_len = m, n, 0, m
-                    W = (s_len + 63) >> 6
-                    D = _assign_rows(lid1, s0, s_len, row)
-                    if peq.shape[0] < D * W:
-                        peq = np.zeros(2 * D * W, dtype=np.uint64)
-                    lcs = _lcs_length(lid1, s0, s_len, l0, l_len, row, peq, V)
+                    if s_len <= 64:
+                        lcs = _lcs_length_1(lid1, s0, s_len, l0, l_len, pm)
+                    else:
+                        W = (s_len + 63) >> 6
+                        D = _assign_rows(lid1, s0, s_len, row)
+                        if peq.shape[0] < D * W:
+                            peq = np.zeros(2 * D * W, dtype=np.uint64)
+                        lcs = _lcs_length(lid1, s0, s_len, l0, l_len, row, peq, V)
                     p = lcs / n
                     r = lcs / m
                     f = _fmeasure(p, r)
-                _put(scores, kinds, ns, KIND_L, 0, p, r, f)
+                if want_l:
+                    _put(scores, kinds, ns, KIND_L, 0, p, r, f)
+                if lsum_is_l:
+                    _put(scores, kinds, ns, KIND_LSUM, 0, p, r, f)
             # --- rougeLsum
-            if want_lsum:
+            if want_lsum and not lsum_is_l:
                 rs0 = doc_sent[rdoc]
                 rs1 = doc_sent[rdoc + 1]
                 cs0 = doc_sent[cdoc]

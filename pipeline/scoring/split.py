@@ -25,6 +25,7 @@ from pipeline.scoring.batch import (MAX_BACKTRACK_WORDS, STATUS_OK, STATUS_TOO_L
                                     example_offsets, score_encoded)
 from pipeline.scoring.kernels import union_positions_kernel
 from pipeline.scoring.spec import fmeasure
+from pipeline.text.csr import check_reference_counts
 
 
 def sentence_counts(scorer, texts: Sequence[str]) -> list[int]:
@@ -57,6 +58,7 @@ def merge_blocks(scorer, candidate: str, references: Sequence[str],
     ``positions[k]`` lists the blocks of reference ``k`` (any order; blocks are disjoint).
     """
     references = list(references)
+    check_reference_counts(np.array([len(references)]), 1)  # the running best F below starts at -1
     types = scorer.types
     enc = scorer.encode([candidate] + references)
     ex_doc = example_offsets([len(references)])

@@ -9,6 +9,12 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from pipeline.text.intrinsics import load_u64
+
+_GOLD = np.uint64(0x9E3779B97F4A7C15)
+_PRIME = np.uint64(0xC2B2AE3D27D4EB4F)  # odd: multiplying mixes every bit upward
+
+
 @dataclass
 class EncodedDocs:
     """Token ids of many documents in CSR form.
@@ -70,6 +76,138 @@ def take_docs(a_tok, a_doc_tok, a_doc_sent, a_sent_tok, b_tok, b_doc_tok, b_doc_
         doc_sent[d + 1] = ns
     sent_tok[ns] = t
     return tokens, doc_tok, doc_sent, sent_tok[: ns + 1]
+
+
+@njit(cache=True, nogil=True)
+def _same_bytes(buf, a, b, length):
+    """``buf[a:a+length] == buf[b:b+length]``, eight bytes at a time."""
+    q = 0
+    while q + 8 <= length:
+        if load_u64(buf, a + q) != load_u64(buf, b + q):
+            return False
+        q += 8
+    while q < length:
+        if buf[a + q] != buf[b + q]:
+            return False
+        q += 1
+    return True
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _text_hash(buf, s, length):
+    h = np.uint64(length) * _GOLD
+    q = s
+    while q + 8 <= s + length:
+        h = (h ^ load_u64(buf, q)) * _PRIME
+        h ^= h >> np.uint64(29)
+        q += 8
+    while q < s + length:
+        h = (h ^ np.uint64(buf[q])) * _PRIME
+        q += 1
+    return h ^ (h >> np.uint64(32))
+
+
+@njit(cache=True, nogil=True)
+def first_equal(buf, offs):
+    """For each text ``buf[offs[d]:offs[d+1]]`` (bytes), the index of the first text with the same
+    bytes (itself if none before).  Texts are keyed by a 64-bit hash of all their bytes (read
+    eight at a time) and compared byte for byte only when their hashes are equal."""
+    n = offs.shape[0] - 1
+    cap = 16
+    while cap < 2 * n:
+        cap *= 2
+    table = np.full(cap, -1, dtype=np.int64)
+    keys = np.empty(cap, dtype=np.uint64)
+    out = np.empty(n, dtype=np.int64)
+    mask = cap - 1
+    for d in range(n):
+        s = offs[d]
+        length = offs[d + 1] - s
+        h = _text_hash(buf, s, length)
+        slot = np.int64(h >> np.uint64(32)) & mask
+        while True:
+            o = table[slot]
+            if o < 0:
+                table[slot] = d
+                keys[slot] = h
+                out[d] = d
+                break
+            if keys[slot] == h and offs[o + 1] - offs[o] == length and _same_bytes(buf, offs[o], s, length):
+                out[d] = o
+                break
+            slot = (slot + 1) & mask
+    return out
+
+
+@njit(cache=True, nogil=True)
+def compact_texts(buf, offs, keep):
+    """Texts ``keep`` of ``buf``/``offs`` copied next to each other: (bytes, offsets)."""
+    total = 0
+    for k in keep:
+        total += offs[k + 1] - offs[k]
+    out = np.empty(max(total, 1), dtype=np.uint8)
+    out_offs = np.zeros(keep.shape[0] + 1, dtype=np.int64)
+    o = 0
+    for i in range(keep.shape[0]):
+        k = keep[i]
+        for q in range(offs[k], offs[k + 1]):
+            out[o] = buf[q]
+            o += 1
+        out_offs[i + 1] = o
+    return out, out_offs
+
+
+@njit(cache=True, nogil=True)
+def gather_docs(tok, doc_tok, sent_toks, sent_tok, doc_sent, same_stream, index):
+    """Documents ``index[d]`` of a CSR stream, in that order (a document may repeat): (tokens,
+    doc_tok, sentence tokens, sent_tok, doc_sent); with ``same_stream`` the sentences index the
+    tokens and the sentence tokens returned are empty."""
+    n = index.shape[0]
+    n_tok = 0
+    n_sent = 0
+    n_stok = 0
+    for d in range(n):
+        k = index[d]
+        n_tok += doc_tok[k + 1] - doc_tok[k]
+        n_sent += doc_sent[k + 1] - doc_sent[k]
+        if not same_stream:
+            n_stok += sent_tok[doc_sent[k + 1]] - sent_tok[doc_sent[k]]
+    tokens = np.empty(n_tok, dtype=np.int32)
+    stokens = np.empty(n_stok, dtype=np.int32)
+    out_doc_tok = np.zeros(n + 1, dtype=np.int64)
+    out_doc_sent = np.zeros(n + 1, dtype=np.int64)
+    out_sent_tok = np.empty(n_sent + 1, dtype=np.int64)
+    t = 0
+    st = 0
+    ns = 0
+    for d in range(n):
+        k = index[d]
+        if same_stream:
+            base = t - doc_tok[k]
+        else:
+            base = st - sent_tok[doc_sent[k]]
+            for q in range(sent_tok[doc_sent[k]], sent_tok[doc_sent[k + 1]]):
+                stokens[st] = sent_toks[q]
+                st += 1
+        for s in range(doc_sent[k], doc_sent[k + 1]):
+            out_sent_tok[ns] = sent_tok[s] + base
+            ns += 1
+        for q in range(doc_tok[k], doc_tok[k + 1]):
+            tokens[t] = tok[q]
+            t += 1
+        out_doc_tok[d + 1] = t
+        out_doc_sent[d + 1] = ns
+    out_sent_tok[ns] = t if same_stream else st
+    return tokens, out_doc_tok, stokens, out_sent_tok, out_doc_sent
+
+
+def gather(enc: EncodedDocs, index: np.ndarray) -> EncodedDocs:
+    """Documents ``index[d]`` of ``enc`` as a new :class:`EncodedDocs` (documents may repeat)."""
+    same = enc.same_stream
+    tokens, doc_tok, stokens, sent_tok, doc_sent = gather_docs(
+        enc.tokens, enc.doc_tok, enc.sent_tokens, enc.sent_tok, enc.doc_sent, same,
+        np.asarray(index, dtype=np.int64))
+    return EncodedDocs(tokens, doc_tok, tokens if same else stokens, sent_tok, doc_sent, enc.generation)
 
 
 def interleave(c_tok, c_doc_tok, c_doc_sent, c_sent_tok, r_tok, r_doc_tok, r_doc_sent, r_sent_tok, ref_off):

@@ -38,14 +38,14 @@ import numpy as np
 
 from pipeline.columns import utf8_buffers
 from pipeline.text.csr import (BREAK, DOC_MARK, END, LINE_MARK, EncodedDocs, check_reference_counts,
-                               concat_parts, drop_negative, empty_docs, interleave, map_ids, split_marked,
-                               text_groups)
+                               compact_texts, concat_parts, drop_negative, empty_docs, first_equal, gather,
+                               gather_docs, interleave, map_ids, split_marked, text_groups)
 from pipeline.text.intrinsics import get_code_point, str_to_utf8
 from pipeline.text.scan import Scratch, scan_tokens
 from pipeline.text.vocabulary import Vocabulary
 
 __all__ = ["DOC_MARK", "LINE_MARK", "DefaultEncoder", "EncodedDocs", "Vocabulary", "check_reference_counts",
-           "encode_marked", "encode_with_tokenizer", "text_groups"]
+           "encode_marked", "encode_with_tokenizer", "gather", "text_groups"]
 
 
 class DefaultEncoder:
@@ -120,7 +120,7 @@ class DefaultEncoder:
         with self._lock:
             self._check_size()
             c = self._encode_units(*utf8_buffers(cands))
-            r = self._encode_units(*utf8_buffers(flat))
+            r = self._encode_shared(*utf8_buffers(flat))
             tokens, doc_tok, doc_sent, sent_tok = interleave(*c, *r, ro)
             return self._finish(tokens, doc_tok, doc_sent, sent_tok), n_refs
 
@@ -139,6 +139,18 @@ class DefaultEncoder:
                 sent_tok = sent_tok[: nsent + 1]
             tokens = stemmed
         return EncodedDocs(tokens, doc_tok, tokens, sent_tok, doc_sent, self.vocab.generation)
+
+    def _encode_shared(self, buf, offs):
+        """:meth:`_encode_units`, each distinct text scanned once (equal bytes, equal tokens)."""
+        first = first_equal(buf, offs)
+        keep = np.flatnonzero(first == np.arange(first.shape[0]))
+        if keep.shape[0] == first.shape[0]:
+            return self._encode_units(buf, offs)
+        tokens, doc_tok, doc_sent, sent_tok = self._encode_units(*compact_texts(buf, offs, keep))
+        rank = np.cumsum(first == np.arange(first.shape[0])) - 1  # a kept text's place among the kept
+        tokens, doc_tok, _, sent_tok, doc_sent = gather_docs(tokens, doc_tok, tokens, sent_tok, doc_sent, True,
+                                                             rank[first])
+        return tokens, doc_tok, doc_sent, sent_tok
 
     def _encode_units(self, buf, offs):
         """Raw token ids and (doc_tok, doc_sent, sent_tok) of documents ``buf[offs[d]:offs[d+1]]``

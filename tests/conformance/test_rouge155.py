@@ -17,6 +17,7 @@ from pipeline.rouge155 import (
     Rouge155Options, corpus_average, default_eval_ids, drand48_indices, morph_stem, porter_stem,
     score_pair, tokenize,
 )
+from pipeline.rouge155.fast import Rouge155Scorer
 from pipeline.rouge155.resources import exception_db, stopwords
 from pipeline.rouge155.text import limit_bytes, limit_words, perl_split_words, read_sentences
 
@@ -308,3 +309,39 @@ def test_google_rouge_synthetic_expected():
                     checked += 1
                     assert abs(ours[names[key]][x] - expected[x]) <= TOL, (rec["id"], key, stem_key, x)
     assert checked == 33
+
+
+# sentences of 2, 3 and 1 raw words: they end at words 2, 5 and 6
+_SENTENCES = ["a b", "c d e", "f"]
+
+
+@pytest.mark.parametrize("limit, kept", [
+    (1, ["a"]),
+    (2, ["a b"]),                     # the first sentence ends exactly at N: nothing after it
+    (3, ["a b", "c"]),
+    (4, ["a b", "c d"]),
+    (5, ["a b", "c d e"]),            # a later sentence ends exactly at N
+    (6, ["a b", "c d e", "f"]),       # the last one does
+    (7, ["a b", "c d e", "f"]),
+])
+def test_word_limit_at_a_sentence_end(limit, kept):
+    """``-l N`` keeps whole sentences while ``count + len < N`` and cuts the one that reaches N
+    (semantics §3.2): a sentence ending exactly at N words is the last one, and no empty sentence
+    follows it."""
+    assert limit_words(_SENTENCES, limit) == kept
+
+
+@pytest.mark.parametrize("limit", range(1, 10))
+def test_word_limit_counts_at_every_boundary(limit):
+    """Tokens counted under ``-l N`` for N around each sentence end (candidate ends at 2, 4 and 7
+    words, reference at 3 and 8): the specification and the compiled path both keep exactly
+    min(N, length) words of each side."""
+    cand, ref = "a b\nc d\ne f g", "a b x\nc d e f g"
+    opts = Rouge155Options(length_limit_words=limit, w_weight=None, skip_gap=None)
+    spec = score_pair(cand, [ref], opts)["ROUGE-1"]
+    fast = Rouge155Scorer(opts).score_arrays([[ref]], [cand]).as_dicts()[0]["ROUGE-1"]
+    for res in (spec, fast):
+        assert (res["peer_count"], res["model_count"]) == (min(limit, 7), min(limit, 8))
+    # hits: the candidate's words a b c d e f g against the reference's a b x c d e f g, both cut
+    kept_c, kept_r = "abcdefg"[:limit], "abxcdefg"[:limit]
+    assert spec["hit"] == fast["hit"] == len(set(kept_c) & set(kept_r))

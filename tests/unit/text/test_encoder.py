@@ -151,10 +151,20 @@ doc = lambda: "\n".join(" ".join(rng.choice("abcd") for _ in range(rng.choice((1
                         for _ in range(rng.randint(0, 4)))
 scorer = RougeScorer(["rouge1", "rouge2", "rouge3", "rougeL", "rougeLsum"], use_stemmer=True)
 scorer.score_batch([[doc(), doc()] for _ in range(60)], [doc() for _ in range(60)])
+# repeated references, tokenized once and gathered (lists and Arrow), empty texts among them
+reps = [["a b\nc", ""], ["a b\nc"], [""], ["x " * 70]] * 40
+scorer.score_batch(reps, ["a\nb"] * 160)
+scorer.score_arrow(pa.array(reps), pa.array(["a\nb"] * 160))
 # rouge2 as the longest n-gram: the direct bigram count array (few distinct tokens) and its fallback
 words = lambda k: " ".join("w%d" % rng.randrange(k) for _ in range(rng.randint(0, 300)))
 RougeScorer(["rouge2", "rougeL"]).score_batch([words(5) for _ in range(30)] + [words(400) for _ in range(30)],
                                               [words(5) for _ in range(30)] + [words(400) for _ in range(30)])
+# each pair's local ids by the direct map (a batch's ids below 8x its tokens), then by the hash
+# table (a small batch of late ids), single-line pairs among them (rougeLsum copied from rougeL)
+many = " ".join("v%d" % i for i in range(6000))
+four = RougeScorer(["rouge1", "rouge2", "rougeL", "rougeLsum"])
+four.score_batch([many, many + "\nv1"], [many, "v7"])
+four.score_batch(["v5999 v5998\nv1", "v5999 v5998 v5997"], ["v5998 v5999", "v5997 v5999"])
 print("ok")
 """
 
