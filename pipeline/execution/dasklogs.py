@@ -10,6 +10,7 @@ cluster's workers log on their own machines, as always.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import sys
@@ -64,7 +65,9 @@ class DaskLogsPlugin(WorkerPlugin):
         self._saved = _redirect(self.path, self.debug)
 
     def teardown(self, worker) -> None:
-        _restore(self._saved)
+        # not restored: the local worker's process ends with the cluster, and its own client
+        # (a task's Event) may still log the scheduler going away after this
+        pass
 
 
 class DaskLogs:
@@ -91,6 +94,13 @@ class DaskLogs:
         return writers.write_bytes_atomic(text.encode("utf-8"), names.url(run_url, names.DASK_LOG), storage_options)
 
 
+def _not_a_cancelled_reconnect(record: logging.LogRecord) -> bool:
+    """False for the client's reconnect that our own close cancelled (logged from Dask's loop
+    thread after the block, with the cluster already gone): noise, not the run's failure."""
+    exc = record.exc_info[1] if record.exc_info else None
+    return not isinstance(exc, asyncio.CancelledError)
+
+
 @contextmanager
 def captured(debug: bool = False):
     """This process's Dask, asyncio and warnings log lines into a temporary file for the block."""
@@ -98,6 +108,9 @@ def captured(debug: bool = False):
     os.close(fd)
     logging.captureWarnings(True)
     saved = _redirect(path, debug)
+    client_log = logging.getLogger("distributed.client")
+    if _not_a_cancelled_reconnect not in client_log.filters:
+        client_log.addFilter(_not_a_cancelled_reconnect)
     try:
         yield DaskLogs(path, debug)
     finally:

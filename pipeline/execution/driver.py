@@ -44,7 +44,7 @@ from pipeline.io.paths import compression_of, get_fs
 from pipeline.io.readers import duplicate_warning, field_hints, listed_sizes
 from pipeline.io.readers import plan_units as plan_units_of
 from pipeline.execution import cluster, warmup
-from pipeline.execution.executors import DaskExecutor, SyncExecutor
+from pipeline.execution.executors import DaskExecutor, SyncExecutor, value
 from pipeline.execution.progress import Progress
 from pipeline.execution.waves import Outcome, TaskFailed, Waves
 from pipeline import runfolder as outputs
@@ -149,7 +149,7 @@ def _executor(client, log):
     """Where the tasks run: on ``client``'s cluster, or (None) in this process."""
     if client is None:
         return SyncExecutor(PERMANENT_ERRORS, log)
-    return DaskExecutor(client)
+    return DaskExecutor(client, PERMANENT_ERRORS)
 
 
 def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream=None,
@@ -397,8 +397,8 @@ class _Run:
             return []
         args = (self.run_url, final.systems, list(self.cfg.scoring.rouge_types), st.seed, st.n_boot, st.confidence,
                 self.so)
-        rows = ex.submit(job.exact_bootstrap, *args, key=f"rouge-exact-{uuid.uuid4().hex[:8]}",
-                         retries=self.retries, what="the exact bootstrap").result()
+        rows = value(ex.submit(job.exact_bootstrap, *args, key=f"rouge-exact-{uuid.uuid4().hex[:8]}",
+                               retries=self.retries, what="the exact bootstrap"))
         self.retry("writing the exact bootstrap", outputs.write_exact, self.run_url, rows, self.sig, self.chash,
                    self.so)
         return rows

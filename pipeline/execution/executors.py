@@ -6,7 +6,9 @@ An executor's ``submit(fn, *args, key=..., retries=..., **hints)`` returns a fut
 ``status``, ``result()``, ``exception()``); futures among ``args`` are passed as their results;
 ``hints`` (``workers``, ``allow_other_workers``, ``priority``) are placement preferences the sync
 executor ignores.  A task that still fails after its retries gives a future whose ``status`` is
-``"error"`` and whose ``exception()`` is the task's own last exception.  ``as_completed`` yields
+``"error"`` and whose ``exception()`` is the task's own last exception; on a cluster, an error
+retrying cannot fix is not retried: it is the task's value (:class:`Permanent`), which
+:func:`value` raises.  ``as_completed`` yields
 futures as they end (``add`` takes more); ``new_flag`` makes a stop flag the tasks check before
 they write (a ``distributed.Event``; a ``threading.Event`` in process) and ``stop`` sets flags, waits for the
 futures given and releases them.
@@ -126,6 +128,37 @@ class SyncExecutor:
         pass  # this process compiles (or loads) what it needs as it scores
 
 
+class Permanent:
+    """A task's error that retrying cannot fix (a truncated file, a bad record's type), carried as
+    the task's value: Dask retries every exception, so this one returns instead of raising, and the
+    tasks after it pass it on (:func:`value` raises it where the result is read)."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException):
+        self.error = error
+
+
+def _once(fn, permanent: tuple, *args, **kwargs):
+    """``fn(*args, **kwargs)`` on a worker; a ``permanent`` error (or one passed on by a task this
+    one depends on) is returned as a :class:`Permanent`, so Dask does not run the task again."""
+    for a in args:
+        if isinstance(a, Permanent):
+            return a
+    try:
+        return fn(*args, **kwargs)
+    except permanent as e:
+        return Permanent(e)
+
+
+def value(future):
+    """A future's result; a :class:`Permanent` raises its error, as a failed task's result would."""
+    v = future.result()
+    if isinstance(v, Permanent):
+        raise v.error
+    return v
+
+
 # How long a failed run waits for its tasks that were already running (DaskExecutor.stop).
 DRAIN_TIMEOUT_S = 120.0
 
@@ -136,8 +169,8 @@ class DaskExecutor:
     distributed = True
     mode = "dask"
 
-    def __init__(self, client):
-        self.client = client
+    def __init__(self, client, permanent: tuple = ()):
+        self.client, self.permanent = client, permanent
 
     @property
     def n_workers(self) -> int:
@@ -145,7 +178,9 @@ class DaskExecutor:
 
     def submit(self, fn, *args, key: str, retries: int = 0, what: str | None = None, kwargs: dict | None = None,
                **hints):
-        return self.client.submit(fn, *args, **(kwargs or {}), key=key, retries=retries, pure=False, **hints)
+        # retries are for transient errors: a permanent one comes back as a value (_once)
+        return self.client.submit(_once, fn, self.permanent, *args, **(kwargs or {}), key=key, retries=retries,
+                                  pure=False, **hints)
 
     # distributed is imported by the Dask executor's methods only: a run in process never loads Dask
     def as_completed(self, futures):

@@ -16,6 +16,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from pipeline import job
+from pipeline.execution.executors import Permanent, value
 from pipeline.job.results import Brief, Totals
 
 FAN_IN = 8
@@ -151,6 +152,8 @@ class Waves:
                     f"its task was {status} (the scheduler or another client cancelled it, "
                     "or the connection was lost)"))
             b: Brief = f.result()
+            if isinstance(b, Permanent):   # an error retrying cannot fix: not retried
+                raise TaskFailed(what, b.error)
             del self.pending[f]
             if b.stopped:
                 raise TaskFailed(what, RuntimeError("it was stopped (the run's stop flag is set)"))
@@ -211,7 +214,7 @@ class Waves:
     def _duplicates(self, dup) -> set:
         """The units holding a later duplicate (:func:`job.later_duplicates`), scored again in wave 2."""
         try:
-            again = set(self._submit(job.duplicate_units, dup, key=self._key("duplicate-units")).result())
+            again = set(value(self._submit(job.duplicate_units, dup, key=self._key("duplicate-units"))))
         except Exception as e:  # noqa: BLE001
             raise TaskFailed("finding duplicate ids across units", e) from e
         if again:
@@ -276,7 +279,7 @@ class Waves:
             tops = tree1.top() + tree2.top()
         root = self._submit(job.finalize_results, self.confidence, *tops, key=self._key("final"))
         try:
-            return root.result()
+            return value(root)
         except Exception as e:  # noqa: BLE001
             raise TaskFailed("merging the statistics", e) from e
 

@@ -35,9 +35,45 @@ def test_worker_tracebacks_go_to_the_run_folder_not_the_terminal(tmp_path):
     assert lines[-1].startswith("rouge-pipeline: error: ") and "cannot read the file" in lines[-1]
     assert "Traceback" not in out.stderr and "Compute Failed" not in out.stderr, out.stderr
     assert len(lines) <= 10, out.stderr                             # the run's own lines, then the failure's
-    log = (run / names.DASK_LOG).read_text()
-    assert "Compute Failed" in log and "cannot read the file" in log
-    assert str(run / names.DASK_LOG) in out.stderr                  # where to look
+    # an error retrying cannot fix comes back once, as the task's value: no worker failed a task
+    log = (run / names.DASK_LOG).read_text() if (run / names.DASK_LOG).exists() else ""
+    assert "Compute Failed" not in log and "cannot read the file" not in log, log
+
+
+def _attempt(path: str, error: str):
+    with open(path, "a") as f:
+        f.write("x")
+    raise {"value": ValueError, "os": OSError}[error](f"{error} error")
+
+
+def test_a_deterministic_error_runs_once_and_a_transient_one_is_retried(tmp_path, capfd):
+    """On a real cluster (worker processes): the task raising an error retrying cannot fix runs
+    once and its error is raised where the result is read; a transient one is retried by Dask, and
+    its worker tracebacks go to the Dask log, not the terminal."""
+    from distributed import Client
+
+    from pipeline.execution import dasklogs
+    from pipeline.execution.cluster import local_cluster
+    from pipeline.execution.driver import PERMANENT_ERRORS
+    from pipeline.execution.executors import DaskExecutor, value
+
+    with dasklogs.captured() as log:
+        cluster = local_cluster(1, dashboard_address=None)
+        try:
+            with Client(cluster) as client:
+                client.register_plugin(log.plugin())
+                ex = DaskExecutor(client, PERMANENT_ERRORS)
+                for error, runs in (("value", 1), ("os", 3)):
+                    counter = tmp_path / error
+                    fut = ex.submit(_attempt, str(counter), error, key=f"attempt-{error}", retries=2)
+                    with pytest.raises((ValueError, OSError), match=f"{error} error"):
+                        value(fut)
+                    assert counter.read_text() == "x" * runs, error
+        finally:
+            cluster.close()
+        text = log.text()
+    assert "os error" in text and "value error" not in text
+    assert "Traceback" not in capfd.readouterr().err
 
 
 def test_a_missing_storage_package_is_a_configuration_error_naming_the_extra(tmp_path):
