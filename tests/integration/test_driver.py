@@ -702,10 +702,10 @@ def test_a_resumed_unit_that_is_scored_again_is_not_reported_resumed(tmp_path, m
     ex = {"target_rows": 100}
     orig = task_module._score_unit
 
-    def killed_in_wave_2(spec, unit, ctx, work, duplicates):
+    def killed_in_wave_2(spec, unit, ctx, work, duplicates, index=None):
         if work.again:
             raise KeyboardInterrupt   # the process dies as wave 2 starts
-        return orig(spec, unit, ctx, work, duplicates)
+        return orig(spec, unit, ctx, work, duplicates, index)
 
     monkeypatch.setattr(task_module, "_score_unit", killed_in_wave_2)
     with pytest.raises(KeyboardInterrupt):

@@ -89,8 +89,9 @@ def test_schema_columns_after_the_scores_and_switch_off():
     off = job.score_table(table, _settings(diagnostics=False))
     assert off.column_names == names[: names.index("status") + 1]
     assert off.schema == job.scores_schema(("rouge1", "rougeL"), diagnostics=False)
-    # scores do not depend on the diagnostics
-    assert on.select(off.column_names).equals(off)
+    # scores do not depend on the diagnostics (the digest does: it covers the source they read)
+    same = [c for c in off.column_names if c != "text_digest"]
+    assert on.select(same).equals(off.select(same))
     assert job.score_table(table.slice(0, 0), _settings()).schema == on.schema
 
 
