@@ -32,7 +32,6 @@ not match, or two examples of one system with the same document, is an error nam
 """
 from __future__ import annotations
 
-import re
 
 import numpy as np
 
@@ -40,29 +39,15 @@ from pipeline.gate.compare import settings_check
 from pipeline.gate.format import system_label
 from pipeline.gate.runs import CompareError, RunData
 from pipeline.scoring.types import STATS
-from pipeline.stats.keys import DEFAULT_SEED
+from pipeline.stats.keys import DEFAULT_SEED, document_keys
 from pipeline.stats.poisson import example_bases, replicate_means, sign_flips
 
 _CHUNK = 2_000_000   # elements of a weight / sign matrix built at once
 
 
 def doc_keys(ids: list[str], system: str, doc_key: str | None) -> list[str]:
-    """The document of every id of ``system`` (see the module docstring)."""
-    if not doc_key:
-        return list(ids)
-    try:
-        rx = re.compile(doc_key.replace("{system}", re.escape(system)))
-    except re.error as e:
-        raise CompareError(f"--doc-key {doc_key!r}: not a regular expression ({e})") from e
-    if rx.groups < 1:
-        raise CompareError(f"--doc-key {doc_key!r}: needs a group, the document, e.g. '(.*):{{system}}$'")
-    out = []
-    for i in ids:
-        m = rx.search(i)
-        if m is None:
-            raise CompareError(f"--doc-key {doc_key!r} does not match id {i!r} of system {system_label(system)!r}")
-        out.append(m.group(1))
-    return out
+    """The document of every id of ``system`` (see the module docstring; :func:`document_keys`)."""
+    return document_keys(ids, system, doc_key, CompareError, system_label(system))
 
 
 def _frame(run: RunData, system: str, cols: list[str], doc_key: str | None):

@@ -11,7 +11,6 @@ the numbers do not depend on the order of the rows.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,6 +18,7 @@ import pandas as pd
 
 from pipeline.errors import MetaError
 from pipeline.scoring.types import STATS, match_type_name
+from pipeline.stats.keys import document_keys
 
 
 @dataclass(frozen=True)
@@ -53,25 +53,6 @@ def metric_columns(frame: pd.DataFrame, types=None, stats=None) -> list[str]:
             for s in STATS if s in found[t] and (not stats or s in stats)]
 
 
-def document_keys(ids: list[str], system: str, doc_key: str | None) -> list[str]:
-    """The document of every id of ``system`` (see the module docstring)."""
-    if not doc_key:
-        return list(ids)
-    try:
-        rx = re.compile(doc_key.replace("{system}", re.escape(system)))
-    except re.error as e:
-        raise MetaError(f"--doc-key {doc_key!r}: not a regular expression ({e})") from None
-    if rx.groups < 1:
-        raise MetaError(f"--doc-key {doc_key!r}: needs a group, the document, e.g. '(.*):{{system}}$'")
-    out = []
-    for i in ids:
-        m = rx.search(i)
-        if m is None:
-            raise MetaError(f"--doc-key {doc_key!r} does not match id {i!r} of system {system!r}")
-        out.append(m.group(1))
-    return out
-
-
 def judged(scores: pd.DataFrame, human: pd.DataFrame, doc_key: str | None = None, types=None,
            stats=None) -> Judged:
     """:class:`Judged` from per-example ``scores`` (``system``, ``id``, score columns) and ``human``
@@ -89,7 +70,7 @@ def judged(scores: pd.DataFrame, human: pd.DataFrame, doc_key: str | None = None
         raise MetaError(f"no (system, id) of the human judgments is in the scores (e.g. {_first(human)} "
                         f"vs {_first(left)})")
     both = both.sort_values(["system", "id"], kind="mergesort").reset_index(drop=True)
-    doc = [d for s, g in both.groupby("system", sort=True) for d in document_keys(g["id"].tolist(), s, doc_key)]
+    doc = [d for s, g in both.groupby("system", sort=True) for d in document_keys(g["id"].tolist(), s, doc_key, MetaError)]
     both["doc"] = doc
     dup = both[["system", "doc"]].duplicated()
     if dup.any():

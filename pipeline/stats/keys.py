@@ -8,6 +8,8 @@ id may hold it.  No NumPy or Arrow at import: the CLI reads :data:`DEFAULT_SEED`
 """
 from __future__ import annotations
 
+import re
+
 KEY_SEPARATOR = "\x1f"
 # stats.seed of a run configuration, and the seed of every command and function that takes one
 DEFAULT_SEED = 12345
@@ -19,6 +21,29 @@ MAX_N_BOOT = 20_000
 def example_key(system: str, id_: str) -> str:
     """The key of one example."""
     return f"{system}{KEY_SEPARATOR}{id_}"
+
+
+def document_keys(ids: list[str], system: str, doc_key: str | None, error: type[Exception] = ValueError,
+                  shown: str | None = None) -> list[str]:
+    """The document of every id of ``system`` (``--doc-key`` of ``compare`` and ``correlate``):
+    ``doc_key`` is a regular expression whose first group is the document, ``{system}`` in it
+    standing for the system's name (escaped); None: each id is its own document.  A bad pattern,
+    or an id it does not match, raises ``error`` (the system named as ``shown``)."""
+    if not doc_key:
+        return list(ids)
+    try:
+        rx = re.compile(doc_key.replace("{system}", re.escape(system)))
+    except re.error as e:
+        raise error(f"--doc-key {doc_key!r}: not a regular expression ({e})") from None
+    if rx.groups < 1:
+        raise error(f"--doc-key {doc_key!r}: needs a group, the document, e.g. '(.*):{{system}}$'")
+    out = []
+    for i in ids:
+        m = rx.search(i)
+        if m is None:
+            raise error(f"--doc-key {doc_key!r} does not match id {i!r} of system {shown or system!r}")
+        out.append(m.group(1))
+    return out
 
 
 def example_keys(systems, ids):
