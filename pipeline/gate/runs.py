@@ -155,38 +155,35 @@ def _note_unfinished(urls: list[str], notes: list[str] | None) -> None:
                      + ", ".join(urls[:3]) + (" ..." if len(urls) > 3 else ""))
 
 
-def previous_runs(new_url: str, storage_options: dict | None = None, notes: list[str] | None = None) -> list[RunData]:
-    """The finished sibling run folders of ``new_url`` whose names sort before it (dated nightly
-    folders), oldest first: the history of a nightly run.  Unfinished ones are named in ``notes``."""
+def _earlier_siblings(new_url: str, storage_options: dict | None):
+    """``(fs, [(url, path)])``: the sibling folders of ``new_url`` whose names sort before it,
+    oldest first (dated nightly folders)."""
     new_url = str(new_url).rstrip("/")
     parent, name = new_url.rsplit("/", 1) if "/" in new_url else (".", new_url)
     fs, path = get_fs(parent, storage_options)
     try:
         children = sorted(fs.ls(path, detail=False))
     except FileNotFoundError:
-        return []
-    earlier = [c for c in children if c.rstrip("/").rsplit("/", 1)[-1] < name]
-    urls = [f"{parent}/{c.rstrip('/').rsplit('/', 1)[-1]}" for c in earlier if run_folder.has_success(fs, c)]
-    _note_unfinished([f"{parent}/{c.rstrip('/').rsplit('/', 1)[-1]}" for c in earlier
-                      if run_folder.is_unfinished(fs, c)], notes)
-    return [load_run(u, storage_options) for u in urls]
+        return fs, []
+    named = ((c.rstrip("/").rsplit("/", 1)[-1], c) for c in children)
+    return fs, [(f"{parent}/{base}", c) for base, c in named if base < name]
+
+
+def previous_runs(new_url: str, storage_options: dict | None = None, notes: list[str] | None = None) -> list[RunData]:
+    """The finished sibling run folders of ``new_url`` whose names sort before it (dated nightly
+    folders), oldest first: the history of a nightly run.  Unfinished ones are named in ``notes``."""
+    fs, earlier = _earlier_siblings(new_url, storage_options)
+    _note_unfinished([u for u, c in earlier if run_folder.is_unfinished(fs, c)], notes)
+    return [load_run(u, storage_options) for u, c in earlier if run_folder.has_success(fs, c)]
 
 
 def previous_heads(new_url: str, storage_options: dict | None = None) -> list[RunData]:
     """:func:`previous_runs` without their scores (an empty ``scores``): each finished earlier
     sibling's ``_run.json``, summary and the gate's records, oldest first (cheap: no part is read)."""
-    new_url = str(new_url).rstrip("/")
-    parent, name = new_url.rsplit("/", 1) if "/" in new_url else (".", new_url)
-    fs, path = get_fs(parent, storage_options)
-    try:
-        children = sorted(fs.ls(path, detail=False))
-    except FileNotFoundError:
-        return []
+    fs, earlier = _earlier_siblings(new_url, storage_options)
     out = []
-    for c in children:
-        base = c.rstrip("/").rsplit("/", 1)[-1]
-        if base < name and run_folder.has_success(fs, c):
-            url = f"{parent}/{base}"
+    for url, c in earlier:
+        if run_folder.has_success(fs, c):
             info = run_folder.read_run_info(url, storage_options)
             if isinstance(info, dict):
                 out.append(RunData(url, info, None, run_folder.read_summary(url, storage_options), pd.DataFrame(),
