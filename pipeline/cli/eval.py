@@ -169,25 +169,16 @@ def _fast_jsonl(data: bytes, fields: dict[str, str]) -> dict[str, list] | None:
 
 
 def _jsonl_records(path: str, data: bytes) -> list[tuple[int, dict]]:
-    # start-up: Arrow, for the commands that read files
-    from pipeline.io.canonical import json_array_start, location, parse_json_line
+    # start-up: Arrow and fsspec, for the commands that read files
+    from pipeline.io.canonical import json_lines, location
+    from pipeline.io.streams import lines_of
 
     out = []
-    first = True
-    for row, raw in enumerate(data.split(b"\n")):
-        raw = raw[:-1] if raw.endswith(b"\r") else raw
-        if first and raw.strip():
-            first = False
-            if json_array_start(raw):
-                raise EvalError(f"{path}: a JSON array, not JSONL (one JSON object per line); "
-                                "convert it, e.g. jq -c '.[]' FILE > FILE.jsonl")
-        rec, err = parse_json_line(raw, row)
+    for row, rec, err in json_lines(lines_of(data), path, True, EvalError):
         if err is not None:
             raise EvalError(f"{location(path, row, 'jsonl')}: {err}")
-        if rec is not None:
-            out.append((row, rec))
+        out.append((row, rec))
     return out
-
 
 def _read_records(path: str, fields: dict[str, str], with_refs: bool, what: str = "candidate", hints=str):
     """``{key: [values]}`` for ``candidate``, ``id`` (None where a record has none),

@@ -229,3 +229,19 @@ class Out:
         else:
             rows = pa.concat_tables(self.parts).combine_chunks()
         return rows, pa.table(self.q, schema=QUARANTINE_SCHEMA)
+
+
+def json_lines(lines, where: str, first: bool, error: type[Exception]):
+    """``(row, record, None)`` or ``(row, None, reason)`` for each non-blank line of ``lines``
+    (``(row, bytes)`` pairs).  A JSONL file that is one JSON array of records (``first``: these
+    lines start the file) raises ``error`` as a whole: read line by line it would be one bad
+    record, or a bad fragment per line."""
+    for row, raw in lines:
+        if first and raw.strip():
+            first = False
+            if json_array_start(raw):
+                raise error(f"{where}: a JSON array, not JSONL (one JSON object per line); "
+                            "convert it, e.g. jq -c '.[]' FILE > FILE.jsonl")
+        rec, err = parse_json_line(raw, row)
+        if rec is not None or err is not None:
+            yield row, rec, err

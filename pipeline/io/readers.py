@@ -78,9 +78,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipeline.io import folders, lines, paired, records
-from pipeline.io.canonical import Out, location
+from pipeline.io.canonical import Out, location, parse_json_line
 from pipeline.io.paths import expand, infer_format, list_folder
-from pipeline.io.records import parse_json_line
 from pipeline.io.input_spec import ROW_KEY_BITS, InputSpec, WorkUnit
 from pipeline.io.streams import iter_lines, open_input, reading
 

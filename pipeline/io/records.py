@@ -15,8 +15,8 @@ import pyarrow.json as pj
 import pyarrow.parquet as pq
 from numba import njit
 
-from pipeline.io.canonical import (BadRecord, BadText, Out, get_id, get_refs, get_str, get_system, json_array_start,
-                                   location, parse_json_line)
+from pipeline.io.canonical import (BadRecord, BadText, Out, get_id, get_refs, get_str, get_system, json_lines,
+                                   location)
 from pipeline.io.paths import compression_of, expand, infer_format
 from pipeline.io.input_spec import CANONICAL_SCHEMA, ROW_KEY_BITS, InputSpec, UnreadableFileError, WorkUnit
 from pipeline.io.streams import iter_lines, lines_of, open_input, reading, row_ranges, scan_lines, size_of
@@ -98,16 +98,7 @@ def iter_records(url: str, fmt: str, so: dict, columns: list[str], required: lis
     if fmt == "jsonl":
         first = row_start == 0 and not byte_start
         lines = iter_lines(url, so, row_start, row_stop, byte_start, byte_stop) if data is None else lines_of(data)
-        for row, raw in lines:
-            if first and raw.strip():
-                first = False
-                if json_array_start(raw):
-                    raise UnreadableFileError(f"{url}: a JSON array, not JSONL (one JSON object per line); "
-                                              "convert it, e.g. jq -c '.[]' FILE > FILE.jsonl")
-            rec, err = parse_json_line(raw, row)
-            if rec is None and err is None:
-                continue
-            yield row, rec, err
+        yield from json_lines(lines, url, first, UnreadableFileError)
     elif fmt == "parquet":
         table, names = read_parquet(url, so, columns, row_start, row_stop)
         require_columns(url, names, required)

@@ -72,18 +72,8 @@ def human_frame(human, field: str | None, storage_options=None, system_field="sy
     return read_human(os.fspath(human), field, storage_options, system_field, id_field)
 
 
-def _names(value, allowed, what) -> tuple[str, ...]:
-    if isinstance(value, str):
-        value = [v.strip() for v in value.split(",") if v.strip()]
-    value = tuple(dict.fromkeys(value))
-    bad = [v for v in value if v not in allowed]
-    if bad or not value:
-        raise MetaError(f"{what} {', '.join(bad) or '(none)'}: choose from {', '.join(allowed)}")
-    return value
-
-
 def check_options(levels_, coefficients_, resample_, n_boot, confidence, workers):
-    lv = _names(levels_, levels.LEVELS, "level")
+    lv = coefficients.names(levels_, levels.LEVELS, "level")
     co = coefficients.check(coefficients_)
     if resample_ not in resample.RESAMPLE:
         raise MetaError(f"resample {resample_!r}: choose from {', '.join(resample.RESAMPLE)}")

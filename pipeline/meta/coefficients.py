@@ -31,15 +31,21 @@ def scipy_stats():
     return st
 
 
-def check(names) -> tuple[str, ...]:
-    """The coefficients asked for (a comma-separated string or a list), each known, in order, once."""
-    if isinstance(names, str):
-        names = [n.strip() for n in names.split(",") if n.strip()]
-    names = tuple(dict.fromkeys(names))
-    bad = [n for n in names if n not in COEFFICIENTS]
-    if bad or not names:
-        raise MetaError(f"coefficient {', '.join(bad) or '(none)'}: choose from {', '.join(COEFFICIENTS)}")
-    return names
+def names(value, allowed, what: str) -> tuple[str, ...]:
+    """The names asked for (a comma-separated string or a list), each one of ``allowed``, in order,
+    once; a ``what`` error otherwise (the levels and the coefficients alike)."""
+    if isinstance(value, str):
+        value = [v.strip() for v in value.split(",") if v.strip()]
+    value = tuple(dict.fromkeys(value))
+    bad = [v for v in value if v not in allowed]
+    if bad or not value:
+        raise MetaError(f"{what} {', '.join(bad) or '(none)'}: choose from {', '.join(allowed)}")
+    return value
+
+
+def check(names_) -> tuple[str, ...]:
+    """The coefficients asked for (:func:`names`)."""
+    return names(names_, COEFFICIENTS, "coefficient")
 
 
 def coefficient(name: str, x: np.ndarray, y: np.ndarray) -> float:
