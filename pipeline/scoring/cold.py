@@ -73,6 +73,13 @@ def kernels_ready() -> bool:
     return _ready
 
 
+def compiled_here() -> None:
+    """This process loaded the compiled path (its kernels compiled or loaded here): the later
+    batches go there too, even when no stamp could be written (a read-only cache)."""
+    global _ready
+    _ready = True
+
+
 def compiles_here() -> bool:
     """This process exists to compile the kernels (:func:`disable`)."""
     return _off

@@ -38,6 +38,7 @@ def _compiled():
     from pipeline.scoring import batch
     from pipeline.text import encoder
 
+    cold.compiled_here()
     return batch, encoder
 
 

@@ -96,6 +96,10 @@ def mark(part: str = ALL) -> None:
         pass
 
 
+# The longest a background compile may hold its lock (it takes ~30 CPU-s; minutes on busy cores).
+MAX_COMPILE_S = 900
+
+
 def _lock_path() -> str:
     return stamp_path("compiling")
 
@@ -120,7 +124,8 @@ def compiling() -> bool:
     except OSError:
         return False
     if text.isdigit():
-        return _alive(int(text))
+        # a lock older than any compile is stale even if its process id was reused since
+        return age < MAX_COMPILE_S and _alive(int(text))
     return age < 30  # just created: its process id is being written
 
 
