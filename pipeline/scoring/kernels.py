@@ -327,8 +327,14 @@ def _sentence_union_1(lid, r0, mr, sent_tok, cs0, cs1, c_off, pm, Vs, max_cells)
     """:func:`_sentence_union` for a reference sentence of at most 64 tokens (the
     common case): one word per column, match masks indexed by local id (``pm``,
     zeros, restored on return), no row indirection.  Returns (ok, Vs, union mask).
+
+    The column pass keeps one step per matching candidate token and one per run of
+    non-matching ones (``Vs[2k]``: the step's match mask, ``Vs[2k + 1]``: the column
+    after it): a token absent from the reference sentence leaves the column as it is,
+    so a run of them moves the backtracking exactly as its first token does.
     """
     one = np.uint64(1)
+    zero = np.uint64(0)
     for i in range(mr):
         pm[lid[r0 + i]] |= one << np.uint64(i)
     full = _ALL >> np.uint64(64 - mr)
@@ -342,26 +348,31 @@ def _sentence_union_1(lid, r0, mr, sent_tok, cs0, cs1, c_off, pm, Vs, max_cells)
         if nc + 1 > max_cells:
             ok = False
             break
-        if Vs.shape[0] < nc + 1:
-            Vs = np.empty(2 * (nc + 1), dtype=np.uint64)
+        if Vs.shape[0] < 2 * (nc + 1):
+            Vs = np.empty(4 * (nc + 1), dtype=np.uint64)
         v = _ALL
-        Vs[0] = v
-        seen = np.uint64(0)
+        seen = zero
+        k = 0
+        in_run = 0  # the previous step was a run of non-matching tokens
         for j in range(nc):
             mj = pm[lid[c0 + j]]
             seen |= mj
             u = v & mj
             v = (v + u) | (v & ~u)
-            Vs[j + 1] = v
+            Vs[2 * k] = mj
+            Vs[2 * k + 1] = v
+            miss = np.int64(mj == zero)
+            k += 1 - (miss & in_run)  # branch-free: matches are unpredictable
+            in_run = miss
         # the LCS only picks positions whose token this sentence has; none new: nothing to add
         if (seen & ~um) == 0:
             continue
         # rouge-score's backtracking from (mr, nc), one jump per step
         i = mr
-        j = nc
-        while i > 0 and j > 0:
-            mj = pm[lid[c0 + j - 1]]
-            x = (mj | ~Vs[j]) & (_ALL >> np.uint64(64 - i))
+        while i > 0 and k > 0:
+            k -= 1
+            mj = Vs[2 * k]
+            x = (mj | ~Vs[2 * k + 1]) & (_ALL >> np.uint64(64 - i))
             if x == 0:
                 break
             b = _highest_bit(x)
@@ -369,7 +380,6 @@ def _sentence_union_1(lid, r0, mr, sent_tok, cs0, cs1, c_off, pm, Vs, max_cells)
             hit = (mj >> np.uint64(b)) & one
             um |= hit << np.uint64(b)
             i = b + 1 - np.int64(hit)
-            j -= 1
     for i in range(mr):
         pm[lid[r0 + i]] = np.uint64(0)
     return ok, Vs, um

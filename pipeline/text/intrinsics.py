@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
+from numba.core import cgutils
 from numba.extending import intrinsic
 
 try:  # numba's own code-point read: the scan reads Python's str buffer in place
@@ -47,6 +48,26 @@ def store_u64(typingctx, arr, i, value):
         builder.store(args[2], ptr, align=1)
         return context.get_dummy_value()
     return types.void(arr, i, types.uint64), codegen
+
+
+@intrinsic
+def prefetch(typingctx, arr, i):
+    """Hint that ``arr[i]`` will be read soon (LLVM's prefetch: read, keep in all cache levels).
+    A hash table's probes miss the cache at random; asking for a slot several tokens ahead
+    overlaps those misses.  No effect on results; ``i`` may be any index (a prefetch never faults)."""
+    if not (isinstance(arr, types.Array) and isinstance(i, types.Integer)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        a = context.make_array(sig.args[0])(context, builder, args[0])
+        i8p = ir.IntType(8).as_pointer()
+        i32 = ir.IntType(32)
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]),
+                                            "llvm.prefetch.p0")
+        ptr = builder.bitcast(builder.gep(a.data, [args[1]]), i8p)
+        builder.call(fn, [ptr, ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+    return types.void(arr, i), codegen
 
 
 @intrinsic

@@ -10,6 +10,7 @@ from typing import Callable
 import numpy as np
 from numba import njit
 
+from pipeline.text.intrinsics import prefetch
 from pipeline.text.porter import porter_stem
 
 _VALID_TOKEN = re.compile(r"^[a-z0-9]+$")
@@ -20,6 +21,8 @@ _GOLD = np.uint64(0x9E3779B97F4A7C15)
 _GOLD2 = np.uint64(0xC2B2AE3D27D4EB4F)
 _LONG = np.uint64(1) << np.uint64(63)
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
+# tokens ahead whose table slot is prefetched: enough to cover a miss to L3, few enough to stay cached
+_AHEAD = 16
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -69,7 +72,18 @@ def _lookup_ids(low, low64, tstart, tend, first, short_tab, long_tab, offs, aren
     mask_a = (short_tab.shape[0] >> 1) - 1
     mask_b = (long_tab.shape[0] >> 2) - 1
     n_ids = counts[0]
-    for t in range(first, tstart.shape[0]):
+    n_tok = tstart.shape[0]
+    for t in range(first, n_tok):
+        if t + _AHEAD < n_tok:  # the first slot a later token probes (a token over 16 bytes: any slot)
+            sp = tstart[t + _AHEAD]
+            lp = tend[t + _AHEAD] - sp
+            if lp <= 8:
+                kp = _load(low64, sp, lp)
+                prefetch(short_tab, 2 * (np.int64((kp * _GOLD) >> np.uint64(32)) & mask_a))
+            else:
+                kp1 = _load(low64, sp, 8)
+                kp2 = _load(low64, sp + 8, min(lp, 16) - 8)
+                prefetch(long_tab, 4 * (np.int64(((kp1 * _GOLD) ^ (kp2 * _GOLD2)) >> np.uint64(32)) & mask_b))
         s = tstart[t]
         length = tend[t] - s
         if length <= 8:

@@ -123,6 +123,21 @@ def test_tie_heavy_small_lsum_exhaustive():
     assert_same_as_rouge_score(refs, cands, ["rougeLsum", "rougeL", "rouge2"])
 
 
+def test_lsum_runs_of_tokens_absent_from_the_reference_sentence():
+    """rougeLsum's column pass keeps one step per run of candidate tokens absent from the reference
+    sentence: runs of every length, at a sentence's start, middle and end, next to matches."""
+    rng = random.Random(30)
+    refs, cands = [], []
+    for _ in range(400):
+        ref_words, other = rng.sample("abcdefgh", 3), "xyzw"
+        refs.append("\n".join(" ".join(rng.choice(ref_words) for _ in range(rng.randint(1, 9)))
+                              for _ in range(rng.randint(1, 3))))
+        cands.append("\n".join(" ".join(rng.choice(ref_words if rng.random() < 0.35 else other)
+                                        for _ in range(rng.randint(1, 14)))
+                               for _ in range(rng.randint(1, 4))))
+    assert_same_as_rouge_score(refs, cands, ["rougeLsum"])
+
+
 @STEM
 def test_tie_heavy_multi_reference(use_stemmer):
     refs, cands = tie_heavy_pairs(3, 45)
