@@ -14,7 +14,10 @@ tests hold these kernels to, bit for bit.  What makes them fast:
   ``V_j`` of every candidate column kept, so rouge-score's backtracking
   (match -> diagonal; else up when ``t[i-1][j] >= t[i][j-1]``; else left) becomes
   "jump to the highest set bit of ``M_j | ~V_j`` below i" (``t[i-1][j] == t[i][j]``
-  exactly when bit i-1 of ``V_j`` is set).
+  exactly when bit i-1 of ``V_j`` is set).  A reference of at most 64 tokens holds all
+  its sentences in one word, a lane each, with a lane-wise addition: one column pass per
+  candidate sentence serves every reference sentence.  Candidate tokens absent from the
+  reference leave the column unchanged, so a run of them is one backtracking step.
 * one line each: when each text has at most one sentence with tokens (and they are
   its whole-text tokens), rougeLsum is rougeL, copied instead of backtracked.
 * clipping: a union token is a hit while both whole-summary counts are positive;
@@ -386,6 +389,78 @@ def _sentence_union_1(lid, r0, mr, sent_tok, cs0, cs1, c_off, pm, Vs, max_cells)
 
 
 @njit(cache=True, nogil=True)
+def _union_word(lid, sent_tok, rs0, rs1, r_off, cs0, cs1, c_off, pm, Vs, max_cells):
+    """The union masks of every reference sentence at once, when the whole reference has at
+    most 64 tokens: sentence ``rs`` owns bits ``[sent_tok[rs] - base, sent_tok[rs + 1] - base)``
+    of one word (a lane), and one column pass per candidate sentence serves every lane.  The
+    addition is lane-wise (no carry crosses a lane's top bit), which is exactly each sentence's
+    own pass modulo its width; each lane is then backtracked as :func:`_sentence_union_1` does.
+    Returns (ok, Vs, union mask over the whole reference).
+    """
+    one = np.uint64(1)
+    zero = np.uint64(0)
+    base = sent_tok[rs0] - r_off
+    ms = sent_tok[rs1] - r_off - base
+    tops = zero  # the top bit of every lane
+    for rs in range(rs0, rs1):
+        tops |= one << np.uint64(sent_tok[rs + 1] - r_off - base - 1)
+    low = ~tops
+    for i in range(ms):
+        pm[lid[base + i]] |= one << np.uint64(i)
+    full = _ALL >> np.uint64(64 - ms)
+    um = zero
+    ok = True
+    for cs in range(cs0, cs1):
+        if um == full:  # every position is in the union already
+            break
+        c0 = sent_tok[cs] - c_off
+        nc = sent_tok[cs + 1] - c_off - c0
+        if nc + 1 > max_cells:
+            ok = False
+            break
+        if Vs.shape[0] < 2 * (nc + 1):
+            Vs = np.empty(4 * (nc + 1), dtype=np.uint64)
+        v = _ALL
+        seen = zero
+        k = 0
+        in_run = 0
+        for j in range(nc):  # as in _sentence_union_1, with a lane-wise v + u
+            mj = pm[lid[c0 + j]]
+            seen |= mj
+            u = v & mj
+            v = (((v & low) + (u & low)) ^ ((v ^ u) & tops)) | (v & ~u)
+            Vs[2 * k] = mj
+            Vs[2 * k + 1] = v
+            miss = np.int64(mj == zero)
+            k += 1 - (miss & in_run)
+            in_run = miss
+        new = seen & ~um
+        if new == 0:
+            continue
+        for rs in range(rs0, rs1):
+            b0 = sent_tok[rs] - r_off - base
+            top = sent_tok[rs + 1] - r_off - base  # one past the lane
+            floor = ~((one << np.uint64(b0)) - one)
+            if (new & floor & (_ALL >> np.uint64(64 - top))) == 0:
+                continue  # this sentence's LCS can add nothing
+            i = top
+            q = k
+            while i > b0 and q > 0:
+                q -= 1
+                mj = Vs[2 * q]
+                x = (mj | ~Vs[2 * q + 1]) & (_ALL >> np.uint64(64 - i)) & floor
+                if x == 0:
+                    break
+                b = _highest_bit(x)
+                hit = (mj >> np.uint64(b)) & one
+                um |= hit << np.uint64(b)
+                i = b + 1 - np.int64(hit)
+    for i in range(ms):
+        pm[lid[base + i]] = zero
+    return ok, Vs, um
+
+
+@njit(cache=True, nogil=True)
 def _union_lcs_hits(lid, sent_tok, rs0, rs1, r_off, cs0, cs1, c_off, cand_cnt, ucnt, row, peq, pm, Vs, um,
                     max_cells):
     """rougeLsum hits for one pair (see module docstring); returns (hits, peq, Vs, um).
@@ -396,7 +471,18 @@ def _union_lcs_hits(lid, sent_tok, rs0, rs1, r_off, cs0, cs1, c_off, cand_cnt, u
     ``ucnt`` (zeros): scratch.  hits is -1 when a sentence pair is too long (see
     :func:`_sentence_union`).
     """
-    for rs in range(rs0, rs1):
+    base = sent_tok[rs0] - r_off
+    rs_end = rs1
+    if rs1 > rs0 + 1 and sent_tok[rs1] - r_off - base <= 64:
+        ok, Vs, u1 = _union_word(lid, sent_tok, rs0, rs1, r_off, cs0, cs1, c_off, pm, Vs, max_cells)
+        if not ok:
+            return -1, peq, Vs, um
+        while u1:
+            b = _highest_bit(u1)
+            ucnt[lid[base + b]] += 1
+            u1 ^= np.uint64(1) << np.uint64(b)
+        rs_end = rs0  # every sentence done
+    for rs in range(rs0, rs_end):
         r0 = sent_tok[rs] - r_off
         mr = sent_tok[rs + 1] - r_off - r0
         if mr <= 64:

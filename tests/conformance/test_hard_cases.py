@@ -138,6 +138,21 @@ def test_lsum_runs_of_tokens_absent_from_the_reference_sentence():
     assert_same_as_rouge_score(refs, cands, ["rougeLsum"])
 
 
+def test_lsum_reference_sentences_sharing_one_word():
+    """A reference of at most 64 tokens has all its sentences scored in one word (a lane each, no
+    carry across lanes): totals of 63, 64 and 65 tokens, one-token lanes, lanes that fill up."""
+    rng = random.Random(31)
+    refs, cands = [], []
+    for total in (2, 5, 17, 63, 64, 64, 65, 100):
+        for _ in range(40):
+            cuts = sorted(rng.sample(range(1, total), min(rng.randint(1, 7), total - 1)))
+            sizes = [b - a for a, b in zip([0] + cuts, cuts + [total])]
+            refs.append("\n".join(" ".join(rng.choice("abc") for _ in range(k)) for k in sizes))
+            cands.append("\n".join(" ".join(rng.choice("abcz") for _ in range(rng.randint(1, 30)))
+                                   for _ in range(rng.randint(1, 5))))
+    assert_same_as_rouge_score(refs, cands, ["rougeLsum"])
+
+
 @STEM
 def test_tie_heavy_multi_reference(use_stemmer):
     refs, cands = tie_heavy_pairs(3, 45)
