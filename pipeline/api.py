@@ -129,11 +129,12 @@ class RougeResult:
                 out.append({key: row[key] for key in ROW_KEYS})
         return out
 
-    def to_dict(self) -> dict:
-        """JSON-ready: the rows (:meth:`rows`), the confidence, the bootstrap settings and the signature."""
+    def to_dict(self, rows: bool = True) -> dict:
+        """JSON-ready: the rows (:meth:`rows`; ``rows=False``: without them), the confidence, the
+        bootstrap settings and the signature."""
         first = {} if self.system is None else {"system": self.system}
         return {**first, "n": self.n, "confidence": self.confidence, "n_boot": self.n_boot, "seed": self.seed,
-                "signature": self.signature, "rows": self.rows()}
+                "signature": self.signature, **({"rows": self.rows()} if rows else {})}
 
 
 def _fsum_mean(col: np.ndarray) -> float:

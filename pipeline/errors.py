@@ -50,6 +50,7 @@ COMMAND_STATUSES = {
     "correlate": ((EXIT_OK, "ok"), (EXIT_FAILED, "unexpected error"),
                   (EXIT_CONFIG, "a bad option, a judgments file that cannot be read or matches no example, a run "
                    "that cannot be read, scipy missing (pip install 'rouge-pipeline[meta]')"),
+                  (EXIT_NO_ROWS, "nothing to correlate: no level has a group of at least 3 items (or a non-constant one)"),
                   (EXIT_INTERRUPTED, "interrupted")),
     "nightly": ((EXIT_OK, "no change"), (EXIT_MOVED, "moved"), (EXIT_CONFIG, "job-file or usage error, or compare failed"),
                 (EXIT_NOT_COMPARABLE, "not comparable"), (EXIT_INCONCLUSIVE, "inconclusive"),
@@ -123,6 +124,13 @@ class MetaError(PipelineError, ValueError):
 
     status = EXIT_CONFIG
     label = "correlate: "
+
+
+class NothingToCorrelateError(MetaError):
+    """``correlate``: the judged data hold no correlation at any level asked (every group has fewer
+    than 3 items, or a constant side), so there is no number to print (``correlate: <message>``)."""
+
+    status = EXIT_NO_ROWS
 
 
 # --------------------------------------------------------------------------- a run that did not finish

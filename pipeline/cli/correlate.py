@@ -1,7 +1,7 @@
 """``rouge-pipeline correlate RUN --human FILE --field NAME``: how well the run's ROUGE agrees with
 human judgments (pipeline.meta; docs/meta-evaluation.md).  Exit 0 ok, 2 error (a bad option, a
 judgments file that cannot be read or matches no example, a run that cannot be read, scipy
-missing), 130 interrupted.
+missing), 5 nothing to correlate (no group of at least 3 items at any level), 130 interrupted.
 
 Start-up: argparse only here; pandas, NumPy and scipy are imported when the command runs.
 """
@@ -69,7 +69,7 @@ def run(args) -> int:
         pair = _split(args.compare)
         if len(pair) != 2:
             raise MetaError(f"--compare {args.compare!r}: two columns, A,B")
-        tests = [meta.compare_metrics(args.run, args.human, pair[0], pair[1], level=lv, coefficient=co, **opts)
+        tests = [_compare(meta, result, args, opts, pair, lv, co)
                  for lv in result.settings["levels"] for co in result.settings["coefficients"]]
     doc = result.to_dict()
     if tests:
@@ -80,6 +80,14 @@ def run(args) -> int:
         write_html(args.html, _clean(doc))
     print(json.dumps(_clean(doc), indent=2, allow_nan=False) if args.json else format_result(doc))
     return 0
+
+
+def _compare(meta, result, args, opts, pair, level, coef) -> dict:
+    """One --compare test: on the correlation's data and replicates when it holds both columns
+    (nothing read or drawn again), else read with only these two columns (--types/--stats left them out)."""
+    if all(c in result.columns for c in pair):
+        return meta.compare_metrics_from_result(result, pair[0], pair[1], level, coef, workers=args.workers)
+    return meta.compare_metrics(args.run, args.human, pair[0], pair[1], level=level, coefficient=coef, **opts)
 
 
 def _clean(v):
@@ -97,16 +105,52 @@ def _f(v) -> str:
     return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.4f}"
 
 
+def joined(settings: dict) -> list[str]:
+    """What the join of scores and judgments kept and left out, and the judgments averaged."""
+    s = settings
+    line = f"examples: {s['examples']} joined with a judgment"
+    if s.get("scored_unjudged") or s.get("human_unmatched"):
+        line += (f"; {s.get('scored_unjudged', 0)} scored example(s) without a judgment; "
+                 f"{s.get('human_unmatched', 0)} judgment(s) without a scored example")
+    out = [line]
+    if s.get("human_averaged"):
+        out.append(f"averaged: {s['human_averaged']} (system, id) judged in several rows "
+                   f"({s['human_averaged_rows']} rows), each key's annotations averaged")
+    return out
+
+
+def _block(rows: list[dict], n_boot: int) -> list[str]:
+    """One (level, coefficient) block: its rows, a mark on partial intervals, the reasons for no value."""
+    head = rows[0]
+    lines = ["", f"{head['level']} level, {head['coefficient']}   [{head['signature'].split(' + ')[0]}]"]
+    notes = list(dict.fromkeys(r["note"] for r in rows if r.get("note")))
+    if all(r.get("too_few") for r in rows):   # no number to show: the reason only
+        return lines + [f"  no value: {n}" for n in notes]
+    lines.append(f"  {'type':<10} {'stat':<10} {'r':>8} {'ci':>20}  used  skipped")
+    for r in rows:
+        mark = "*" if r.get("ci_partial") else " "
+        ci = f"[{_f(r['ci_low'])}, {_f(r['ci_high'])}]{mark}"
+        lines.append(f"  {r['type']:<10} {r['stat']:<10} {_f(r['r']):>8} {ci:>20}  {r['n_used']:>4}  {r['n_skipped']:>7}")
+    partial = [r for r in rows if r.get("ci_partial")]
+    if partial:
+        low = min(r["n_boot_valid"] for r in partial)
+        lines.append(f"  * interval from fewer valid replicates than --n-boot {n_boot} (as few as {low}): "
+                     "resamples where the correlation was undefined left out")
+    few = max(r.get("n_too_few") or 0 for r in rows) if head["level"] == "summary" else 0
+    if few:
+        lines.append(f"  skipped: up to {few} of {head['n_docs']} documents have fewer than 3 systems with both "
+                     "scores (the other skipped: constant scores)")
+    return lines + [f"  -: {n}" for n in notes]
+
+
 def format_result(doc: dict) -> str:
-    """The rows grouped by (level, coefficient), each group under its signature."""
-    lines, last = [], None
+    """The join's counts, then the rows grouped by (level, coefficient), each group under its signature."""
+    lines = joined(doc["settings"])
+    groups: dict[tuple, list] = {}
     for r in doc["rows"]:
-        if (r["level"], r["coefficient"]) != last:
-            last = (r["level"], r["coefficient"])
-            lines += ["", f"{r['level']} level, {r['coefficient']}   [{r['signature'].split(' + ')[0]}]",
-                      f"  {'type':<10} {'stat':<10} {'r':>8} {'ci':>19}  used  skipped"]
-        ci = f"[{_f(r['ci_low'])}, {_f(r['ci_high'])}]"
-        lines.append(f"  {r['type']:<10} {r['stat']:<10} {_f(r['r']):>8} {ci:>19}  {r['n_used']:>4}  {r['n_skipped']:>7}")
+        groups.setdefault((r["level"], r["coefficient"]), []).append(r)
+    for rows in groups.values():
+        lines += _block(rows, doc["settings"].get("n_boot", 0))
     lines += [""] if doc.get("compare") else []
     for t in doc.get("compare", []):
         w = t["williams"]

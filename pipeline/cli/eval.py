@@ -130,16 +130,20 @@ def _read_lines(path: str, marker: str | None) -> list[str]:
     return [ln.replace(marker, "\n") for ln in lines] if marker else lines
 
 
-def _parquet_records(path: str, fields: list[str]) -> list[tuple[int, dict]]:
+def _parquet_records(path: str, fields: list[str], pick=None) -> tuple[list[str], list[tuple[int, dict]]]:
+    """The file's column names and its records' ``fields`` (plus the column ``pick(names)``
+    names, if any: the file is opened once)."""
     import pyarrow.parquet as pq  # start-up: Arrow, for a Parquet input only
 
     from pipeline.io.streams import open_input, reading  # start-up: fsspec, for the commands that read files
 
     with reading(path, parquet=True), open_input(path, {}) as f:
         pf = pq.ParquetFile(f)
-        table = pf.read(columns=[c for c in dict.fromkeys(fields) if c in pf.schema_arrow.names])
+        names = list(pf.schema_arrow.names)
+        extra = pick(names) if pick else None
+        table = pf.read(columns=[c for c in dict.fromkeys([*fields, *([extra] if extra else [])]) if c in names])
     cols = {c: table.column(c).to_pylist() for c in table.column_names}
-    return [(n, {c: v[n] for c, v in cols.items()}) for n in range(table.num_rows)]
+    return names, [(n, {c: v[n] for c, v in cols.items()}) for n in range(table.num_rows)]
 
 
 # the size from which a JSONL input is tried on the records layout's Arrow path
@@ -168,35 +172,72 @@ def _fast_jsonl(data: bytes, fields: dict[str, str]) -> dict[str, list] | None:
             "references": refs.to_pylist(), "system": systems.to_pylist()}
 
 
-def _jsonl_records(path: str, data: bytes) -> list[tuple[int, dict]]:
+def _jsonl_records(path: str, data: bytes, row_stop: int | None = None) -> list[tuple[int, dict]]:
     # start-up: Arrow and fsspec, for the commands that read files
     from pipeline.io.canonical import json_lines, location
     from pipeline.io.streams import lines_of
 
     out = []
-    for row, rec, err in json_lines(lines_of(data), path, True, EvalError):
+    for row, rec, err in json_lines(lines_of(data, 0, row_stop), path, True, EvalError):
         if err is not None:
             raise EvalError(f"{location(path, row, 'jsonl')}: {err}")
         out.append((row, rec))
     return out
 
-def _read_records(path: str, fields: dict[str, str], with_refs: bool, what: str = "candidate", hints=str):
+def _first_names(recs) -> list[str]:
+    """The fields of the first 5 records (as :func:`pipeline.io.readers.first_fields` sees a file)."""
+    names: dict[str, None] = {}
+    for _, rec in [r for r in recs if isinstance(r[1], dict)][:5]:
+        names.update(dict.fromkeys(map(str, rec)))
+    return list(names)
+
+
+def _system_guess(fields: dict[str, str], names: list[str]) -> str | None:
+    """A field among ``names`` that looks like a system name (``model``, ...), the mapping's own left out."""
+    from pipeline.io.readers import likely_field  # start-up: Arrow and fsspec, for a records input
+
+    if not fields.get("system"):
+        return None
+    return likely_field(fields["system"], "system", [f for f in names if f not in set(fields.values())])
+
+
+def _read_records(path: str, fields: dict[str, str], with_refs: bool, what: str = "candidate", hints=None):
     """``{key: [values]}`` for ``candidate``, ``id`` (None where a record has none),
     ``references`` (with ``with_refs``) and the row of each record, checked field by field
     as the run's readers check them (the same reasons; here each ends the command).  ``what``
-    names the text field read as ``candidate`` (``reference`` in a ``-r`` record file)."""
-    # start-up: Arrow, for the commands that read files
-    from pipeline.io.canonical import BadRecord, get_id, get_refs, get_str, get_system, location
-
+    names the text field read as ``candidate`` (``reference`` in a ``-r`` record file).  Also
+    ``names``, the first records' fields, and ``guessed``: ``(field, its values)`` for a field that
+    looks like a system name when no record has ``fields["system"]`` (else None) -- from the
+    records read here: the input is read once (stdin or a pipe cannot be read twice)."""
     fmt = _kind(path)
     if fmt == "parquet":
-        recs = _parquet_records(path, [f for f in fields.values() if f])
+        names, recs = _parquet_records(path, [f for f in fields.values() if f], lambda n: _system_guess(fields, n))
     else:
         data = _read_bytes(path)
         fast = _fast_jsonl(data, fields) if with_refs else None
         if fast is not None:
-            return fast
+            if any(fast["system"]):
+                return {**fast, "names": [], "guessed": None}
+            names = _first_names(_jsonl_records(path, data, 200))
+            guess = _system_guess(fields, names)   # the records parsed again (from memory) only then
+            return {**fast, **_guessed(fields, _jsonl_records(path, data) if guess else [], names)}
         recs = _jsonl_records(path, data)
+        names = _first_names(recs)
+    out = _checked_records(path, fmt, recs, fields, with_refs, what, lambda: hints(names) if hints else "")
+    return {**out, **(_guessed(fields, recs, names) if not any(out["system"]) else {"names": names, "guessed": None})}
+
+
+def _guessed(fields: dict[str, str], recs, names: list[str] | None = None) -> dict:
+    names = _first_names(recs) if names is None else names
+    guess = _system_guess(fields, names)
+    values = sorted({str(r[guess]) for _, r in recs if isinstance(r, dict) and r.get(guess) is not None}) if guess else []
+    return {"names": names, "guessed": (guess, values) if guess else None}
+
+
+def _checked_records(path, fmt, recs, fields, with_refs, what, hints) -> dict[str, list]:
+    # start-up: Arrow, for the commands that read files
+    from pipeline.io.canonical import BadRecord, get_id, get_refs, get_str, get_system, location
+
     wanted = [("candidate", "--candidate-field" if what == "candidate" else "--references-field")]
     for key, option in wanted + ([("references", "--references-field")] if with_refs else []):
         if recs and not any(fields[key] in r for _, r in recs):
@@ -232,15 +273,19 @@ def _ids(path: str, rows: list[int], given: list | None = None) -> list[str]:
 
 def read_inputs(args) -> tuple[list[str], list, list[str], list[str] | None]:
     """(candidates, references, ids, systems) from the command's files (systems: None when no
-    record names one)."""
+    record names one); ``args.guessed``: a field that looks like a system name and its values
+    (:func:`_read_records`), for :func:`check_systems`."""
     systems = None
+    args.guessed = None
     if _kind(args.input) == "lines":
         cands = _read_lines(args.input, args.newline_marker)
         ids = _ids(args.refs[0] if args.refs else args.input, list(range(len(cands))))
     else:
         fields = {"candidate": args.candidate_field, "id": args.id_field, "references": args.references_field,
                   "system": args.system_field}
-        recs = _read_records(args.input, fields, with_refs=not args.refs, hints=lambda: _field_hints(args))
+        recs = _read_records(args.input, fields, with_refs=not args.refs,
+                             hints=lambda names: _field_hints(args, names))
+        args.guessed = recs["guessed"]
         if not recs["row"]:
             return [], [], [], None
         cands = recs["candidate"]
@@ -268,12 +313,11 @@ def read_inputs(args) -> tuple[list[str], list, list[str], list[str] | None]:
 
 # --------------------------------------------------------------------------- systems
 
-def _field_hints(args) -> str:
+def _field_hints(args, fields: list[str]) -> str:
     """``; did you mean --candidate-field X --references-field Y ...?``: every option a field of the
-    input's first records probably answers (a system field too), or ``""``."""
-    from pipeline.io.readers import first_fields, likely_field  # start-up: Arrow and fsspec, for a records input
+    input's first records (``fields``) probably answers (a system field too), or ``""``."""
+    from pipeline.io.readers import likely_field  # start-up: Arrow and fsspec, for a records input
 
-    fields = first_fields((args.input,), "auto", {})
     options = [("candidate", "--candidate-field"), ("id", "--id-field"), ("system", "--system-field")]
     if not args.refs:
         options.insert(1, ("references", "--references-field"))
@@ -290,21 +334,6 @@ def _field_hints(args) -> str:
     return f"; did you mean {' '.join(hints)}?" if hints else ""
 
 
-def _likely_system_field(args) -> str | None:
-    """A field of the input's first records that looks like a system name (``model``, ...)."""
-    from pipeline.io.readers import first_fields, likely_field  # start-up: Arrow and fsspec, for a records input
-
-    taken = {args.candidate_field, args.references_field, args.id_field, args.system_field}
-    return likely_field(args.system_field, "system", [f for f in first_fields((args.input,), "auto", {})
-                                                      if f not in taken])
-
-
-def _field_values(path: str, field: str) -> list[str]:
-    """The values of one field over the input's records (as texts; records without it left out)."""
-    recs = _parquet_records(path, [field]) if _kind(path) == "parquet" else _jsonl_records(path, _read_bytes(path))
-    return [str(r[field]) for _, r in recs if r.get(field) is not None]
-
-
 def check_systems(args, ids, systems) -> None:
     """A records input is never pooled over systems without a word: each (system, id) once, and
     a field that looks like a system name (with several values) is used by ``--system-field``
@@ -312,10 +341,9 @@ def check_systems(args, ids, systems) -> None:
     if _kind(args.input) == "lines":
         return
     guess = None
-    if systems is None and args.system_field:
-        guess = _likely_system_field(args)
+    if systems is None and args.system_field and getattr(args, "guessed", None):
+        guess, values = args.guessed
         if guess is not None:
-            values = sorted(set(_field_values(args.input, guess)))
             if len(values) < 2:
                 guess = None   # one value: not several systems
             else:
@@ -398,7 +426,7 @@ def _json(result) -> dict:
     if not isinstance(result, dict):
         return result.to_dict()
     results = list(result.values())
-    head = {k: v for k, v in results[0].to_dict().items() if k not in ("system", "n", "rows")}
+    head = {k: v for k, v in results[0].to_dict(rows=False).items() if k not in ("system", "n")}
     return {"n": sum(r.n for r in results), "systems": {s: r.n for s, r in result.items()}, **head,
             "rows": [row for r in results for row in r.rows()]}
 

@@ -7,5 +7,6 @@ scores.  Runs are read through :mod:`pipeline.runfolder.read` only.  Needs scipy
 """
 from pipeline.meta.api import CorrelationResult, correlate
 from pipeline.meta.compare_metrics import compare_metrics, williams
+from pipeline.meta.compare_metrics import from_result as compare_metrics_from_result
 
-__all__ = ["CorrelationResult", "compare_metrics", "correlate", "williams"]
+__all__ = ["CorrelationResult", "compare_metrics", "compare_metrics_from_result", "correlate", "williams"]

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field as dc_field
 import numpy as np
 import pandas as pd
 
-from pipeline.errors import MetaError, OldLayoutError, RunFolderError
+from pipeline.errors import MetaError, NothingToCorrelateError, OldLayoutError, RunFolderError
 from pipeline.meta import coefficients, levels, resample
 from pipeline.meta.data import Judged, judged
 from pipeline.meta.human import judgments, read_human
@@ -18,14 +18,18 @@ from pipeline.runfolder.read import open_run
 from pipeline.stats.keys import DEFAULT_SEED
 
 ROW_COLUMNS = ["type", "stat", "level", "coefficient", "r", "ci_low", "ci_high", "n_used", "n_skipped",
-               "n_systems", "n_docs", "n_boot_valid", "signature"]
+               "n_too_few", "n_systems", "n_docs", "n_boot_valid", "ci_partial", "too_few", "note", "signature"]
+GROUP = {"summary": "document", "system": "system", "global": "cell"}
 
 
 @dataclass
 class CorrelationResult:
     """``rows``: one row per rouge type x statistic x level x coefficient (:data:`ROW_COLUMNS`;
     ``n_used``/``n_skipped``: documents at the summary level, systems at the system level, cells
-    globally); ``signature``: the settings shared by every row (each row's own is in its
+    globally; ``n_too_few``: the groups -- documents, or the level's one group -- with fewer than
+    :data:`pipeline.meta.levels.MIN_ITEMS` items; ``too_few``: every group had too few, so ``r`` is
+    NaN; ``note``: why ``r`` is NaN; ``ci_partial``: the interval rests on fewer valid replicates,
+    ``n_boot_valid``, than asked); ``signature``: the settings shared by every row (each row's own is in its
     ``signature`` column); ``replicates``: ``{(level, coefficient): (n_boot, columns)}`` bootstrap
     values in ``columns`` order (for :func:`pipeline.meta.compare_metrics` and your own tests)."""
 
@@ -116,10 +120,14 @@ def correlate(run_or_frame, human, field: str | None = None, levels=levels.LEVEL
             reps[(level, coef)] = boot
             for k, column in enumerate(data.columns):
                 rows.append(_row(data, k, column, level, coef, boot, confidence, sig))
+    nothing_to_correlate(rows)
+    pooled = hum["n_rows"] if "n_rows" in hum.columns else pd.Series([], dtype=int)
     settings = {"levels": list(lv), "coefficients": list(co), "doc_key": doc_key or "id", "field": field,
                 "resample": resample, "n_boot": n_boot, "confidence": confidence, "seed": seed,
                 "systems": len(data.systems), "docs": len(data.docs), "examples": data.n_examples,
-                "human_unmatched": data.n_unmatched, "rouge_signature": rouge_sig}
+                "human_unmatched": data.n_unmatched, "scored_unjudged": data.n_unjudged,
+                "human_averaged": int((pooled > 1).sum()), "human_averaged_rows": int(pooled[pooled > 1].sum()),
+                "rouge_signature": rouge_sig}
     shared = correlation_signature(None, None, **common)
     return CorrelationResult(pd.DataFrame(rows, columns=ROW_COLUMNS), shared, settings, list(data.columns),
                              reps, data)
@@ -138,9 +146,32 @@ def resample_replicates(prepared, coef, n_boot, how, seed, workers) -> np.ndarra
 
 
 def _row(data: Judged, k: int, column: str, level: str, coef: str, boot, confidence: float, sig: str) -> dict:
-    r, used, skipped = levels.LEVEL_FUNCTIONS[level](data.X[k], data.H, coef)
+    r, used, skipped, too_few = levels.LEVEL_FUNCTIONS[level](data.X[k], data.H, coef)
     lo, hi, valid = resample.interval(boot[:, k], confidence) if boot is not None else (np.nan, np.nan, 0)
     t, s = data.split(column)
+    groups = len(data.docs) if level == "summary" else 1
+    all_few = too_few == groups
     return {"type": t, "stat": s, "level": level, "coefficient": coef, "r": r, "ci_low": lo, "ci_high": hi,
-            "n_used": used, "n_skipped": skipped, "n_systems": len(data.systems), "n_docs": len(data.docs),
-            "n_boot_valid": valid, "signature": sig}
+            "n_used": used, "n_skipped": skipped, "n_too_few": too_few, "n_systems": len(data.systems),
+            "n_docs": len(data.docs), "n_boot_valid": valid,
+            "ci_partial": bool(boot is not None and 0 < valid < len(boot)), "too_few": bool(all_few),
+            "note": None if np.isfinite(r) else why_undefined(level, used, all_few), "signature": sig}
+
+
+def why_undefined(level: str, used: int, too_few: bool) -> str:
+    """One line: why a level has no number for a column."""
+    need = levels.MIN_ITEMS
+    if level == "summary":
+        return (f"no document has {need} or more systems with both scores (two points always correlate +-1)"
+                if too_few else f"every document skipped (constant scores, or fewer than {need} systems)")
+    if too_few:
+        return (f"{used} {GROUP[level]}(s) with both scores: a correlation needs at least {need} "
+                "(two points always correlate +-1)")
+    return "the metric or the human scores are constant"
+
+
+def nothing_to_correlate(rows: list[dict]) -> None:
+    """The one-line error when no row has a number (nothing would be evidence)."""
+    if rows and not any(np.isfinite(r["r"]) for r in rows):
+        per_level = dict.fromkeys(f"{r['level']}: {r['note']}" for r in rows)
+        raise NothingToCorrelateError("nothing to correlate at any level: " + "; ".join(per_level))

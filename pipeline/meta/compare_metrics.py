@@ -115,9 +115,41 @@ def compare_metrics(run_or_frame, human, a: str, b: str, field: str | None = Non
             raise MetaError(f"compare_metrics: no column {c!r} in the scores")
     hum = human_frame(human, field, storage_options, human_system, human_id)
     data = judged(scores[["system", "id", a, b]], hum, doc_key)
+    data = Judged(data.systems, data.docs, [a, b], data.X[[data.columns.index(a), data.columns.index(b)]], data.H,
+                  data.n_examples, data.n_unmatched, data.n_unjudged)
+    opts = dict(field=field, doc_key=doc_key, resample=resample, n_boot=n_boot, confidence=confidence, seed=seed)
+    return _compare(data, a, b, level, coefficient, opts, rouge_sig, n_perm, workers)
+
+
+def from_result(result, a: str, b: str, level: str, coefficient: str, n_perm: int = 1000, workers: int = 1) -> dict:
+    """:func:`compare_metrics` on a :class:`pipeline.meta.CorrelationResult`'s data and settings
+    (nothing read again); its bootstrap replicates of ``a`` and ``b`` are reused when they were
+    computed on the same cells (neither column has a NaN the other lacks), else drawn again with
+    the same seed: the same numbers as :func:`compare_metrics` either way."""
+    if a == b:
+        raise MetaError(f"compare_metrics: {a} against itself")
+    for c in (a, b):
+        if c not in result.columns:
+            raise MetaError(f"compare_metrics: no column {c!r} in the scores")
+    cfg = result.settings
+    opts = {k: cfg[k] for k in ("field", "doc_key", "resample", "n_boot", "confidence", "seed")}
+    data = result.data
+    ia, ib = data.columns.index(a), data.columns.index(b)
+    fa, fb = np.isfinite(data.X[ia]), np.isfinite(data.X[ib])
+    boot = result.replicates.get((level, coefficient))
+    reps = boot[:, [ia, ib]] if boot is not None and (fa == fb).all() else None
+    pair = Judged(data.systems, data.docs, [a, b], data.X[[ia, ib]], data.H, data.n_examples, data.n_unmatched,
+                  data.n_unjudged)
+    return _compare(pair, a, b, level, coefficient, opts, cfg["rouge_signature"], n_perm, workers, reps)
+
+
+def _compare(data: Judged, a: str, b: str, level: str, coefficient: str, opts: dict, rouge_sig: str, n_perm: int,
+             workers: int, reps: np.ndarray | None = None) -> dict:
+    """The test on ``data`` (its columns: ``a``, ``b``); ``reps``: their replicates when already drawn."""
+    n_boot, resample, seed, confidence = opts["n_boot"], opts["resample"], opts["seed"], opts["confidence"]
     both = np.isfinite(data.X[0]) & np.isfinite(data.X[1])
-    X = np.where(both[None], data.X, np.nan)[[data.columns.index(a), data.columns.index(b)]]
-    data = Judged(data.systems, data.docs, [a, b], X, data.H, data.n_examples, data.n_unmatched)
+    X = np.where(both[None], data.X, np.nan)
+    data = Judged(data.systems, data.docs, [a, b], X, data.H, data.n_examples, data.n_unmatched, data.n_unjudged)
     fn = levels.LEVEL_FUNCTIONS[level]
     r_a, r_b = fn(X[0], data.H, coefficient)[0], fn(X[1], data.H, coefficient)[0]
     delta = r_a - r_b
@@ -125,13 +157,14 @@ def compare_metrics(run_or_frame, human, a: str, b: str, field: str | None = Non
            "delta_ci": [float("nan"), float("nan")], "p_bootstrap": float("nan"),
            "p_bootstrap_two_sided": float("nan"), "n_boot_valid": 0, "p_permutation": float("nan"),
            "n_perm_valid": 0, "williams": None,
-           "signature": correlation_signature(coefficient, level, doc_key=doc_key, field=field or "human",
-                                              n_systems=len(data.systems), n_docs=len(data.docs),
-                                              resample=resample, n_boot=n_boot, confidence=confidence,
-                                              seed=seed, rouge=rouge_sig)}
+           "signature": correlation_signature(coefficient, level, doc_key=opts["doc_key"],
+                                              field=opts["field"] or "human", n_systems=len(data.systems),
+                                              n_docs=len(data.docs), resample=resample, n_boot=n_boot,
+                                              confidence=confidence, seed=seed, rouge=rouge_sig)}
     if n_boot > 0:
-        prepared = resampling.Prepared(X, data.H, level)
-        reps = resampling.replicates(prepared, coefficient, n_boot, resample, seed, workers)
+        if reps is None:
+            prepared = resampling.Prepared(X, data.H, level)
+            reps = resampling.replicates(prepared, coefficient, n_boot, resample, seed, workers)
         out.update(_bootstrap_test(reps[:, 0] - reps[:, 1], delta, confidence))
     if n_perm > 0 and math.isfinite(delta):
         out["p_permutation"], out["n_perm_valid"] = permutation_pvalue(X, data.H, level, coefficient, delta, n_perm,

@@ -30,6 +30,7 @@ class Judged:
     H: np.ndarray             # (systems, docs) human scores, NaN where missing
     n_examples: int           # examples of the run with a human score
     n_unmatched: int          # judged (system, id) of the human file not in the run
+    n_unjudged: int = 0       # examples of the run without a human score
 
     def split(self, column: str) -> tuple[str, str]:
         """``rouge2_recall`` -> ``("rouge2", "recall")``."""
@@ -84,7 +85,8 @@ def judged(scores: pd.DataFrame, human: pd.DataFrame, doc_key: str | None = None
     X[:, si, di] = both[columns].to_numpy(np.float64).T
     H = np.full((len(systems), len(docs)), np.nan)
     H[si, di] = both["human"].to_numpy(np.float64)
-    return Judged(list(systems), list(docs), columns, X, H, len(both), len(human) - len(both))
+    return Judged(list(systems), list(docs), columns, X, H, len(both), len(human) - len(both),
+                  len(left) - len(both))
 
 
 def _first(frame: pd.DataFrame) -> str:

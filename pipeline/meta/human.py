@@ -6,7 +6,8 @@ named ``human.relevance``), else a dotted path into nested records (``human.rele
 on the path is walked element by element (``expert_annotations.relevance`` reads every
 annotator's score of a SummEval record).  **Aggregation**: every number found for a
 ``(system, id)`` -- the elements of a list, and the values of several records with the same key
--- is one annotation, and the human score is their mean (``human_agg`` of the signature).
+-- is one annotation, and the human score is their mean (``human_agg`` of the signature); how many
+records were pooled for a key is its ``n_rows`` (``correlate`` reports the keys with several).
 Records without the field (or with null) are not judged; a value that is not a number (or a list
 of numbers) is an error naming the record.  A record without ``system`` belongs to the system
 ``""``, as in the run.
@@ -75,8 +76,8 @@ def numbers(value, where: str) -> list[float]:
 
 def read_human(url: str, field: str, storage_options: dict | None = None, system_field: str = "system",
                id_field: str = "id") -> pd.DataFrame:
-    """``system``, ``id``, ``human`` (the mean annotation) and ``n_annotations``, one row per judged
-    ``(system, id)``, sorted."""
+    """``system``, ``id``, ``human`` (the mean annotation), ``n_annotations`` and ``n_rows`` (the
+    records pooled), one row per judged ``(system, id)``, sorted."""
     records = _records(str(url), storage_options)
     return judgments(records, field, f"--human {url}", system_field, id_field)
 
@@ -85,6 +86,7 @@ def judgments(records: list[dict], field: str, where: str, system_field: str = "
               id_field: str = "id") -> pd.DataFrame:
     """:func:`read_human` on records already read (``where`` names them in errors)."""
     pooled: dict[tuple[str, str], list[float]] = {}
+    n_rows: dict[tuple[str, str], int] = {}
     for n, rec in enumerate(records, 1):
         if not isinstance(rec, dict) or rec.get(id_field) is None:
             raise MetaError(f"{where}: record {n} has no {id_field!r}")
@@ -93,8 +95,9 @@ def judgments(records: list[dict], field: str, where: str, system_field: str = "
         key = ("" if system is None or system != system else str(system), str(rec[id_field]))
         if vals:
             pooled.setdefault(key, []).extend(vals)
+            n_rows[key] = n_rows.get(key, 0) + 1
     if not pooled:
         keys = sorted({k for r in records[:20] if isinstance(r, dict) for k in r})
         raise MetaError(f"{where}: no record has a number in {field!r} (fields: {', '.join(keys) or 'none'})")
-    rows = sorted((s, i, sum(v) / len(v), len(v)) for (s, i), v in pooled.items())
-    return pd.DataFrame(rows, columns=["system", "id", "human", "n_annotations"])
+    rows = sorted((s, i, sum(v) / len(v), len(v), n_rows[(s, i)]) for (s, i), v in pooled.items())
+    return pd.DataFrame(rows, columns=["system", "id", "human", "n_annotations", "n_rows"])

@@ -15,8 +15,8 @@ coefficient is a function of that multiset, computed here from the weights:
   distinct values with a positive weight.
 
 An item with weight 0 (not drawn, or a NaN on either side) takes no part.  ``_corr`` returns NaN
-when fewer than two distinct ``x`` or ``y`` values are drawn (a constant column): the skip rule of
-:mod:`.levels`.  Counts and ``S`` are integers, exact in float64.  Each replicate is computed by
+when fewer than ``MIN_ITEMS`` copies are drawn or fewer than two distinct ``x`` or ``y`` values (a
+constant column): the skip rule of :mod:`.levels`.  Counts and ``S`` are integers, exact in float64.  Each replicate is computed by
 its own loop from its own weights, so a replicate's number does not depend on the other
 replicates computed with it (chunking and workers give identical bytes).
 """
@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+
+from pipeline.meta.levels import MIN_ITEMS
 
 PEARSON, SPEARMAN, KENDALL_B, KENDALL_C = 0, 1, 2, 3
 
@@ -152,6 +154,11 @@ def _dense_ranks(v, order, out):
 def _corr(x, y, w, ox, oy, coef, rx, rk, tree, ysum, ryi):
     """One coefficient of ``x`` and ``y`` under the weights ``w`` (NaN when either is constant);
     ``ox``/``oy``: argsorts of ``x``/``y``; the rest are scratch buffers."""
+    total = 0.0
+    for i in range(w.shape[0]):
+        total += w[i]
+    if total < MIN_ITEMS:
+        return np.nan
     gx = _mid_ranks(x, w, ox, rx)
     gy = _mid_ranks(y, w, oy, rk)
     if gx < 2 or gy < 2:

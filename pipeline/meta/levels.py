@@ -6,15 +6,22 @@ system ``i`` on document ``j`` (NaN: missing or not finite; a cell takes part on
 are finite).
 
 * **summary level** -- for each document, correlate across systems; average over documents.  A
-  document is **skipped** (and counted) when fewer than two of its systems have both scores or
-  when its metric or its human column is constant over them: a correlation is undefined there,
-  and counting it as 0 would pull the average towards 0.
+  document is **skipped** (and counted) when fewer than :data:`MIN_ITEMS` of its systems have
+  both scores or when its metric or its human column is constant over them: a correlation is
+  undefined or degenerate there (two points always correlate +-1, so a 2-system document says
+  only whether the signs agree), and counting it as 0 would pull the average towards 0.
 * **system level** -- each system's mean metric score and mean human score over its cells with
   both, then correlate across systems (the level ROUGE was validated at: Lin 2004).
 * **global** -- every (system, document) cell with both scores at once.
 
-Each returns ``(r, used, skipped)``: the coefficient (NaN when undefined), the documents
-(summary), systems (system) or cells (global) it used, and the documents or systems skipped.
+The system and the global level are one group of items each: fewer than :data:`MIN_ITEMS` items
+there (or a constant side) give NaN, never a number.
+
+Each returns ``(r, used, skipped, too_few)``: the coefficient (NaN when undefined), the
+documents (summary), systems (system) or cells (global) it used, the documents or systems
+skipped, and the groups (documents; at the system and global level the one group: 0 or 1) left
+out because they had fewer than :data:`MIN_ITEMS` items.  Under resampling an item drawn twice
+counts twice (:mod:`.resample`).
 """
 from __future__ import annotations
 
@@ -23,22 +30,24 @@ import numpy as np
 from pipeline.meta.coefficients import coefficient
 
 LEVELS = ("summary", "system", "global")
+MIN_ITEMS = 3   # fewer items per group: no correlation (two points always correlate +-1)
 
 
 def _defined(x: np.ndarray, y: np.ndarray) -> bool:
-    """At least two items and neither side constant."""
-    return len(x) >= 2 and np.unique(x).size > 1 and np.unique(y).size > 1
+    """At least :data:`MIN_ITEMS` items and neither side constant."""
+    return len(x) >= MIN_ITEMS and np.unique(x).size > 1 and np.unique(y).size > 1
 
 
-def summary_level(x: np.ndarray, h: np.ndarray, coef: str) -> tuple[float, int, int]:
-    values, skipped = [], 0
+def summary_level(x: np.ndarray, h: np.ndarray, coef: str) -> tuple[float, int, int, int]:
+    values, skipped, too_few = [], 0, 0
     for j in range(x.shape[1]):
         ok = np.isfinite(x[:, j]) & np.isfinite(h[:, j])
         if not _defined(x[ok, j], h[ok, j]):
             skipped += 1
+            too_few += int(ok.sum()) < MIN_ITEMS
             continue
         values.append(coefficient(coef, x[ok, j], h[ok, j]))
-    return (float(np.mean(values)) if values else float("nan")), len(values), skipped
+    return (float(np.mean(values)) if values else float("nan")), len(values), skipped, too_few
 
 
 def mean(v: np.ndarray) -> float:
@@ -54,15 +63,17 @@ def system_means(x: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.array([mean(x[i, ok[i]]) for i in keep]), np.array([mean(h[i, ok[i]]) for i in keep])
 
 
-def system_level(x: np.ndarray, h: np.ndarray, coef: str) -> tuple[float, int, int]:
+def system_level(x: np.ndarray, h: np.ndarray, coef: str) -> tuple[float, int, int, int]:
     mx, mh = system_means(x, h)
     skipped = x.shape[0] - len(mx)
-    return (coefficient(coef, mx, mh) if _defined(mx, mh) else float("nan")), len(mx), skipped
+    r = coefficient(coef, mx, mh) if _defined(mx, mh) else float("nan")
+    return r, len(mx), skipped, int(len(mx) < MIN_ITEMS)
 
 
-def global_level(x: np.ndarray, h: np.ndarray, coef: str) -> tuple[float, int, int]:
+def global_level(x: np.ndarray, h: np.ndarray, coef: str) -> tuple[float, int, int, int]:
     ok = np.isfinite(x) & np.isfinite(h)
-    return (coefficient(coef, x[ok], h[ok]) if _defined(x[ok], h[ok]) else float("nan")), int(ok.sum()), 0
+    n = int(ok.sum())
+    return (coefficient(coef, x[ok], h[ok]) if _defined(x[ok], h[ok]) else float("nan")), n, 0, int(n < MIN_ITEMS)
 
 
 LEVEL_FUNCTIONS = {"summary": summary_level, "system": system_level, "global": global_level}

@@ -1,12 +1,12 @@
 """The correlation signature (sacrebleu's idea applied to meta-evaluation): every choice that
 changes a correlation, printed beside it.
 
-    coef:kendall-tau-b|level:summary|doc:id|skip:constant-or-lt2|human:relevance-mean|systems:16|docs:100|boot:both-1000|ci:95|seed:12345|v:0.1.0
+    coef:kendall-tau-b|level:summary|doc:id|skip:constant-or-lt3|human:relevance-mean|systems:16|docs:100|boot:both-1000|ci:95|seed:12345|v:0.1.0
 
 * ``coef``: the coefficient and its variant; ``level``: ``summary``, ``system`` or ``global``
   (:mod:`.levels`); ``doc``: the document key (``id`` or the ``--doc-key`` expression);
-* ``skip``: what the level leaves out -- ``constant-or-lt2`` (summary: documents whose metric or
-  human column is constant or has fewer than two systems), ``unjudged-systems`` (system: systems
+* ``skip``: what the level leaves out -- ``constant-or-lt3`` (summary: documents whose metric or
+  human column is constant or has fewer than three systems), ``unjudged-systems`` (system: systems
   without a judged cell), ``none`` (global);
 * ``human``: the field and how its annotations are aggregated (:mod:`.human`);
 * ``systems``, ``docs``: the systems and documents of the judged data;
@@ -20,7 +20,7 @@ from pipeline import __version__
 from pipeline.meta.coefficients import SIGNED
 from pipeline.meta.human import AGGREGATION
 
-SKIP = {"summary": "constant-or-lt2", "system": "unjudged-systems", "global": "none"}
+SKIP = {"summary": "constant-or-lt3", "system": "unjudged-systems", "global": "none"}
 
 
 def correlation_signature(coef: str | None, level: str | None, *, doc_key: str | None, field: str,

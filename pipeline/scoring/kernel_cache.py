@@ -10,12 +10,20 @@ large for pure Python and the kernels are not ready, the wait is shown on stderr
 
 A stamp file next to numba's cache, keyed by everything that invalidates it (this package's
 files, numba, Python, the machine), says a part is compiled: ``scoring`` (the encoder and the
-scoring kernel), ``job`` (the others a run needs) or ``kernels`` (every kernel: ``python -m
-pipeline.execution.warmup``, or both others).
+scoring kernel), ``job`` (the others a run needs), ``kernels`` (every kernel: ``python -m
+pipeline.execution.warmup``, or both others) or a registered module's name.
+
+**Registered modules.**  A layer above this one whose kernels a first call needs (the
+rouge-score bootstrap of ``compute``) adds its module's name with :func:`register` when it is
+imported, before anything scores; the background compile imports each such module by name
+after the scoring kernels and calls its ``compile_for_cache()``, then stamps it with its name,
+and a process waiting for the scoring kernels (idle) compiles them meanwhile the same way.
+This layer imports none of them.
 """
 from __future__ import annotations
 
 import hashlib
+import importlib
 import os
 import platform
 import subprocess
@@ -29,6 +37,17 @@ ALL = "kernels"
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _key: str | None = None
 _started: subprocess.Popen | None = None
+_registered: dict[str, None] = {}   # module names, in the order added
+
+
+def register(module: str) -> None:
+    """Have the background compile also compile ``module`` (a module with a ``compile_for_cache()``
+    function) and stamp it as the part ``module``."""
+    _registered.setdefault(module, None)
+
+
+def registered() -> list[str]:
+    return list(_registered)
 
 
 def _package_version() -> str:
@@ -79,9 +98,9 @@ def is_ready(part: str = ALL) -> bool:
     try:
         if os.path.exists(stamp_path(part)):
             return True
-        if part == SCORING or part == JOB:
+        if part != ALL:   # scoring, job, a registered module: every kernel covers it
             return os.path.exists(stamp_path(ALL))
-        return part == ALL and os.path.exists(stamp_path(JOB)) and os.path.exists(stamp_path(SCORING))
+        return os.path.exists(stamp_path(JOB)) and os.path.exists(stamp_path(SCORING))
     except OSError:
         return False
 
@@ -130,12 +149,13 @@ def compiling() -> bool:
 
 
 def start_background() -> bool:
-    """Start the background compile of the scoring kernels unless they are ready or a process
-    compiles them already; True when one runs (this call's or another's)."""
+    """Start the background compile of the scoring kernels and the registered modules not ready
+    yet, unless a process compiles already; True when one runs (this call's or another's)."""
     global _started
     if _started is not None and _started.poll() is None:
         return True
-    if is_ready(SCORING):
+    modules = [m for m in _registered if not is_ready(m)]
+    if is_ready(SCORING) and not modules:
         return False
     path = _lock_path()
     for _ in range(2):
@@ -156,7 +176,7 @@ def start_background() -> bool:
         return False
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     try:
-        _started = subprocess.Popen([sys.executable, "-m", "pipeline.scoring.kernel_compile"], env=env,
+        _started = subprocess.Popen([sys.executable, "-m", "pipeline.scoring.kernel_compile", *modules], env=env,
                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                     stderr=subprocess.DEVNULL, start_new_session=True)
     except OSError:
@@ -168,24 +188,42 @@ def start_background() -> bool:
     return True
 
 
-def wait_ready(file=None) -> bool:
-    """Wait, showing the wait on ``file`` (stderr), until the background compile has put the
-    scoring kernels in the cache; False when no process compiles them (the caller compiles)."""
-    if is_ready(SCORING):
+def wait_ready(file=None, part: str = SCORING, what: str | None = None) -> bool:
+    """Wait, showing the wait on ``file`` (stderr), until the background compile has put
+    ``part`` (the scoring kernels, or a registered module) in the cache; False when no process
+    compiles it (the caller compiles).  Waiting for the scoring kernels, this process compiles
+    the registered modules meanwhile; a module is waited for only once this process's compile
+    is past the scoring kernels (it compiles the modules after them), else the caller compiles."""
+    if is_ready(part):
         return True
     if not start_background():
         return False
+    if part != SCORING and not (is_ready(SCORING) and _started is not None and _started.poll() is None
+                                and part in _started.args):
+        return False
     from tqdm import tqdm  # start-up: only when a wait is shown
 
+    what = what or ("the scoring kernels" if part == SCORING else f"the kernels of {part}")
     with tqdm(file=file or sys.stderr, leave=True, mininterval=0.5, bar_format="{desc}: {elapsed}{postfix}",
-              desc="compiling the scoring kernels (first use on this machine; cached after)") as bar:
-        while not is_ready(SCORING):
+              desc=f"compiling {what} (first use on this machine; cached after)") as bar:
+        if part == SCORING:
+            compile_registered()
+        while not is_ready(part):
             if not compiling():
-                return is_ready(SCORING)
+                return is_ready(part)
             time.sleep(0.2)
             bar.refresh()
         bar.set_postfix_str(", done")
     return True
+
+
+def compile_registered() -> None:
+    """Compile the registered modules not in the cache yet (by name: this layer imports none of
+    them), each stamped."""
+    for module in registered():
+        if not is_ready(module):
+            importlib.import_module(module).compile_for_cache()
+            mark(module)
 
 
 def release_lock() -> None:

@@ -1,10 +1,12 @@
 """Compiling the scoring kernels into numba's cache in another process:
-``python -m pipeline.scoring.kernel_compile`` (started by
-:func:`pipeline.scoring.kernel_cache.start_background`: the encoder and the scoring kernel at low
-priority, then the ``scoring`` stamp) and ``... kernel_compile kernel`` (the scoring kernel alone,
-one of a run's parallel compiles: :func:`pipeline.execution.warmup.ensure_compiled`)."""
+``python -m pipeline.scoring.kernel_compile [MODULE ...]`` (started by
+:func:`pipeline.scoring.kernel_cache.start_background`, at low priority: the encoder and the
+scoring kernel unless the cache has them, the ``scoring`` stamp, then each registered ``MODULE``
+not in the cache yet: its ``compile_for_cache()`` and its stamp) and ``... kernel_compile kernel`` (the scoring
+kernel alone, one of a run's parallel compiles: :func:`pipeline.execution.warmup.ensure_compiled`)."""
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 
@@ -47,7 +49,12 @@ def main(argv=None) -> int:
     except (OSError, AttributeError):  # no os.nice on Windows
         pass
     try:
-        compile_scoring()
+        if not kernel_cache.is_ready(kernel_cache.SCORING):
+            compile_scoring()   # first: what every first call waits for
+        for module in argv:   # registered by the layers above (kernel_cache.register), by name
+            if not kernel_cache.is_ready(module):
+                importlib.import_module(module).compile_for_cache()
+                kernel_cache.mark(module)
     finally:
         kernel_cache.release_lock()
     return 0

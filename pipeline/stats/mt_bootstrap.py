@@ -25,7 +25,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from pipeline.scoring import kernel_cache
+
 _N, _M = 624, 397
+_stamped = False
 
 
 @njit(cache=True, nogil=True)
@@ -107,4 +110,20 @@ def bootstrap_means(rs: np.random.RandomState, matrix: np.ndarray, n_samples: in
     out = np.empty((n_samples, len(cols)), dtype=np.float64)
     pos = _means_kernel(key, int(pos), columns, int(n_samples), out)
     rs.set_state((name, key, int(pos), has_gauss, gauss))
+    _stamp()
     return out
+
+
+def _stamp() -> None:
+    """The kernel is in numba's cache now (compiled or loaded here): its stamp, once a process."""
+    global _stamped
+    if not _stamped:
+        _stamped = True
+        if not kernel_cache.is_ready(__name__):
+            kernel_cache.mark(__name__)
+
+
+def compile_for_cache() -> None:
+    """Compile the kernel into numba's cache with the argument types every call passes (the
+    background compile's entry: :func:`pipeline.scoring.kernel_cache.register`)."""
+    bootstrap_means(np.random.RandomState(0), np.zeros((2, 3)), 1, [0, 1, 2])

@@ -27,7 +27,13 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from pipeline.scoring import cold, kernel_cache
 from pipeline.scoring.types import STATS
+
+# The compiled pass's module: a fresh cache's background compile (and a process waiting for the
+# scoring kernels) compiles it too, by name (the scoring layer does not import this one).
+COMPILED_MODULE = "pipeline.stats.mt_bootstrap"
+kernel_cache.register(COMPILED_MODULE)
 
 # Field-for-field the namedtuples of rouge_score.scoring (equal as tuples).
 Score = namedtuple("Score", STATS)
@@ -49,10 +55,25 @@ def _check(confidence_interval: float, n_samples: int) -> None:
         raise ValueError("n_samples must be positive")
 
 
+def _use_compiled(N: int, n_samples: int, width: int) -> bool:
+    """The compiled pass when the input is large or numba is loaded already (start-up time).  While
+    the cache lacks its kernel, a small bootstrap takes NumPy (not a compile) and a large one waits
+    for the background compile of that kernel alone when it is under way (its wait shown), else
+    compiles it here."""
+    large = N * n_samples >= _COMPILED_MIN_DRAWS
+    if width < 2 or N >= 1 << 32 or not (large or "numba" in sys.modules):
+        return False
+    if cold.compiles_here() or kernel_cache.is_ready(COMPILED_MODULE):
+        return True
+    if large:
+        kernel_cache.wait_ready(part=COMPILED_MODULE, what="the bootstrap kernel")
+    return large
+
+
 def _resample_means(rs, matrix: np.ndarray, n_samples: int, cols: Sequence[int]) -> np.ndarray:
     """``(n_samples, len(cols))`` resample means of ``matrix``'s columns ``cols``, drawn from ``rs``."""
     N = matrix.shape[0]
-    if matrix.shape[1] >= 2 and N < 1 << 32 and ("numba" in sys.modules or N * n_samples >= _COMPILED_MIN_DRAWS):
+    if _use_compiled(N, n_samples, matrix.shape[1]):
         # numba: loaded only when the input is large or numba is loaded already (start-up time)
         from pipeline.stats.mt_bootstrap import bootstrap_means
 

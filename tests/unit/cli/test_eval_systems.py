@@ -149,3 +149,42 @@ def test_one_rouge_type_is_one_type(capsys):
     rc, out, err = _main(["eval", "-i", str(SAMPLE), "-t", "rougeLsum"], capsys)
     assert rc == EXIT_OK, err
     assert {ln.split()[1] for ln in out.splitlines()[2:-1]} == {"rougeLsum"}
+
+
+def test_a_system_like_field_is_found_in_the_records_already_read(tmp_path, capsys, monkeypatch):
+    """The input is read once (as stdin or a pipe can only be): here it is gone after its first read."""
+    from pipeline.cli import eval as eval_cli
+
+    real = eval_cli._read_bytes
+
+    def once(path):
+        data = real(path)
+        Path(path).unlink()
+        return data
+
+    monkeypatch.setattr(eval_cli, "_read_bytes", once)
+    base = ["--candidate-field", "prediction", "--references-field", "target", "--id-field", "doc_id", "-t", "rouge1"]
+    path, rows = _two_models(tmp_path, n=4)
+    rc, out, err = _main(["eval", "-i", str(path), *base], capsys)
+    assert rc == EXIT_CONFIG and out == ""
+    assert err.count("\n") == 1 and "2 systems in field 'model' (a, b)" in err
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows if r["model"] == "a"), encoding="utf-8")
+    rc, out, err = _main(["eval", "-i", str(path), *base, "-f", "json"], capsys)   # one value: scored
+    assert rc == EXIT_OK, err
+    assert json.loads(out)["n"] == 4
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    rc, out, err = _main(["eval", "-i", str(path)], capsys)   # the hints too come from the records read
+    assert rc == EXIT_CONFIG and err.rstrip().endswith("did you mean --candidate-field prediction --references-field "
+                                                       "target --id-field doc_id --system-field model?")
+
+
+def test_json_per_system_builds_each_results_rows_once(capsys, monkeypatch):
+    from pipeline.api import RougeResult
+
+    calls = []
+    real = RougeResult.rows
+    monkeypatch.setattr(RougeResult, "rows", lambda self: calls.append(self.system) or real(self))
+    rc, out, err = _main(["eval", "-i", str(SAMPLE), "-t", "rouge1", "--n-boot", "0", "-f", "json"], capsys)
+    assert rc == EXIT_OK, err
+    assert sorted(calls) == ["abstractive", "lead"]
+    assert len(json.loads(out)["rows"]) == 2 * 3

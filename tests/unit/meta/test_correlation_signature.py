@@ -19,7 +19,7 @@ def test_each_row_carries_the_settings_behind_its_number():
                     n_boot=20, resample="systems", confidence=0.9, seed=3)
     sigs = dict(zip(zip(res.rows["level"], res.rows["coefficient"]), res.rows["signature"]))
     assert sigs[("summary", "kendall")] == (
-        "coef:kendall-tau-b|level:summary|doc:(.*):{system}$|skip:constant-or-lt2|human:rel-mean|systems:6|docs:12|"
+        "coef:kendall-tau-b|level:summary|doc:(.*):{system}$|skip:constant-or-lt3|human:rel-mean|systems:6|docs:12|"
         "boot:systems-20|ci:90|seed:3|v:0.1.0 + rouge:1,L|tok:default|v:0.1.0")
     assert sigs[("system", "kendall_c")].startswith("coef:kendall-tau-c|level:system|")
     assert "|skip:unjudged-systems|" in sigs[("system", "kendall_c")] and "|skip:none|" in sigs[("global", "kendall")]

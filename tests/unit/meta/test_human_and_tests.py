@@ -30,8 +30,8 @@ def test_dotted_fields_lists_and_repeated_rows_are_pooled_annotations(tmp_path):
     path = tmp_path / "h.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in RECORDS), encoding="utf-8")
     got = read_human(str(path), "human.relevance")
-    assert got.to_dict("records") == [{"system": "", "id": "c", "human": 3.5, "n_annotations": 1},
-                                      {"system": "x", "id": "a", "human": 3.0, "n_annotations": 4}]
+    assert got.to_dict("records") == [{"system": "", "id": "c", "human": 3.5, "n_annotations": 1, "n_rows": 1},
+                                      {"system": "x", "id": "a", "human": 3.0, "n_annotations": 4, "n_rows": 2}]
     assert read_human(str(path), "expert.relevance")["human"].tolist() == [2.5]
 
 
@@ -42,8 +42,8 @@ def test_csv_and_parquet_hold_the_same_judgments(tmp_path):
     a = read_human(str(tmp_path / "h.csv"), "human.relevance")
     b = read_human(str(tmp_path / "h.parquet"), "rel")
     assert a.to_dict("records") == b.to_dict("records") == [
-        {"system": "x", "id": "1", "human": 1.0, "n_annotations": 1}, {"system": "x", "id": "2", "human": 2.0,
-                                                                       "n_annotations": 1}]
+        {"system": "x", "id": "1", "human": 1.0, "n_annotations": 1, "n_rows": 1},
+        {"system": "x", "id": "2", "human": 2.0, "n_annotations": 1, "n_rows": 1}]
 
 
 def test_a_value_that_is_not_a_number_is_an_error_naming_the_record(tmp_path):

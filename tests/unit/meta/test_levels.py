@@ -8,6 +8,7 @@ import pytest
 
 scipy_stats = pytest.importorskip("scipy.stats")
 
+from pipeline.errors import NothingToCorrelateError  # noqa: E402
 from pipeline.meta import correlate  # noqa: E402
 
 from support.meta_data import generated  # noqa: E402
@@ -37,7 +38,7 @@ def expected(scores, human, column, level, coef, doc_of=lambda ids: ids):
     if level == "summary":
         vals, skipped = [], 0
         for _, g in df.groupby("doc"):
-            if len(g) < 2 or g[column].nunique() < 2 or g["rel"].nunique() < 2:
+            if len(g) < 3 or g[column].nunique() < 2 or g["rel"].nunique() < 2:
                 skipped += 1
                 continue
             vals.append(direct(g[column].to_numpy(), g["rel"].to_numpy(), coef))
@@ -84,8 +85,8 @@ def test_the_grouping_follows_the_document_key():
                                     doc_of=lambda ids: ids.str.rsplit(":", n=1).str[0])
         assert (row["r"], row["n_used"], row["n_skipped"]) == (r, used, skipped)
     # without it every example is its own document: nothing to correlate at the summary level
-    alone = correlate(scores, human, field="rel", levels="summary", coefficients="kendall", n_boot=0)
-    assert alone.rows["r"].isna().all()
+    with pytest.raises(NothingToCorrelateError, match="summary: no document has 3 or more systems"):
+        correlate(scores, human, field="rel", levels="summary", coefficients="kendall", n_boot=0)
 
 
 def test_a_document_key_that_does_not_match_is_one_error():
