@@ -14,7 +14,7 @@ from pipeline.text.csr import EncodedDocs, check_reference_counts
 _KIND = {"n": KIND_N, "L": KIND_L, "Lsum": KIND_LSUM}
 
 # rougeLsum keeps one bit vector per candidate token of a sentence pair to backtrack
-# rouge-score's LCS (plus one match-mask word when the reference sentence fits a word);
+# rouge-score's LCS (plus a match-mask word per token when the whole reference fits a word);
 # past this many vector words (1 GiB) a pair is reported, not scored.  rouge-score
 # itself would need 64x as many table cells.
 MAX_BACKTRACK_WORDS = 1 << 27

@@ -16,8 +16,8 @@ tests hold these kernels to, bit for bit.  What makes them fast:
   "jump to the highest set bit of ``M_j | ~V_j`` below i" (``t[i-1][j] == t[i][j]``
   exactly when bit i-1 of ``V_j`` is set).  A reference of at most 64 tokens holds all
   its sentences in one word, a lane each, with a lane-wise addition: one column pass per
-  candidate sentence serves every reference sentence.  Candidate tokens absent from the
-  reference leave the column unchanged, so a run of them is one backtracking step.
+  candidate sentence serves every reference sentence; candidate tokens absent from the
+  reference leave the column unchanged, so a run of them is one backtracking step there.
 * one line each: when each text has at most one sentence with tokens (and they are
   its whole-text tokens), rougeLsum is rougeL, copied instead of backtracked.
 * clipping: a union token is a hit while both whole-summary counts are positive;
@@ -330,14 +330,8 @@ def _sentence_union_1(lid, r0, mr, sent_tok, cs0, cs1, c_off, pm, Vs, max_cells)
     """:func:`_sentence_union` for a reference sentence of at most 64 tokens (the
     common case): one word per column, match masks indexed by local id (``pm``,
     zeros, restored on return), no row indirection.  Returns (ok, Vs, union mask).
-
-    The column pass keeps one step per matching candidate token and one per run of
-    non-matching ones (``Vs[2k]``: the step's match mask, ``Vs[2k + 1]``: the column
-    after it): a token absent from the reference sentence leaves the column as it is,
-    so a run of them moves the backtracking exactly as its first token does.
     """
     one = np.uint64(1)
-    zero = np.uint64(0)
     for i in range(mr):
         pm[lid[r0 + i]] |= one << np.uint64(i)
     full = _ALL >> np.uint64(64 - mr)
@@ -351,31 +345,26 @@ def _sentence_union_1(lid, r0, mr, sent_tok, cs0, cs1, c_off, pm, Vs, max_cells)
         if nc + 1 > max_cells:
             ok = False
             break
-        if Vs.shape[0] < 2 * (nc + 1):
-            Vs = np.empty(4 * (nc + 1), dtype=np.uint64)
+        if Vs.shape[0] < nc + 1:
+            Vs = np.empty(2 * (nc + 1), dtype=np.uint64)
         v = _ALL
-        seen = zero
-        k = 0
-        in_run = 0  # the previous step was a run of non-matching tokens
+        Vs[0] = v
+        seen = np.uint64(0)
         for j in range(nc):
             mj = pm[lid[c0 + j]]
             seen |= mj
             u = v & mj
             v = (v + u) | (v & ~u)
-            Vs[2 * k] = mj
-            Vs[2 * k + 1] = v
-            miss = np.int64(mj == zero)
-            k += 1 - (miss & in_run)  # branch-free: matches are unpredictable
-            in_run = miss
+            Vs[j + 1] = v
         # the LCS only picks positions whose token this sentence has; none new: nothing to add
         if (seen & ~um) == 0:
             continue
         # rouge-score's backtracking from (mr, nc), one jump per step
         i = mr
-        while i > 0 and k > 0:
-            k -= 1
-            mj = Vs[2 * k]
-            x = (mj | ~Vs[2 * k + 1]) & (_ALL >> np.uint64(64 - i))
+        j = nc
+        while i > 0 and j > 0:
+            mj = pm[lid[c0 + j - 1]]
+            x = (mj | ~Vs[j]) & (_ALL >> np.uint64(64 - i))
             if x == 0:
                 break
             b = _highest_bit(x)
@@ -383,6 +372,7 @@ def _sentence_union_1(lid, r0, mr, sent_tok, cs0, cs1, c_off, pm, Vs, max_cells)
             hit = (mj >> np.uint64(b)) & one
             um |= hit << np.uint64(b)
             i = b + 1 - np.int64(hit)
+            j -= 1
     for i in range(mr):
         pm[lid[r0 + i]] = np.uint64(0)
     return ok, Vs, um
@@ -424,7 +414,9 @@ def _union_word(lid, sent_tok, rs0, rs1, r_off, cs0, cs1, c_off, pm, Vs, max_cel
         seen = zero
         k = 0
         in_run = 0
-        for j in range(nc):  # as in _sentence_union_1, with a lane-wise v + u
+        # as in _sentence_union_1, with a lane-wise v + u, and one step (Vs[2k]: match mask,
+        # Vs[2k + 1]: column) per matching token or per run of tokens absent from the reference
+        for j in range(nc):
             mj = pm[lid[c0 + j]]
             seen |= mj
             u = v & mj
@@ -432,7 +424,7 @@ def _union_word(lid, sent_tok, rs0, rs1, r_off, cs0, cs1, c_off, pm, Vs, max_cel
             Vs[2 * k] = mj
             Vs[2 * k + 1] = v
             miss = np.int64(mj == zero)
-            k += 1 - (miss & in_run)
+            k += 1 - (miss & in_run)  # branch-free: matches are unpredictable
             in_run = miss
         new = seen & ~um
         if new == 0:
