@@ -18,7 +18,7 @@ import numpy as np
 from numba import njit
 
 from pipeline.text.csr import text_hash
-from pipeline.text.intrinsics import load_u64
+from pipeline.text.intrinsics import load_u64, store_u64
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -101,8 +101,13 @@ def _insert(buf, offs, miss_at, miss_hash, slots, arena, text_off, n_entries,
         s = offs[d]
         length = offs[d + 1] - s
         o = text_off[e]
-        for q in range(length):
+        q = 0
+        while q + 8 <= length:
+            store_u64(arena, o + q, load_u64(buf, s + q))
+            q += 8
+        while q < length:
             arena[o + q] = buf[s + q]
+            q += 1
         text_off[e + 1] = o + length
         h = miss_hash[k]
         slot = np.int64(h >> np.uint64(32)) & mask
@@ -190,10 +195,11 @@ class TextCache:
     def __init__(self, max_bytes: int | None = None):
         self.max_bytes = self.MAX_BYTES if max_bytes is None else max_bytes
         self.generation = None
-        self.clear()
+        self._allocate()
+        self._first_nbytes = self.nbytes
 
-    def clear(self) -> None:
-        """Forget every entry and give the memory back."""
+    def _allocate(self) -> None:
+        """No entry, in arrays of their first (small) sizes; they grow by doubling within the bound."""
         self.n_entries = 0
         self.slots = np.full(2 * 1024, -1, dtype=np.int64)
         self.arena = np.zeros(1 << 14, dtype=np.uint8)
@@ -202,6 +208,12 @@ class TextCache:
         self.doc_tok = np.zeros(512, dtype=np.int64)
         self.doc_sent = np.zeros(512, dtype=np.int64)
         self.sent_tok = np.zeros(512, dtype=np.int64)
+
+    def clear(self) -> None:
+        """Forget every entry.  The arrays are kept (they are within the bound): refilling them
+        touches no fresh page (a fresh page costs a fault on its first write)."""
+        self.n_entries = 0
+        self.slots.fill(-1)
 
     @property
     def nbytes(self) -> int:
@@ -242,6 +254,9 @@ class TextCache:
         caps = self._fitting(*grow)
         if caps is None and self.n_entries:
             self.clear()
+            caps = self._fitting(*grow)
+        if caps is None and self.nbytes > self._first_nbytes:  # arrays grown for other texts: start again
+            self._allocate()
             caps = self._fitting(*grow)
         if caps is None:
             return False

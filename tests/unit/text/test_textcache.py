@@ -203,3 +203,19 @@ def test_equal_texts_in_one_batch_are_scanned_once(encoders, monkeypatch):
     got = RougeScorer(TYPES).score_arrays(refs, cands).scores
     assert sorted(seen) == [3, 30]
     assert got.tolist() == _expected(False, refs, cands)
+
+
+def test_arrays_grown_for_other_texts_start_again_when_a_text_does_not_fit():
+    """Arrays grown for many tiny texts leave no room for one long text within the bound: the
+    cache starts again from small arrays and keeps it; a text larger than the bound is not kept."""
+    enc = DefaultEncoder(False)
+    cache = TextCache(400_000)
+
+    def put(texts):
+        buf, offs = utf8_buffers(pa.array(texts))
+        where, miss_at, miss_hash = cache.probe(buf, offs)
+        return cache.add(buf, offs, miss_at, miss_hash, enc._encode_units(buf, offs))
+
+    assert put([f"t{i}" for i in range(3000)]) and cache.n_entries == 3000
+    assert put(["word " * 20000]) and cache.n_entries == 1 and cache.nbytes <= 400_000
+    assert not put(["x " * 300000]) and cache.n_entries == 0 and cache.nbytes <= 400_000
