@@ -18,7 +18,8 @@ Each order is scored with its references in two forms, one process:
 * **distinct**: system ``s``'s copy of a reference ends in ``s`` spaces, so no two texts are
   equal, while their tokens, and so every score, are the same (checked with ``==``);
 
-and by two encoders (each its own vocabulary, warmed before timing): **cache**, the default
+and by two kinds of encoder (one for each order, path and form, each its own vocabulary, warmed
+before timing): **cache**, the default
 (:mod:`pipeline.text.textcache`: a reference text seen in any earlier call is not tokenized
 again; emptied at the start of every round, so each round's first system misses), and **no cache**
 (its bound set to 0: each call tokenizes the references it holds once, as before the cache).
@@ -108,13 +109,14 @@ def main(argv=None) -> int:
     batches = [(a, min(n, a + b)) for a in range(0, n, b)]
     arrow = {(o, k): [(pa.array(r[k][a:z]), pa.array(r["cands"][a:z])) for a, z in batches]
              for o, r in rows.items() for k in ("shared", "distinct")}
-    encoders = {cfg: DefaultEncoder(args.stem) for cfg in CONFIGS}
-    for (kind, mode), enc in encoders.items():
+    # one encoder per order, path and configuration: no call finds texts another one left
+    encoders = {(o, p, cfg): DefaultEncoder(args.stem) for o in orders for p in ("lists", "arrow") for cfg in CONFIGS}
+    for (_, _, (_, mode)), enc in encoders.items():
         if mode == "no cache":
             enc.cache = TextCache(max_bytes=0)
 
     def call(order, path, cfg, i):
-        engine._ENCODERS[args.stem] = encoders[cfg]
+        engine._ENCODERS[args.stem] = encoders[(order, path, cfg)]
         if path == "arrow":
             return scorer.score_arrow(*arrow[(order, cfg[0])][i])
         a, z = batches[i]
@@ -165,7 +167,7 @@ def main(argv=None) -> int:
     print(f"\n== where system 1's first {k}-pair call goes (by system, best of 7, process CPU time), us/pair ==")
     for label, cfg in (("distinct", ("distinct", "no cache")), ("shared, no cache (before)", ("shared", "no cache")),
                        ("shared, cache (after)", ("shared", "cache"))):
-        enc = encoders[cfg]
+        enc = encoders[("by system", "lists", cfg)]
         engine._ENCODERS[args.stem] = enc
         enc.cache.clear()
         s0, s1 = slice(0, k), slice(args.docs, args.docs + k)  # system 0's and system 1's first rows
