@@ -18,9 +18,11 @@ texts costs one ``str.join`` and a few numba calls:
 3. Python only sees tokens it has never seen before: it stems them once (nltk
    Porter, as rouge-score) and extends the raw-id -> stem-id map.
 4. References (:meth:`DefaultEncoder.encode_examples`, :meth:`DefaultEncoder.encode_arrow`) go
-   through the encoder's :class:`~pipeline.text.textcache.TextCache` first: a text seen in this
-   batch or an earlier one (every system of a corpus has the same references) is not scanned
-   again, its raw ids are copied from the cache.
+   through the encoder's :class:`~pipeline.text.textcache.TextCache`: a text repeated in the
+   batch is scanned once, and a text the cache keeps (one seen in an earlier batch, task or
+   call: every system of a corpus has the same references) is not scanned again, its raw ids
+   are copied from the cache.  Python lists whose references are all new (none repeats, none
+   was given before) are scanned as one stream in the batch layout, as without a cache.
 
 The parts live in their own modules: :mod:`~pipeline.text.intrinsics` (unaligned loads,
 UTF-8 writes), :mod:`~pipeline.text.scan` (pass 1), :mod:`~pipeline.text.vocabulary`
@@ -35,6 +37,7 @@ profile has its own scan, :mod:`pipeline.text.unicode_scan`).
 """
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Callable, Sequence
 
@@ -96,8 +99,11 @@ class DefaultEncoder:
         np.cumsum(n_refs, out=ref_off[1:])
         with self._lock:
             self._check_size()
+            if not self.cache.seen_texts(references):  # all new: scanned once, in the batch layout
+                docs = _layout(candidates, references, ref_off)
+                return self._finish(*self._encode_texts(docs, self._encode_units))
             c = self._encode_texts(candidates, self._encode_units)
-            r = self._encode_texts(references, self._encode_cached)
+            r = self._encode_texts(references, functools.partial(self._encode_cached, admit_all=True))
             return self._finish(*interleave(*c, *r, ref_off))
 
     def _encode_texts(self, texts: list[str], encode_units):
@@ -166,19 +172,19 @@ class DefaultEncoder:
             tokens = stemmed
         return EncodedDocs(tokens, doc_tok, tokens, sent_tok, doc_sent, self.vocab.generation)
 
-    def _encode_cached(self, buf, offs):
+    def _encode_cached(self, buf, offs, admit_all: bool = False):
         """:meth:`_encode_units`, each text the cache holds taken from it and every other distinct
-        text scanned once and kept (equal bytes, equal tokens); under the lock."""
+        text scanned once, and kept if seen before (or ``admit_all``); under the lock."""
         cache = self.cache
         cache.check_generation(self.vocab.generation)
-        where, miss_at, miss_hash = cache.probe(buf, offs)
+        where, miss_at, miss_hash, admit = cache.probe(buf, offs, admit_all)
         if miss_at.shape[0] == where.shape[0]:  # all new and distinct: scanned where they are
             new = self._encode_units(buf, offs)
-            cache.add(buf, offs, miss_at, miss_hash, new)
+            cache.add(buf, offs, miss_at, miss_hash, new, admit)
             return new
         new = self._encode_units(*compact_texts(buf, offs, miss_at)) if miss_at.shape[0] else _NO_DOCS
         out = gather_two(*cache.stream(), *new, where)
-        cache.add(buf, offs, miss_at, miss_hash, new)
+        cache.add(buf, offs, miss_at, miss_hash, new, admit)
         return out
 
     def _encode_units(self, buf, offs):
@@ -198,6 +204,21 @@ class DefaultEncoder:
 # no documents, as (tokens, doc_tok, doc_sent, sent_tok)
 _NO_DOCS = (np.zeros(0, dtype=np.int32), np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64),
             np.zeros(1, dtype=np.int64))
+
+
+def _layout(candidates: list[str], references: list[str], ref_off: np.ndarray) -> list[str]:
+    """The texts in the batch layout: cand, its references, cand, ..."""
+    n = len(candidates)
+    if len(references) == n:
+        docs = [""] * (2 * n)
+        docs[0::2] = candidates
+        docs[1::2] = references
+        return docs
+    docs = []
+    for e, a, b in zip(range(n), ref_off[:-1].tolist(), ref_off[1:].tolist()):
+        docs.append(candidates[e])
+        docs.extend(references[a:b])
+    return docs
 
 
 def _string_array(arr):

@@ -7,10 +7,17 @@ through an open-addressing table keyed by a 64-bit hash of all the text's bytes.
 trusted only after the stored bytes are compared with the text's byte for byte, so two texts
 that share a hash can never share tokens.
 
-The ids are those of one vocabulary generation (:attr:`Vocabulary.generation`): the cache is
-emptied when the vocabulary is rebuilt.  Its memory is bounded: the arrays it holds never total
-more than :attr:`TextCache.MAX_BYTES`; when a batch's new texts would not fit, the cache is
-emptied first (clear-when-full), and a batch whose new texts alone exceed the bound is not kept.
+A text is kept the second time it is seen (in an earlier batch, or twice in one): the first
+time only its hash is recorded, in a set of hashes, so a corpus whose references never repeat
+pays a hash-set insert per reference, not a copy of its bytes and tokens.  Of a multi-system
+corpus, the first two systems' references are scanned, the others' are copied from the cache.
+
+The ids are those of one vocabulary generation (:attr:`Vocabulary.generation`): the entries are
+forgotten when the vocabulary is rebuilt.  Memory is bounded: the entries' arrays never total
+more than :attr:`TextCache.MAX_BYTES` (64 MiB) and the set of hashes :attr:`TextCache.MAX_SEEN`
+slots (8 MiB); when a batch's new texts would not fit, the entries are forgotten first
+(clear-when-full), a batch whose new texts alone exceed the bound is not kept, and the set is
+emptied when half full.
 """
 from __future__ import annotations
 
@@ -37,11 +44,12 @@ def _equal_bytes(a, a0, b, b0, length):
 
 
 @njit(cache=True, nogil=True)
-def probe_texts(buf, offs, slots, arena, text_off, n_entries, where, miss_at, miss_hash):
+def probe_texts(buf, offs, slots, arena, text_off, n_entries, where, miss_at, miss_hash, miss_count):
     """Texts ``buf[offs[d]:offs[d+1]]`` looked up: ``where[d]`` is the cache entry holding the
     same bytes, or ``-(k+1)`` where ``k`` numbers the distinct texts the cache lacks in order of
-    first occurrence (``miss_at[k]``: that occurrence, ``miss_hash[k]``: its hash).  ``slots``:
-    (hash, entry) pairs, entry -1 where empty.  Returns the number of distinct misses."""
+    first occurrence (``miss_at[k]``: that occurrence, ``miss_hash[k]``: its hash,
+    ``miss_count[k]``: its occurrences).  ``slots``: (hash, entry) pairs, entry -1 where empty.
+    Returns the number of distinct misses."""
     n = offs.shape[0] - 1
     cap = 16
     while cap < 2 * n:
@@ -76,27 +84,58 @@ def probe_texts(buf, offs, slots, arena, text_off, n_entries, where, miss_at, mi
                 local[slot] = n_miss
                 miss_at[n_miss] = d
                 miss_hash[n_miss] = h
+                miss_count[n_miss] = 1
                 where[d] = -(n_miss + 1)
                 n_miss += 1
                 break
             o = miss_at[k]
             if miss_hash[k] == h and offs[o + 1] - offs[o] == length and _equal_bytes(buf, offs[o], buf, s, length):
                 where[d] = -(k + 1)
+                miss_count[k] += 1
                 break
             slot = (slot + 1) & lmask
     return n_miss
 
 
 @njit(cache=True, nogil=True)
-def _insert(buf, offs, miss_at, miss_hash, slots, arena, text_off, n_entries,
+def admit_misses(miss_hash, miss_count, seen, admit):
+    """Which missed texts to keep: those seen before (their hash in ``seen``, an open-addressing
+    set of hashes, 0 where empty) or more than once in this batch; the hashes of the others are
+    added to ``seen``.  A hash only decides what is kept, never what a text's tokens are.
+    Returns the number of hashes added."""
+    mask = seen.shape[0] - 1
+    added = 0
+    for k in range(miss_hash.shape[0]):
+        h = miss_hash[k] | np.uint64(1)  # never 0 (empty)
+        slot = np.int64(h >> np.uint64(32)) & mask
+        found = False
+        while True:
+            x = seen[slot]
+            if x == h:
+                found = True
+                break
+            if x == 0:
+                break
+            slot = (slot + 1) & mask
+        admit[k] = found or miss_count[k] > 1
+        if not found:
+            seen[slot] = h
+            added += 1
+    return added
+
+
+@njit(cache=True, nogil=True)
+def _insert(buf, offs, miss_at, miss_hash, ks, slots, arena, text_off, n_entries,
             new_tok, new_doc_tok, new_doc_sent, new_sent_tok, tokens, doc_tok, doc_sent, sent_tok):
-    """The missed texts (bytes, their table entry, their tokens and sentences) appended as
-    entries ``n_entries ..``; every array has room (the caller grew them)."""
+    """The missed texts ``ks`` (bytes, their table entry, their tokens and sentences: document
+    ``k`` of ``new``) appended as entries ``n_entries ..``; every array has room (the caller
+    grew them)."""
     mask = (slots.shape[0] >> 1) - 1
-    t0 = doc_tok[n_entries]
-    s0 = doc_sent[n_entries]
-    for k in range(miss_at.shape[0]):
-        e = n_entries + k
+    t = doc_tok[n_entries]
+    ns = doc_sent[n_entries]
+    for j in range(ks.shape[0]):
+        k = ks[j]
+        e = n_entries + j
         d = miss_at[k]
         s = offs[d]
         length = offs[d + 1] - s
@@ -115,13 +154,15 @@ def _insert(buf, offs, miss_at, miss_hash, slots, arena, text_off, n_entries,
             slot = (slot + 1) & mask
         slots[2 * slot] = np.int64(h)
         slots[2 * slot + 1] = e
-        doc_tok[e + 1] = t0 + new_doc_tok[k + 1]
-        doc_sent[e + 1] = s0 + new_doc_sent[k + 1]
-    for q in range(new_tok.shape[0]):
-        tokens[t0 + q] = new_tok[q]
-    for q in range(new_sent_tok.shape[0] - 1):
-        sent_tok[s0 + q] = t0 + new_sent_tok[q]
-    sent_tok[s0 + new_sent_tok.shape[0] - 1] = t0 + new_tok.shape[0]
+        for x in range(new_doc_sent[k], new_doc_sent[k + 1]):
+            sent_tok[ns] = t + new_sent_tok[x] - new_doc_tok[k]
+            ns += 1
+        for q in range(new_doc_tok[k], new_doc_tok[k + 1]):
+            tokens[t] = new_tok[q]
+            t += 1
+        doc_tok[e + 1] = t
+        doc_sent[e + 1] = ns
+    sent_tok[ns] = t
 
 
 @njit(cache=True, nogil=True)
@@ -181,6 +222,25 @@ def _rehash(old, new):
             new[2 * slot + 1] = e
 
 
+def _grown_set(seen: np.ndarray, size: int) -> np.ndarray:
+    """The hash set ``seen`` in ``size`` slots."""
+    out = np.zeros(size, dtype=np.uint64)
+    _rehash_set(seen, out)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _rehash_set(old, new):
+    mask = new.shape[0] - 1
+    for s in range(old.shape[0]):
+        h = old[s]
+        if h != 0:
+            slot = np.int64(h >> np.uint64(32)) & mask
+            while new[slot] != 0:
+                slot = (slot + 1) & mask
+            new[slot] = h
+
+
 class TextCache:
     """Texts -> raw token ids of one vocabulary generation, across batches (see module docstring).
 
@@ -188,15 +248,22 @@ class TextCache:
     bounds are document ``e`` of the CSR stream (``tokens``, ``doc_tok``, ``doc_sent``,
     ``sent_tok``), as :meth:`pipeline.text.encoder.DefaultEncoder._encode_units` returns them."""
 
-    # The bound on the bytes of every array the cache holds (a worker process has one cache
-    # per stemming mode).  About 30,000 references of 1 KB each.
+    # The bound on the bytes of the arrays of entries (a worker process has one cache per
+    # stemming mode): about 30,000 references of 1 KB each.  0: nothing is kept.
     MAX_BYTES = 64 << 20
+    # The most slots of the set of texts seen once (8 bytes each: 8 MiB); emptied when half full.
+    MAX_SEEN = 1 << 20
+    # The most hashes of str texts seen (seen_texts; about 60 bytes each in a Python set: 8 MiB)
+    MAX_SEEN_STR = 1 << 17
 
     def __init__(self, max_bytes: int | None = None):
         self.max_bytes = self.MAX_BYTES if max_bytes is None else max_bytes
         self.generation = None
         self._allocate()
         self._first_nbytes = self.nbytes
+        self.seen = np.zeros(1 << 12, dtype=np.uint64)  # hashes of texts seen once (admit_misses)
+        self._n_seen = 0
+        self._str_seen: set[int] = set()  # Python hashes of the str texts seen (seen_texts)
 
     def _allocate(self) -> None:
         """No entry, in arrays of their first (small) sizes; they grow by doubling within the bound."""
@@ -210,6 +277,13 @@ class TextCache:
         self.sent_tok = np.zeros(512, dtype=np.int64)
 
     def clear(self) -> None:
+        """Forget every entry and every text seen."""
+        self._forget_entries()
+        self.seen.fill(0)
+        self._n_seen = 0
+        self._str_seen = set()
+
+    def _forget_entries(self) -> None:
         """Forget every entry.  The arrays are kept (they are within the bound): refilling them
         touches no fresh page (a fresh page costs a fault on its first write)."""
         self.n_entries = 0
@@ -217,7 +291,8 @@ class TextCache:
 
     @property
     def nbytes(self) -> int:
-        """The bytes of the arrays held (at most :attr:`max_bytes` after every call)."""
+        """The bytes of the entries' arrays (at most :attr:`max_bytes` after every call; the set
+        of hashes seen once is apart: at most :attr:`MAX_SEEN` slots of 8 bytes)."""
         return sum(a.nbytes for a in (self.slots, self.arena, self.text_off, self.tokens, self.doc_tok,
                                       self.doc_sent, self.sent_tok))
 
@@ -225,35 +300,70 @@ class TextCache:
         """Empty the cache if its ids belong to another vocabulary generation."""
         if generation != self.generation:
             if self.n_entries:
-                self.clear()
+                self._forget_entries()
             self.generation = generation
 
-    def probe(self, buf: np.ndarray, offs: np.ndarray):
-        """(where, miss_at) of :func:`probe_texts`, and the misses' hashes."""
+    def seen_texts(self, texts: list[str]) -> bool:
+        """Whether a text of ``texts`` repeats, or was given to this method before (by Python's
+        hash of the str, which a dict of them computes anyway; the answer only chooses a path,
+        never a token).  Python lists take the cache only then: a batch of new references is
+        scanned as before, without a copy."""
+        hashes = set(map(hash, texts))
+        if len(hashes) < len(texts):
+            return True
+        if self.max_bytes <= 0:  # nothing is kept: only repeats within the batch matter
+            return False
+        seen = not self._str_seen.isdisjoint(hashes)
+        if len(self._str_seen) + len(hashes) > self.MAX_SEEN_STR:
+            self._str_seen = set()
+        self._str_seen |= hashes
+        return seen
+
+    def probe(self, buf: np.ndarray, offs: np.ndarray, admit_all: bool = False):
+        """Texts ``buf[offs[d]:offs[d+1]]`` looked up: (where, miss_at, miss_hash) of
+        :func:`probe_texts`, and which misses to keep (:func:`admit_misses`; all of them with
+        ``admit_all``)."""
         n = offs.shape[0] - 1
         where = np.empty(n, dtype=np.int64)
         miss_at = np.empty(n, dtype=np.int64)
         miss_hash = np.empty(n, dtype=np.uint64)
+        miss_count = np.empty(n, dtype=np.int64)
         n_miss = probe_texts(buf, offs, self.slots, self.arena, self.text_off, self.n_entries, where, miss_at,
-                             miss_hash)
-        return where, miss_at[:n_miss], miss_hash[:n_miss]
+                             miss_hash, miss_count)
+        miss_hash = miss_hash[:n_miss]
+        admit = np.full(n_miss, admit_all, dtype=np.bool_)
+        if n_miss and self.max_bytes > 0 and not admit_all:
+            if 2 * (self._n_seen + n_miss) > self.seen.shape[0]:  # the set at half load at most
+                size = self.seen.shape[0]
+                while 2 * (self._n_seen + n_miss) > size and size < self.MAX_SEEN:
+                    size *= 2
+                if 2 * (self._n_seen + n_miss) > size:
+                    self.seen.fill(0)
+                    self._n_seen = 0
+                else:
+                    self.seen = _grown_set(self.seen, size)
+            self._n_seen += admit_misses(miss_hash, miss_count[:n_miss], self.seen, admit)
+        return where, miss_at[:n_miss], miss_hash, admit
 
     def stream(self):
         """The entries' (tokens, doc_tok, doc_sent, sent_tok)."""
         return self.tokens, self.doc_tok, self.doc_sent, self.sent_tok
 
-    def add(self, buf, offs, miss_at, miss_hash, new) -> bool:
-        """Keep the missed texts ``miss_at`` of ``buf``/``offs`` and their encoding ``new``
-        (tokens, doc_tok, doc_sent, sent_tok; document ``k`` is text ``miss_at[k]``).  When they
-        do not fit in the bound, the cache is emptied first; False if they do not fit at all."""
-        k = miss_at.shape[0]
-        if k == 0:
+    def add(self, buf, offs, miss_at, miss_hash, new, admit=None) -> bool:
+        """Keep the missed texts ``miss_at`` of ``buf``/``offs`` that ``admit`` selects (all if
+        None) and their encoding ``new`` (tokens, doc_tok, doc_sent, sent_tok; document ``k`` is
+        text ``miss_at[k]``).  When they do not fit in the bound, the cache is emptied first;
+        False if they do not fit at all."""
+        ks = np.arange(miss_at.shape[0]) if admit is None else np.flatnonzero(admit)
+        if ks.shape[0] == 0:
             return True
         new_tok, new_doc_tok, new_doc_sent, new_sent_tok = new
-        grow = (k, int((offs[miss_at + 1] - offs[miss_at]).sum()), new_tok.shape[0], new_sent_tok.shape[0] - 1)
+        at = miss_at[ks]
+        grow = (ks.shape[0], int((offs[at + 1] - offs[at]).sum()), int((new_doc_tok[ks + 1] - new_doc_tok[ks]).sum()),
+                int((new_doc_sent[ks + 1] - new_doc_sent[ks]).sum()))
         caps = self._fitting(*grow)
         if caps is None and self.n_entries:
-            self.clear()
+            self._forget_entries()
             caps = self._fitting(*grow)
         if caps is None and self.nbytes > self._first_nbytes:  # arrays grown for other texts: start again
             self._allocate()
@@ -270,10 +380,10 @@ class TextCache:
                     grown = np.zeros(items, dtype=arr.dtype)
                     grown[: arr.shape[0]] = arr
                 setattr(self, name, grown)
-        _insert(buf, offs, miss_at, miss_hash, self.slots, self.arena, self.text_off, self.n_entries,
+        _insert(buf, offs, miss_at, miss_hash, ks, self.slots, self.arena, self.text_off, self.n_entries,
                 new_tok, new_doc_tok, new_doc_sent, new_sent_tok, self.tokens, self.doc_tok, self.doc_sent,
                 self.sent_tok)
-        self.n_entries += k
+        self.n_entries += ks.shape[0]
         return True
 
     def _fitting(self, k: int, text_bytes: int, n_tok: int, n_sent: int) -> dict[str, int] | None:

@@ -113,9 +113,10 @@ def _scanned(monkeypatch):
 
 
 @pytest.mark.parametrize("path", ["lists", "arrow", "task"])
-def test_the_second_system_does_not_tokenize_its_references_again(path, encoders, monkeypatch):
-    """System 1's call, after system 0's, scans its candidates only, whether through lists, Arrow
-    columns or a job task's table; a new reference text is scanned, alone."""
+def test_the_third_system_does_not_tokenize_its_references_again(path, encoders, monkeypatch):
+    """Through lists, Arrow columns or a job task's table, one call per system: system 0's
+    references are scanned (their hashes recorded), system 1's scanned and kept, and system 2's
+    call scans its candidates and the one reference no system had before."""
     from pipeline import job
 
     seen = _scanned(monkeypatch)
@@ -129,15 +130,40 @@ def test_the_second_system_does_not_tokenize_its_references_again(path, encoders
             return job.score_matrix(job.score_table(table, settings), TYPES)
         return _score(scorer, "arrow" if path == "arrow" else "lists", refs, cands)
 
-    refs0, cands0 = _system(0, False)
-    run(refs0, cands0)
-    assert sorted(seen) == sorted([N_DOCS, N_DOCS])   # the candidates, then the references
+    run(*_system(0, False))
+    # the candidates, then the references (Python lists of new texts: one scan, in the batch layout)
+    assert sorted(seen) == ([2 * N_DOCS] if path == "lists" else [N_DOCS, N_DOCS])
+    assert engine.default_encoder(True).cache.n_entries == 0
     seen.clear()
-    refs1, cands1 = _system(1, False)
-    refs1[4] = "a reference no system had before"
-    got = run(refs1, cands1)
+    run(*_system(1, False))
+    assert sorted(seen) == [N_DOCS, N_DOCS]
+    assert engine.default_encoder(True).cache.n_entries == N_DOCS
+    seen.clear()
+    refs2, cands2 = _system(2, False)
+    refs2[4] = "a reference no system had before"
+    got = run(refs2, cands2)
     assert sorted(seen) == [1, N_DOCS]                # the candidates and the one new reference
-    assert np.asarray(got).tolist() == _expected(True, refs1, cands1)
+    assert np.asarray(got).tolist() == _expected(True, refs2, cands2)
+
+
+@pytest.mark.parametrize("path", ["lists", "arrow"])
+def test_references_that_never_repeat_are_not_kept(path, encoders, monkeypatch):
+    """Texts seen once leave only their hash; the set of hashes is emptied when half full (Arrow:
+    hashes of the bytes) or full (lists: Python's hashes of the str); seen again, they are kept."""
+    monkeypatch.setattr(TextCache, "MAX_SEEN", 1 << 12)
+    monkeypatch.setattr(TextCache, "MAX_SEEN_STR", 2048)
+    scorer = RougeScorer(TYPES)
+    refs, cands = make_corpus("short", 3000, 5)
+    sizes = []
+    for a in range(0, 3000, 500):
+        _score(scorer, path, refs[a:a + 500], cands[a:a + 500])
+        cache = engine.default_encoder(False).cache
+        assert cache.n_entries == 0 and cache.seen.shape[0] <= 1 << 12
+        sizes.append(cache._n_seen if path == "arrow" else len(cache._str_seen))
+    assert sizes[:4] == [500, 1000, 1500, 2000] and sizes[4] == 500   # emptied
+    again = _score(scorer, path, refs[2500:], cands[2500:])             # seen before: now kept
+    assert engine.default_encoder(False).cache.n_entries == 500
+    assert again[:20].tolist() == _expected(False, refs[2500:2520], cands[2500:2520])
 
 
 def test_a_vocabulary_rebuild_empties_the_cache(encoders, monkeypatch):
@@ -161,14 +187,14 @@ def test_the_cache_stays_within_its_bound(encoders, monkeypatch):
     refs, cands = make_corpus("short", 160, 11)
     entries = []
     for a in range(0, 160, 20):
-        for path in ("lists", "arrow"):
+        for path in ("arrow", "arrow", "lists", "lists"):   # each kept the second time it is seen
             got = _score(scorer, path, refs[a:a + 20], cands[a:a + 20])
             assert got.tolist() == _expected(False, refs[a:a + 20], cands[a:a + 20])
         cache = engine.default_encoder(False).cache
         assert cache.nbytes <= 100_000
         entries.append(cache.n_entries)
     assert max(entries) > 20 and any(b < a for a, b in zip(entries, entries[1:]))  # filled, then emptied
-    long_refs = [" ".join(refs) + str(i) for i in range(2)]  # new texts of ~150 KB
+    long_refs = [" ".join(refs)] * 2  # a text of ~100 KB, twice: kept, were it to fit
     got = _score(scorer, "lists", long_refs, cands[:2])
     assert got.tolist() == _expected(False, long_refs, cands[:2])
     assert cache.n_entries == 0 and cache.nbytes <= 100_000
@@ -180,7 +206,7 @@ def test_a_hit_is_verified_byte_for_byte():
     a, b = "the cat sat on a mat", "the cat sat on a hat"
     enc = DefaultEncoder(False)
     buf, offs = utf8_buffers(pa.array([a]))
-    where, miss_at, miss_hash = cache.probe(buf, offs)
+    where, miss_at, miss_hash, _ = cache.probe(buf, offs)
     assert where.tolist() == [-1] and miss_at.tolist() == [0]
     assert cache.add(buf, offs, miss_at, miss_hash, enc._encode_units(buf, offs))
     assert cache.probe(buf, offs)[0].tolist() == [0]
@@ -192,7 +218,7 @@ def test_a_hit_is_verified_byte_for_byte():
     home = int(hb >> np.uint64(32)) & mask
     cache.slots[2 * home] = np.array([hb], dtype=np.uint64).view(np.int64)[0]
     cache.slots[2 * home + 1] = 0
-    where, miss_at, _ = cache.probe(bbuf, boffs)
+    where, miss_at, _, _ = cache.probe(bbuf, boffs)
     assert where.tolist() == [-1] and miss_at.tolist() == [0]
 
 
@@ -213,7 +239,7 @@ def test_arrays_grown_for_other_texts_start_again_when_a_text_does_not_fit():
 
     def put(texts):
         buf, offs = utf8_buffers(pa.array(texts))
-        where, miss_at, miss_hash = cache.probe(buf, offs)
+        where, miss_at, miss_hash, _ = cache.probe(buf, offs)
         return cache.add(buf, offs, miss_at, miss_hash, enc._encode_units(buf, offs))
 
     assert put([f"t{i}" for i in range(3000)]) and cache.n_entries == 3000
