@@ -1,27 +1,43 @@
-"""References shared by many systems: each distinct reference text tokenized once.
+"""References shared by many systems: each distinct reference text tokenized once per process.
 
     python benchmarks/bench_shared_refs.py --systems 16 --docs 1000 --rounds 5
 
 A multi-system corpus: ``--docs`` short references (``corpus.py``), each scored against one
 candidate per system (system 0's candidate is the corpus's, the others drop a seeded tenth of its
-words).  The same pairs are scored two ways, back to back on every batch, one process:
+words), in ``--batch``-pair calls, in two orders:
+
+* **by system** (a job's case): system 0's rows, then system 1's, ...: every call is one system,
+  so a reference repeats only across calls (as a job's tasks, one per system's file, see it);
+* **by document**: every system's row of a document next to each other: references repeat
+  within a call.
+
+Each order is scored with its references in two forms, one process:
 
 * **shared**: every system's rows carry the same reference texts (equal strings, distinct
-  objects, as rows read from JSONL or Parquet); each is tokenized once per batch;
+  objects, as rows read from JSONL or Parquet);
 * **distinct**: system ``s``'s copy of a reference ends in ``s`` spaces, so no two texts are
-  equal, while their tokens, and so every score, are the same (checked with ``==``).
+  equal, while their tokens, and so every score, are the same (checked with ``==``);
 
-Printed per path (``score_arrays`` on Python lists, ``score_arrow`` on Arrow columns as the job
-scores a task's table): pairs/s in process CPU time, shared / distinct (both timed back to back
-on every batch, the median of the per-batch ratios), and the share of a batch's time its
-references take: encoding them (tokenize, stem, ids; for shared, the distinct texts plus the
-gather) over the whole ``score_arrays`` call.
+and by two kinds of encoder (one for each order, path and form, each its own vocabulary, warmed
+before timing): **cache**, the default
+(:mod:`pipeline.text.textcache`: a reference text seen before is kept the second time and not
+tokenized again after that; emptied at the start of every round, so each round's first two
+systems tokenize their references), and **no cache**
+(its bound set to 0: each call tokenizes the references it holds once, as before the cache).
+
+Printed per order and path (``score_arrays`` on Python lists, ``score_arrow`` on Arrow columns as
+the job scores a task's table): pairs/s in process CPU time, every configuration of a call timed
+back to back (in an order that rotates), and the medians of the per-call ratios; then the share
+of a call's time its references take: the examples' encoding minus the candidates' alone, over
+the whole ``score_arrays`` call, for system 2's first call after systems 0 and 1 (a reference
+text is kept the second time it is seen).
 """
 from __future__ import annotations
 
 import os
 
 os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+os.environ.setdefault("ROUGE_PIPELINE_COLD_START", "0")  # the compiled path from the first call
 
 import argparse  # noqa: E402
 import random  # noqa: E402
@@ -33,11 +49,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from corpus import make_corpus  # noqa: E402
 
 TYPES = ["rouge1", "rouge2", "rougeL", "rougeLsum"]
+CONFIGS = [("distinct", "no cache"), ("distinct", "cache"), ("shared", "no cache"), ("shared", "cache")]
 
 
 def multi_system_corpus(systems: int, docs: int, seed: int = 0):
     """(references shared, references made distinct, candidates): rows ordered document by
-    document, every system's row of a document next to each other."""
+    document, every system's row of a document next to each other (row ``d * systems + s``)."""
     refs, cands = make_corpus("short", docs, seed)
     shared, distinct, out = [], [], []
     for d in range(docs):
@@ -57,13 +74,18 @@ def _cpu(fn) -> float:
     return max(time.process_time() - t0, 1e-9)
 
 
-def _best(fn, reps=3):
+def _best(fn, reps=7):
     return min(_cpu(fn) for _ in range(reps))
+
+
+def _median_q(v):
+    q = statistics.quantiles(v) if len(v) > 1 else v * 3
+    return f"x{statistics.median(v):.2f} ({q[0]:.2f}..{q[2]:.2f})"
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--systems", type=int, default=16)
+    ap.add_argument("--systems", type=int, default=16, help="at least 3")
     ap.add_argument("--docs", type=int, default=1000)
     ap.add_argument("--batch", type=int, default=1000, help="pairs per call")
     ap.add_argument("--rounds", type=int, default=5)
@@ -74,74 +96,95 @@ def main(argv=None) -> int:
     import pyarrow as pa
 
     import pipeline
-    from pipeline.scoring.batch import example_offsets, flatten_examples, shared_references
-    from pipeline.text.encoder import gather
+    from pipeline.scoring import engine
+    from pipeline.text.encoder import DefaultEncoder
+    from pipeline.text.textcache import TextCache
 
-    shared, distinct, cands = multi_system_corpus(args.systems, args.docs)
-    n = len(cands)
+    shared0, distinct0, cands0 = multi_system_corpus(args.systems, args.docs)
+    n = len(cands0)
+    by_system = [d * args.systems + s for s in range(args.systems) for d in range(args.docs)]
+    orders = {"by system": by_system, "by document": list(range(n))}
+    rows = {o: {"shared": [shared0[i] for i in idx], "distinct": [distinct0[i] for i in idx],
+                "cands": [cands0[i] for i in idx]} for o, idx in orders.items()}
     scorer = pipeline.RougeScorer(TYPES, use_stemmer=args.stem)
     b = args.batch
     batches = [(a, min(n, a + b)) for a in range(0, n, b)]
-    arrow = {k: [(pa.array(v[a:z]), pa.array(cands[a:z])) for a, z in batches]
-             for k, v in (("shared", shared), ("distinct", distinct))}
+    arrow = {(o, k): [(pa.array(r[k][a:z]), pa.array(r["cands"][a:z])) for a, z in batches]
+             for o, r in rows.items() for k in ("shared", "distinct")}
+    # one encoder per order, path and configuration: no call finds texts another one left
+    encoders = {(o, p, cfg): DefaultEncoder(args.stem) for o in orders for p in ("lists", "arrow") for cfg in CONFIGS}
+    for (_, _, (_, mode)), enc in encoders.items():
+        if mode == "no cache":
+            enc.cache = TextCache(max_bytes=0)
+
+    def call(order, path, cfg, i):
+        engine._ENCODERS[args.stem] = encoders[(order, path, cfg)]
+        if path == "arrow":
+            return scorer.score_arrow(*arrow[(order, cfg[0])][i])
+        a, z = batches[i]
+        return scorer.score_arrays(rows[order][cfg[0]][a:z], rows[order]["cands"][a:z])
+
     la = os.getloadavg()
-    print(f"{args.systems} systems x {args.docs} documents = {n} short pairs, {b}-pair batches, "
+    print(f"{args.systems} systems x {args.docs} documents = {n} short pairs, {b}-pair calls, "
           f"stemmed={args.stem}; load average {la[0]:.2f} {la[1]:.2f} {la[2]:.2f}")
+    # exactness (and the encoders' vocabularies warmed): every configuration, path and order gives
+    # the numbers of distinct references without the cache, on every pair
+    want = None
+    for order, idx in orders.items():
+        back = np.argsort(idx)
+        for path in ("lists", "arrow"):
+            for cfg in CONFIGS:
+                got = np.concatenate([call(order, path, cfg, i).scores for i in range(len(batches))])[back]
+                want = got if want is None else want
+                assert np.array_equal(got, want), (order, path, cfg)
+    print(f"scores equal on all {n} pairs in every order, path, reference form and encoder: yes")
 
-    def run_lists(refs):
-        return [scorer.score_arrays(refs[a:z], cands[a:z]) for a, z in batches]
-
-    def run_arrow(kind):
-        return [scorer.score_arrow(r, c) for r, c in arrow[kind]]
-
-    # exactness: both layouts give the same numbers on every pair, on both paths
-    ref = np.concatenate([r.scores for r in run_lists(distinct)])
-    for got in (run_lists(shared), run_arrow("shared"), run_arrow("distinct")):
-        assert np.array_equal(np.concatenate([r.scores for r in got]), ref)
-    print(f"scores of shared == distinct on all {n} pairs (lists and Arrow): yes")
-
-    # per batch, shared and distinct back to back (which first alternates), so both see the same
-    # load; ratios are per batch, then the median: steadier than whole passes on a shared machine
-    rates = {k: [] for k in ("lists shared", "lists distinct", "arrow shared", "arrow distinct")}
-    ratio = {"lists": [], "arrow": []}
+    took = {(o, p, c): [] for o in orders for p in ("lists", "arrow") for c in CONFIGS}
     for r in range(args.rounds):
-        for i, (a, z) in enumerate(batches):
-            for path in ("lists", "arrow"):
-                took = {}
-                for kind in (("shared", "distinct") if (r + i) % 2 == 0 else ("distinct", "shared")):
-                    if path == "lists":
-                        refs = (shared if kind == "shared" else distinct)[a:z]
-                        took[kind] = _cpu(lambda: scorer.score_arrays(refs, cands[a:z]))
-                    else:
-                        took[kind] = _cpu(lambda: scorer.score_arrow(*arrow[kind][i]))
-                    rates[f"{path} {kind}"].append((z - a) / took[kind])
-                ratio[path].append(took["distinct"] / took["shared"])
-    print("\n== pairs/s, one core, process CPU time (median over batches and rounds) ==")
-    for k, v in rates.items():
-        print(f"{k:<16}{statistics.median(v):>12,.0f}")
-    for path, v in ratio.items():
-        q = statistics.quantiles(v) if len(v) > 1 else v * 3
-        print(f"{path}: shared / distinct x{statistics.median(v):.2f} (median of {len(v)} per-batch ratios; "
-              f"quartiles {q[0]:.2f}..{q[2]:.2f})")
+        for enc in encoders.values():
+            enc.cache.clear()  # a new run: the round's first system misses
+        for order in orders:
+            for i in range(len(batches)):
+                for path in ("lists", "arrow"):
+                    k = (r + i) % len(CONFIGS)
+                    for cfg in CONFIGS[k:] + CONFIGS[:k]:
+                        took[(order, path, cfg)].append(_cpu(lambda: call(order, path, cfg, i)))
+    print(f"\n== pairs/s, one core, process CPU time ({args.rounds} rounds); shared / distinct: the median "
+          "of the per-call ratios (quartiles) ==")
+    print(f"{'order, path':<20}" + "".join(f"{k + ', ' + m:>20}" for k, m in CONFIGS)
+          + f"{'shared, cache / distinct':>27}{'shared, no cache / distinct':>30}{'distinct: cache / no cache':>29}")
+    for (order, path) in [(o, p) for o in orders for p in ("lists", "arrow")]:
+        t = {cfg: took[(order, path, cfg)] for cfg in CONFIGS}
+        rate = "".join(f"{n * args.rounds / sum(t[cfg]):>20,.0f}" for cfg in CONFIGS)
+        base = t[("distinct", "no cache")]
+        after = [x / y for x, y in zip(base, t[("shared", "cache")])]
+        before = [x / y for x, y in zip(base, t[("shared", "no cache")])]
+        cost = [x / y for x, y in zip(base, t[("distinct", "cache")])]
+        print(f"{order + ', ' + path:<20}{rate}{_median_q(after):>27}{_median_q(before):>30}{_median_q(cost):>29}")
 
-    # the references' share of a batch: encoding them, over the whole score_arrays call
+    # the references' share of one call: system 2's first call (by system), after systems 0 and 1
+    # (a text is kept the second time it is seen)
     a, z = batches[0]
-    print(f"\n== where a {z - a}-pair batch's time goes (best of 7, process CPU time), us/pair ==")
-    for kind, refs in (("distinct", distinct[a:z]), ("shared", shared[a:z])):
-        docs, n_refs = flatten_examples(refs, cands[a:z])
-        ex_doc = example_offsets(n_refs)
-        total = _best(lambda: scorer.score_arrays(refs, cands[a:z]), 7)
-        cand_t = _best(lambda: scorer.encode(cands[a:z]), 7)
-        if kind == "distinct":
-            ref_t = _best(lambda: scorer.encode(refs), 7)
-        else:
-            def shared_refs():
-                uniq, index = shared_references(docs, ex_doc)
-                gather(scorer.encode(uniq[z - a:]), index[1::2] - (z - a))
-            ref_t = _best(shared_refs, 7)
-        rest = total - cand_t - ref_t
-        k = z - a
-        print(f"{kind:<9} total {total / k * 1e6:6.2f} | references {ref_t / k * 1e6:6.2f} ({ref_t / total:.0%}) | "
+    k = min(z - a, args.docs)
+    order = rows["by system"]
+    print(f"\n== where system 2's first {k}-pair call goes (by system, best of 7, process CPU time), us/pair ==")
+    for label, cfg in (("distinct", ("distinct", "no cache")), ("shared, no cache (before)", ("shared", "no cache")),
+                       ("shared, cache (after)", ("shared", "cache"))):
+        enc = encoders[("by system", "lists", cfg)]
+        engine._ENCODERS[args.stem] = enc
+        enc.cache.clear()
+        for s in range(2):  # systems 0 and 1's first rows
+            first = slice(s * args.docs, s * args.docs + k)
+            scorer.score_arrays(order[cfg[0]][first], order["cands"][first])
+        s2 = slice(2 * args.docs, 2 * args.docs + k)
+        refs, cands = order[cfg[0]][s2], order["cands"][s2]
+        ones = np.ones(k, dtype=np.int64)
+        total = _best(lambda: scorer.score_arrays(refs, cands))
+        cand_t = _best(lambda: enc.encode(cands))
+        both = _best(lambda: enc.encode_examples(cands, refs, ones))
+        ref_t = max(both - cand_t, 0.0)
+        rest = total - both
+        print(f"{label:<26} total {total / k * 1e6:6.2f} | references {ref_t / k * 1e6:6.2f} ({ref_t / total:.0%}) | "
               f"candidates {cand_t / k * 1e6:6.2f} ({cand_t / total:.0%}) | kernels and the rest "
               f"{rest / k * 1e6:6.2f} ({rest / total:.0%})")
     return 0

@@ -85,7 +85,8 @@ def warm_encoder() -> None:
         enc = default_encoder(stem)
         enc.encode(["The cat sat on the mat.\nIt was happy."])   # an ASCII batch is its own buffer
         enc.encode(["a b c \u2014 caf\u00e9"])                     # any other is encoded once
-        enc.encode_arrow(pa.array(["the cat sat", "caf\u00e9 b"]), pa.array([["a cat"], ["b", "c"]]))
+        # a reference repeated: the cache's gather and the Arrow buffer's compaction
+        enc.encode_arrow(pa.array(["the cat sat", "caf\u00e9 b"]), pa.array([["a cat"], ["b", "a cat"]]))
     records._jsonl_shape(np.frombuffer(b'{"id": 1}\n', dtype=np.uint8))
 
 

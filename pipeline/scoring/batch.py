@@ -90,6 +90,29 @@ def flatten_examples(references, candidates: Sequence[str]) -> tuple[list[str], 
     return docs, n_refs
 
 
+def split_references(references, candidates: Sequence[str]) -> tuple[list[str], np.ndarray]:
+    """Every example's references in one list, in order, and each example's reference count
+    (``references[i]``: one text or a list of texts, at least one)."""
+    if len(references) != len(candidates):
+        raise ValueError(f"{len(references)} references for {len(candidates)} candidates")
+    n = len(candidates)
+    if all(type(r) is str for r in references):
+        return list(references), np.ones(n, dtype=np.int64)
+    if all(type(r) is list for r in references):
+        n_refs = np.fromiter(map(len, references), dtype=np.int64, count=n)
+        check_reference_counts(n_refs, n)
+        return list(chain.from_iterable(references)), n_refs
+    flat: list[str] = []
+    n_refs = np.empty(n, dtype=np.int64)
+    for i, refs in enumerate(references):
+        refs = [refs] if isinstance(refs, str) else list(refs)
+        if not refs:
+            raise ValueError(f"example {i} has no reference")
+        flat.extend(refs)
+        n_refs[i] = len(refs)
+    return flat, n_refs
+
+
 def shared_references(docs: list[str], ex_doc: np.ndarray) -> tuple[list[str], np.ndarray] | None:
     """Documents laid out as :func:`flatten_examples` does, with each distinct reference text
     kept once: (the candidates then the distinct references, the index of every document of

@@ -142,6 +142,10 @@ class RougeEngine:
             if res is not None:
                 return res
         batch, encoder = _compiled()
+        if self._default_stream:  # references seen before (in any batch) are not tokenized again
+            refs, n_refs = batch.split_references(references, candidates)
+            enc = default_encoder(self.use_stemmer).encode_examples(list(candidates), refs, n_refs)
+            return batch.score_encoded(enc, batch.example_offsets(n_refs), self.types)
         docs, n_refs = batch.flatten_examples(references, candidates)
         ex_doc = batch.example_offsets(n_refs)
         shared = batch.shared_references(docs, ex_doc)

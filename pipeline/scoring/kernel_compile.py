@@ -35,6 +35,10 @@ def compile_scoring() -> None:
     cands = ["The cat is sitting on the mat.\nIt is happy.", "b a"]
     for stem in (False, True):
         engine.RougeEngine(list(DEFAULT_TYPES), use_stemmer=stem).score_arrays(refs, cands)
+    # references seen again (kept, then gathered from the cache), enough to grow its tables
+    more = refs + [f"r{i}" for i in range(2100)]
+    for _ in range(2):
+        engine.RougeEngine(list(DEFAULT_TYPES)).score_arrays(more, cands + ["r"] * (len(more) - len(cands)))
     kernel_cache.mark(kernel_cache.SCORING)
 
 

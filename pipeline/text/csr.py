@@ -94,7 +94,9 @@ def _same_bytes(buf, a, b, length):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _text_hash(buf, s, length):
+def text_hash(buf, s, length):
+    """A 64-bit hash of all the bytes ``buf[s:s+length]`` (equal texts, equal hashes; a match is
+    confirmed byte for byte by every caller)."""
     h = np.uint64(length) * _GOLD
     q = s
     while q + 8 <= s + length:
@@ -123,7 +125,7 @@ def first_equal(buf, offs):
     for d in range(n):
         s = offs[d]
         length = offs[d + 1] - s
-        h = _text_hash(buf, s, length)
+        h = text_hash(buf, s, length)
         slot = np.int64(h >> np.uint64(32)) & mask
         while True:
             o = table[slot]

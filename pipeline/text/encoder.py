@@ -17,6 +17,12 @@ texts costs one ``str.join`` and a few numba calls:
    tokens.
 3. Python only sees tokens it has never seen before: it stems them once (nltk
    Porter, as rouge-score) and extends the raw-id -> stem-id map.
+4. References (:meth:`DefaultEncoder.encode_examples`, :meth:`DefaultEncoder.encode_arrow`) go
+   through the encoder's :class:`~pipeline.text.textcache.TextCache`: a text repeated in the
+   batch is scanned once, and a text the cache keeps (one seen in an earlier batch, task or
+   call: every system of a corpus has the same references) is not scanned again, its raw ids
+   are copied from the cache.  Python lists whose references are all new (none repeats, none
+   was given before) are scanned as one stream in the batch layout, as without a cache.
 
 The parts live in their own modules: :mod:`~pipeline.text.intrinsics` (unaligned loads,
 UTF-8 writes), :mod:`~pipeline.text.scan` (pass 1), :mod:`~pipeline.text.vocabulary`
@@ -31,6 +37,7 @@ profile has its own scan, :mod:`pipeline.text.unicode_scan`).
 """
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Callable, Sequence
 
@@ -38,10 +45,11 @@ import numpy as np
 
 from pipeline.columns import utf8_buffers
 from pipeline.text.csr import (BREAK, DOC_MARK, END, LINE_MARK, EncodedDocs, check_reference_counts,
-                               compact_texts, concat_parts, drop_negative, empty_docs, first_equal, gather,
-                               gather_docs, interleave, map_ids, split_marked, text_groups)
+                               compact_texts, concat_parts, drop_negative, empty_docs, gather, interleave,
+                               map_ids, split_marked, text_groups)
 from pipeline.text.intrinsics import get_code_point, str_to_utf8
 from pipeline.text.scan import Scratch, scan_tokens
+from pipeline.text.textcache import TextCache, gather_two
 from pipeline.text.vocabulary import Vocabulary
 
 __all__ = ["DOC_MARK", "LINE_MARK", "DefaultEncoder", "EncodedDocs", "Vocabulary", "check_reference_counts",
@@ -63,6 +71,9 @@ class DefaultEncoder:
         self.vocab = Vocabulary(token_map=token_map)
         self._scratch = Scratch()
         self._lock = threading.Lock()
+        # references seen before, kept across batches: a multi-system corpus scores every system
+        # against the same references (bounded: TextCache.MAX_BYTES)
+        self.cache = TextCache()
 
     # Texts are scanned in groups of about this many code units, so that the scan's
     # working arrays stay in cache and are reused and no multi-megabyte str is built
@@ -71,31 +82,52 @@ class DefaultEncoder:
 
     def encode(self, texts: Sequence[str]) -> EncodedDocs:
         texts = texts if isinstance(texts, list) else list(texts)
-        n_docs = len(texts)
-        if n_docs == 0:
+        if not texts:
             return empty_docs()
-        ends, groups = text_groups(texts, self.GROUP_UNITS)
-        parts = []
         with self._lock:
             self._check_size()
-            for a, b in groups:
-                group = texts[a:b]
-                joined = "".join(group)
-                offs = ends[a:b + 1] - ends[a]
-                # scanned as UTF-8, which scan_tokens reads eight ASCII bytes at a time; ASCII text is
-                # its own UTF-8 (encoding it is a copy), other text is converted in one kernel call
-                if joined.isascii():
-                    buf = np.frombuffer(joined.encode("ascii"), dtype=np.uint8)
-                elif get_code_point is not None:
-                    buf, offs = str_to_utf8(joined, offs)
-                else:  # pragma: no cover - UTF-8 bytes
-                    raw = [t.encode("utf-8", "surrogatepass") for t in group]
-                    buf = np.frombuffer(b"".join(raw), dtype=np.uint8)
-                    offs = np.zeros(len(raw) + 1, dtype=np.int64)
-                    np.cumsum(np.fromiter(map(len, raw), dtype=np.int64, count=len(raw)), out=offs[1:])
-                parts.append(self._encode_units(buf, offs))
-            tokens, doc_tok, doc_sent, sent_tok = parts[0] if len(parts) == 1 else concat_parts(parts)
-            return self._finish(tokens, doc_tok, doc_sent, sent_tok)
+            return self._finish(*self._encode_texts(texts, self._encode_units))
+
+    def encode_examples(self, candidates: list[str], references: list[str], n_refs: np.ndarray) -> EncodedDocs:
+        """Examples in the batch layout (cand, refs..., ...): candidate ``e`` has the next
+        ``n_refs[e]`` texts of ``references``, which are taken from the cache of texts seen before
+        (:mod:`pipeline.text.textcache`) when it holds them."""
+        check_reference_counts(n_refs, len(candidates))
+        if not candidates:
+            return empty_docs()
+        ref_off = np.zeros(len(candidates) + 1, dtype=np.int64)
+        np.cumsum(n_refs, out=ref_off[1:])
+        with self._lock:
+            self._check_size()
+            if not self.cache.seen_texts(references):  # all new: scanned once, in the batch layout
+                docs = _layout(candidates, references, ref_off)
+                return self._finish(*self._encode_texts(docs, self._encode_units))
+            c = self._encode_texts(candidates, self._encode_units)
+            r = self._encode_texts(references, functools.partial(self._encode_cached, admit_all=True))
+            return self._finish(*interleave(*c, *r, ref_off))
+
+    def _encode_texts(self, texts: list[str], encode_units):
+        """(tokens, doc_tok, doc_sent, sent_tok) of ``texts`` by ``encode_units`` on their UTF-8
+        bytes, in groups; under the lock."""
+        ends, groups = text_groups(texts, self.GROUP_UNITS)
+        parts = []
+        for a, b in groups:
+            group = texts[a:b]
+            joined = "".join(group)
+            offs = ends[a:b + 1] - ends[a]
+            # scanned as UTF-8, which scan_tokens reads eight ASCII bytes at a time; ASCII text is
+            # its own UTF-8 (encoding it is a copy), other text is converted in one kernel call
+            if joined.isascii():
+                buf = np.frombuffer(joined.encode("ascii"), dtype=np.uint8)
+            elif get_code_point is not None:
+                buf, offs = str_to_utf8(joined, offs)
+            else:  # pragma: no cover - UTF-8 bytes
+                raw = [t.encode("utf-8", "surrogatepass") for t in group]
+                buf = np.frombuffer(b"".join(raw), dtype=np.uint8)
+                offs = np.zeros(len(raw) + 1, dtype=np.int64)
+                np.cumsum(np.fromiter(map(len, raw), dtype=np.int64, count=len(raw)), out=offs[1:])
+            parts.append(encode_units(buf, offs))
+        return parts[0] if len(parts) == 1 else concat_parts(parts)
 
     def encode_arrow(self, candidates, references) -> tuple[EncodedDocs, np.ndarray]:
         """Arrow columns in (``candidates``: strings; ``references``: strings or lists of
@@ -120,7 +152,7 @@ class DefaultEncoder:
         with self._lock:
             self._check_size()
             c = self._encode_units(*utf8_buffers(cands))
-            r = self._encode_shared(*utf8_buffers(flat))
+            r = self._encode_cached(*utf8_buffers(flat))
             tokens, doc_tok, doc_sent, sent_tok = interleave(*c, *r, ro)
             return self._finish(tokens, doc_tok, doc_sent, sent_tok), n_refs
 
@@ -140,17 +172,20 @@ class DefaultEncoder:
             tokens = stemmed
         return EncodedDocs(tokens, doc_tok, tokens, sent_tok, doc_sent, self.vocab.generation)
 
-    def _encode_shared(self, buf, offs):
-        """:meth:`_encode_units`, each distinct text scanned once (equal bytes, equal tokens)."""
-        first = first_equal(buf, offs)
-        keep = np.flatnonzero(first == np.arange(first.shape[0]))
-        if keep.shape[0] == first.shape[0]:
-            return self._encode_units(buf, offs)
-        tokens, doc_tok, doc_sent, sent_tok = self._encode_units(*compact_texts(buf, offs, keep))
-        rank = np.cumsum(first == np.arange(first.shape[0])) - 1  # a kept text's place among the kept
-        tokens, doc_tok, _, sent_tok, doc_sent = gather_docs(tokens, doc_tok, tokens, sent_tok, doc_sent, True,
-                                                             rank[first])
-        return tokens, doc_tok, doc_sent, sent_tok
+    def _encode_cached(self, buf, offs, admit_all: bool = False):
+        """:meth:`_encode_units`, each text the cache holds taken from it and every other distinct
+        text scanned once, and kept if seen before (or ``admit_all``); under the lock."""
+        cache = self.cache
+        cache.check_generation(self.vocab.generation)
+        where, miss_at, miss_hash, admit = cache.probe(buf, offs, admit_all)
+        if miss_at.shape[0] == where.shape[0]:  # all new and distinct: scanned where they are
+            new = self._encode_units(buf, offs)
+            cache.add(buf, offs, miss_at, miss_hash, new, admit)
+            return new
+        new = self._encode_units(*compact_texts(buf, offs, miss_at)) if miss_at.shape[0] else _NO_DOCS
+        out = gather_two(*cache.stream(), *new, where)
+        cache.add(buf, offs, miss_at, miss_hash, new, admit)
+        return out
 
     def _encode_units(self, buf, offs):
         """Raw token ids and (doc_tok, doc_sent, sent_tok) of documents ``buf[offs[d]:offs[d+1]]``
@@ -164,6 +199,26 @@ class DefaultEncoder:
                             tstart, tend, tnl, doc_tok, doc_sent, sent_tok)
         tokens = self.vocab.ids(low, tstart[:ntok], tend[:ntok])
         return tokens, doc_tok, doc_sent, sent_tok[: nsent + 1].copy()
+
+
+# no documents, as (tokens, doc_tok, doc_sent, sent_tok)
+_NO_DOCS = (np.zeros(0, dtype=np.int32), np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64),
+            np.zeros(1, dtype=np.int64))
+
+
+def _layout(candidates: list[str], references: list[str], ref_off: np.ndarray) -> list[str]:
+    """The texts in the batch layout: cand, its references, cand, ..."""
+    n = len(candidates)
+    if len(references) == n:
+        docs = [""] * (2 * n)
+        docs[0::2] = candidates
+        docs[1::2] = references
+        return docs
+    docs = []
+    for e, a, b in zip(range(n), ref_off[:-1].tolist(), ref_off[1:].tolist()):
+        docs.append(candidates[e])
+        docs.extend(references[a:b])
+    return docs
 
 
 def _string_array(arr):

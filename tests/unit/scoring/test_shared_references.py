@@ -68,7 +68,11 @@ def test_shared_references_equal_rouge_score(layout):
 
 
 def _scanned(monkeypatch):
-    """The number of texts each scan of the default encoder reads."""
+    """The number of texts each scan of the default encoder reads (fresh encoders: no reference
+    kept from an earlier test)."""
+    from pipeline.scoring import engine
+
+    monkeypatch.setattr(engine, "_ENCODERS", {})
     seen = []
     original = DefaultEncoder._encode_units
 

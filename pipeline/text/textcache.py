@@ -1,0 +1,406 @@
+"""Encoded reference texts kept across batches: a text seen before is not scanned again.
+
+A multi-system corpus scores every system against the same references, usually in different
+batches and tasks of one worker process.  :class:`TextCache` keeps, per encoder, each reference
+text's UTF-8 bytes and its raw token ids (with its sentence bounds) in one CSR stream, found
+through an open-addressing table keyed by a 64-bit hash of all the text's bytes.  A hit is
+trusted only after the stored bytes are compared with the text's byte for byte, so two texts
+that share a hash can never share tokens.
+
+A text is kept the second time it is seen (in an earlier batch, or twice in one): the first
+time only its hash is recorded, in a set of hashes, so a corpus whose references never repeat
+pays a hash-set insert per reference, not a copy of its bytes and tokens.  Of a multi-system
+corpus, the first two systems' references are scanned, the others' are copied from the cache.
+
+The ids are those of one vocabulary generation (:attr:`Vocabulary.generation`): the entries are
+forgotten when the vocabulary is rebuilt.  Memory is bounded: the entries' arrays never total
+more than :attr:`TextCache.MAX_BYTES` (64 MiB) and the set of hashes :attr:`TextCache.MAX_SEEN`
+slots (8 MiB); when a batch's new texts would not fit, the entries are forgotten first
+(clear-when-full), a batch whose new texts alone exceed the bound is not kept, and the set is
+emptied when half full.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from pipeline.text.csr import text_hash
+from pipeline.text.intrinsics import load_u64, store_u64
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _equal_bytes(a, a0, b, b0, length):
+    """``a[a0:a0+length] == b[b0:b0+length]``, eight bytes at a time."""
+    q = 0
+    while q + 8 <= length:
+        if load_u64(a, a0 + q) != load_u64(b, b0 + q):
+            return False
+        q += 8
+    while q < length:
+        if a[a0 + q] != b[b0 + q]:
+            return False
+        q += 1
+    return True
+
+
+@njit(cache=True, nogil=True)
+def probe_texts(buf, offs, slots, arena, text_off, n_entries, where, miss_at, miss_hash, miss_count):
+    """Texts ``buf[offs[d]:offs[d+1]]`` looked up: ``where[d]`` is the cache entry holding the
+    same bytes, or ``-(k+1)`` where ``k`` numbers the distinct texts the cache lacks in order of
+    first occurrence (``miss_at[k]``: that occurrence, ``miss_hash[k]``: its hash,
+    ``miss_count[k]``: its occurrences).  ``slots``: (hash, entry) pairs, entry -1 where empty.
+    Returns the number of distinct misses."""
+    n = offs.shape[0] - 1
+    cap = 16
+    while cap < 2 * n:
+        cap *= 2
+    local = np.full(cap, -1, dtype=np.int64)  # misses of this batch, by the same hash
+    lmask = cap - 1
+    mask = (slots.shape[0] >> 1) - 1
+    n_miss = 0
+    for d in range(n):
+        s = offs[d]
+        length = offs[d + 1] - s
+        h = text_hash(buf, s, length)
+        found = -1
+        if n_entries > 0:
+            slot = np.int64(h >> np.uint64(32)) & mask
+            while True:
+                e = slots[2 * slot + 1]
+                if e < 0:
+                    break
+                if (np.uint64(slots[2 * slot]) == h and text_off[e + 1] - text_off[e] == length
+                        and _equal_bytes(arena, text_off[e], buf, s, length)):
+                    found = e
+                    break
+                slot = (slot + 1) & mask
+        if found >= 0:
+            where[d] = found
+            continue
+        slot = np.int64(h >> np.uint64(32)) & lmask
+        while True:
+            k = local[slot]
+            if k < 0:
+                local[slot] = n_miss
+                miss_at[n_miss] = d
+                miss_hash[n_miss] = h
+                miss_count[n_miss] = 1
+                where[d] = -(n_miss + 1)
+                n_miss += 1
+                break
+            o = miss_at[k]
+            if miss_hash[k] == h and offs[o + 1] - offs[o] == length and _equal_bytes(buf, offs[o], buf, s, length):
+                where[d] = -(k + 1)
+                miss_count[k] += 1
+                break
+            slot = (slot + 1) & lmask
+    return n_miss
+
+
+@njit(cache=True, nogil=True)
+def admit_misses(miss_hash, miss_count, seen, admit):
+    """Which missed texts to keep: those seen before (their hash in ``seen``, an open-addressing
+    set of hashes, 0 where empty) or more than once in this batch; the hashes of the others are
+    added to ``seen``.  A hash only decides what is kept, never what a text's tokens are.
+    Returns the number of hashes added."""
+    mask = seen.shape[0] - 1
+    added = 0
+    for k in range(miss_hash.shape[0]):
+        h = miss_hash[k] | np.uint64(1)  # never 0 (empty)
+        slot = np.int64(h >> np.uint64(32)) & mask
+        found = False
+        while True:
+            x = seen[slot]
+            if x == h:
+                found = True
+                break
+            if x == 0:
+                break
+            slot = (slot + 1) & mask
+        admit[k] = found or miss_count[k] > 1
+        if not found:
+            seen[slot] = h
+            added += 1
+    return added
+
+
+@njit(cache=True, nogil=True)
+def _insert(buf, offs, miss_at, miss_hash, ks, slots, arena, text_off, n_entries,
+            new_tok, new_doc_tok, new_doc_sent, new_sent_tok, tokens, doc_tok, doc_sent, sent_tok):
+    """The missed texts ``ks`` (bytes, their table entry, their tokens and sentences: document
+    ``k`` of ``new``) appended as entries ``n_entries ..``; every array has room (the caller
+    grew them)."""
+    mask = (slots.shape[0] >> 1) - 1
+    t = doc_tok[n_entries]
+    ns = doc_sent[n_entries]
+    for j in range(ks.shape[0]):
+        k = ks[j]
+        e = n_entries + j
+        d = miss_at[k]
+        s = offs[d]
+        length = offs[d + 1] - s
+        o = text_off[e]
+        q = 0
+        while q + 8 <= length:
+            store_u64(arena, o + q, load_u64(buf, s + q))
+            q += 8
+        while q < length:
+            arena[o + q] = buf[s + q]
+            q += 1
+        text_off[e + 1] = o + length
+        h = miss_hash[k]
+        slot = np.int64(h >> np.uint64(32)) & mask
+        while slots[2 * slot + 1] >= 0:
+            slot = (slot + 1) & mask
+        slots[2 * slot] = np.int64(h)
+        slots[2 * slot + 1] = e
+        for x in range(new_doc_sent[k], new_doc_sent[k + 1]):
+            sent_tok[ns] = t + new_sent_tok[x] - new_doc_tok[k]
+            ns += 1
+        for q in range(new_doc_tok[k], new_doc_tok[k + 1]):
+            tokens[t] = new_tok[q]
+            t += 1
+        doc_tok[e + 1] = t
+        doc_sent[e + 1] = ns
+    sent_tok[ns] = t
+
+
+@njit(cache=True, nogil=True)
+def gather_two(a_tok, a_doc_tok, a_doc_sent, a_sent_tok, b_tok, b_doc_tok, b_doc_sent, b_sent_tok, where):
+    """Document ``d``: document ``where[d]`` of stream ``a`` if it is >= 0, else document
+    ``-where[d]-1`` of stream ``b`` (documents may repeat; sentences index the tokens).
+    Returns (tokens, doc_tok, doc_sent, sent_tok)."""
+    n = where.shape[0]
+    n_tok = 0
+    n_sent = 0
+    for d in range(n):
+        k = where[d]
+        if k >= 0:
+            n_tok += a_doc_tok[k + 1] - a_doc_tok[k]
+            n_sent += a_doc_sent[k + 1] - a_doc_sent[k]
+        else:
+            k = -k - 1
+            n_tok += b_doc_tok[k + 1] - b_doc_tok[k]
+            n_sent += b_doc_sent[k + 1] - b_doc_sent[k]
+    tokens = np.empty(n_tok, dtype=np.int32)
+    doc_tok = np.zeros(n + 1, dtype=np.int64)
+    doc_sent = np.zeros(n + 1, dtype=np.int64)
+    sent_tok = np.empty(n_sent + 1, dtype=np.int64)
+    t = 0
+    ns = 0
+    for d in range(n):
+        k = where[d]
+        if k >= 0:
+            tok, dt, ds, st = a_tok, a_doc_tok, a_doc_sent, a_sent_tok
+        else:
+            k = -k - 1
+            tok, dt, ds, st = b_tok, b_doc_tok, b_doc_sent, b_sent_tok
+        base = t - dt[k]
+        for s in range(ds[k], ds[k + 1]):
+            sent_tok[ns] = st[s] + base
+            ns += 1
+        for q in range(dt[k], dt[k + 1]):
+            tokens[t] = tok[q]
+            t += 1
+        doc_tok[d + 1] = t
+        doc_sent[d + 1] = ns
+    sent_tok[ns] = t
+    return tokens, doc_tok, doc_sent, sent_tok
+
+
+@njit(cache=True, nogil=True)
+def _rehash(old, new):
+    """Every (hash, entry) pair of the table ``old`` moved to the larger ``new`` (entries -1)."""
+    mask = (new.shape[0] >> 1) - 1
+    for s in range(old.shape[0] >> 1):
+        e = old[2 * s + 1]
+        if e >= 0:
+            slot = np.int64(np.uint64(old[2 * s]) >> np.uint64(32)) & mask
+            while new[2 * slot + 1] >= 0:
+                slot = (slot + 1) & mask
+            new[2 * slot] = old[2 * s]
+            new[2 * slot + 1] = e
+
+
+def _grown_set(seen: np.ndarray, size: int) -> np.ndarray:
+    """The hash set ``seen`` in ``size`` slots."""
+    out = np.zeros(size, dtype=np.uint64)
+    _rehash_set(seen, out)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _rehash_set(old, new):
+    mask = new.shape[0] - 1
+    for s in range(old.shape[0]):
+        h = old[s]
+        if h != 0:
+            slot = np.int64(h >> np.uint64(32)) & mask
+            while new[slot] != 0:
+                slot = (slot + 1) & mask
+            new[slot] = h
+
+
+class TextCache:
+    """Texts -> raw token ids of one vocabulary generation, across batches (see module docstring).
+
+    Entry ``e``'s bytes are ``arena[text_off[e]:text_off[e+1]]`` and its tokens, sentences and
+    bounds are document ``e`` of the CSR stream (``tokens``, ``doc_tok``, ``doc_sent``,
+    ``sent_tok``), as :meth:`pipeline.text.encoder.DefaultEncoder._encode_units` returns them."""
+
+    # The bound on the bytes of the arrays of entries (a worker process has one cache per
+    # stemming mode): about 30,000 references of 1 KB each.  0: nothing is kept.
+    MAX_BYTES = 64 << 20
+    # The most slots of the set of texts seen once (8 bytes each: 8 MiB); emptied when half full.
+    MAX_SEEN = 1 << 20
+    # The most hashes of str texts seen (seen_texts; about 60 bytes each in a Python set: 8 MiB)
+    MAX_SEEN_STR = 1 << 17
+
+    def __init__(self, max_bytes: int | None = None):
+        self.max_bytes = self.MAX_BYTES if max_bytes is None else max_bytes
+        self.generation = None
+        self._allocate()
+        self._first_nbytes = self.nbytes
+        self.seen = np.zeros(1 << 12, dtype=np.uint64)  # hashes of texts seen once (admit_misses)
+        self._n_seen = 0
+        self._str_seen: set[int] = set()  # Python hashes of the str texts seen (seen_texts)
+
+    def _allocate(self) -> None:
+        """No entry, in arrays of their first (small) sizes; they grow by doubling within the bound."""
+        self.n_entries = 0
+        self.slots = np.full(2 * 1024, -1, dtype=np.int64)
+        self.arena = np.zeros(1 << 14, dtype=np.uint8)
+        self.text_off = np.zeros(512, dtype=np.int64)
+        self.tokens = np.zeros(1 << 12, dtype=np.int32)
+        self.doc_tok = np.zeros(512, dtype=np.int64)
+        self.doc_sent = np.zeros(512, dtype=np.int64)
+        self.sent_tok = np.zeros(512, dtype=np.int64)
+
+    def clear(self) -> None:
+        """Forget every entry and every text seen."""
+        self._forget_entries()
+        self.seen.fill(0)
+        self._n_seen = 0
+        self._str_seen = set()
+
+    def _forget_entries(self) -> None:
+        """Forget every entry.  The arrays are kept (they are within the bound): refilling them
+        touches no fresh page (a fresh page costs a fault on its first write)."""
+        self.n_entries = 0
+        self.slots.fill(-1)
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes of the entries' arrays (at most :attr:`max_bytes` after every call; the set
+        of hashes seen once is apart: at most :attr:`MAX_SEEN` slots of 8 bytes)."""
+        return sum(a.nbytes for a in (self.slots, self.arena, self.text_off, self.tokens, self.doc_tok,
+                                      self.doc_sent, self.sent_tok))
+
+    def check_generation(self, generation: int) -> None:
+        """Empty the cache if its ids belong to another vocabulary generation."""
+        if generation != self.generation:
+            if self.n_entries:
+                self._forget_entries()
+            self.generation = generation
+
+    def seen_texts(self, texts: list[str]) -> bool:
+        """Whether a text of ``texts`` repeats, or was given to this method before (by Python's
+        hash of the str, which a dict of them computes anyway; the answer only chooses a path,
+        never a token).  Python lists take the cache only then: a batch of new references is
+        scanned as before, without a copy."""
+        hashes = set(map(hash, texts))
+        if len(hashes) < len(texts):
+            return True
+        if self.max_bytes <= 0:  # nothing is kept: only repeats within the batch matter
+            return False
+        seen = not self._str_seen.isdisjoint(hashes)
+        if len(self._str_seen) + len(hashes) > self.MAX_SEEN_STR:
+            self._str_seen = set()
+        self._str_seen |= hashes
+        return seen
+
+    def probe(self, buf: np.ndarray, offs: np.ndarray, admit_all: bool = False):
+        """Texts ``buf[offs[d]:offs[d+1]]`` looked up: (where, miss_at, miss_hash) of
+        :func:`probe_texts`, and which misses to keep (:func:`admit_misses`; all of them with
+        ``admit_all``)."""
+        n = offs.shape[0] - 1
+        where = np.empty(n, dtype=np.int64)
+        miss_at = np.empty(n, dtype=np.int64)
+        miss_hash = np.empty(n, dtype=np.uint64)
+        miss_count = np.empty(n, dtype=np.int64)
+        n_miss = probe_texts(buf, offs, self.slots, self.arena, self.text_off, self.n_entries, where, miss_at,
+                             miss_hash, miss_count)
+        miss_hash = miss_hash[:n_miss]
+        admit = np.full(n_miss, admit_all, dtype=np.bool_)
+        if n_miss and self.max_bytes > 0 and not admit_all:
+            if 2 * (self._n_seen + n_miss) > self.seen.shape[0]:  # the set at half load at most
+                size = self.seen.shape[0]
+                while 2 * (self._n_seen + n_miss) > size and size < self.MAX_SEEN:
+                    size *= 2
+                if 2 * (self._n_seen + n_miss) > size:
+                    self.seen.fill(0)
+                    self._n_seen = 0
+                else:
+                    self.seen = _grown_set(self.seen, size)
+            self._n_seen += admit_misses(miss_hash, miss_count[:n_miss], self.seen, admit)
+        return where, miss_at[:n_miss], miss_hash, admit
+
+    def stream(self):
+        """The entries' (tokens, doc_tok, doc_sent, sent_tok)."""
+        return self.tokens, self.doc_tok, self.doc_sent, self.sent_tok
+
+    def add(self, buf, offs, miss_at, miss_hash, new, admit=None) -> bool:
+        """Keep the missed texts ``miss_at`` of ``buf``/``offs`` that ``admit`` selects (all if
+        None) and their encoding ``new`` (tokens, doc_tok, doc_sent, sent_tok; document ``k`` is
+        text ``miss_at[k]``).  When they do not fit in the bound, the cache is emptied first;
+        False if they do not fit at all."""
+        ks = np.arange(miss_at.shape[0]) if admit is None else np.flatnonzero(admit)
+        if ks.shape[0] == 0:
+            return True
+        new_tok, new_doc_tok, new_doc_sent, new_sent_tok = new
+        at = miss_at[ks]
+        grow = (ks.shape[0], int((offs[at + 1] - offs[at]).sum()), int((new_doc_tok[ks + 1] - new_doc_tok[ks]).sum()),
+                int((new_doc_sent[ks + 1] - new_doc_sent[ks]).sum()))
+        caps = self._fitting(*grow)
+        if caps is None and self.n_entries:
+            self._forget_entries()
+            caps = self._fitting(*grow)
+        if caps is None and self.nbytes > self._first_nbytes:  # arrays grown for other texts: start again
+            self._allocate()
+            caps = self._fitting(*grow)
+        if caps is None:
+            return False
+        for name, items in caps.items():
+            arr = getattr(self, name)
+            if items != arr.shape[0]:
+                if name == "slots":
+                    grown = np.full(items, -1, dtype=np.int64)
+                    _rehash(arr, grown)
+                else:
+                    grown = np.zeros(items, dtype=arr.dtype)
+                    grown[: arr.shape[0]] = arr
+                setattr(self, name, grown)
+        _insert(buf, offs, miss_at, miss_hash, ks, self.slots, self.arena, self.text_off, self.n_entries,
+                new_tok, new_doc_tok, new_doc_sent, new_sent_tok, self.tokens, self.doc_tok, self.doc_sent,
+                self.sent_tok)
+        self.n_entries += ks.shape[0]
+        return True
+
+    def _fitting(self, k: int, text_bytes: int, n_tok: int, n_sent: int) -> dict[str, int] | None:
+        """Each array's length to hold ``k`` more entries of these sizes within the bound (grown
+        by doubling, else to what is needed), or None if they do not fit."""
+        e = self.n_entries + k
+        need = {"arena": int(self.text_off[self.n_entries]) + text_bytes, "text_off": e + 1,
+                "tokens": int(self.doc_tok[self.n_entries]) + n_tok, "doc_tok": e + 1, "doc_sent": e + 1,
+                "sent_tok": int(self.doc_sent[self.n_entries]) + n_sent + 1}
+        slots = self.slots.shape[0] >> 1
+        while 2 * e > slots:  # the table at half load at most
+            slots *= 2
+        for exact in (False, True):
+            caps = {"slots": 2 * slots}
+            for name, items in need.items():
+                cap = getattr(self, name).shape[0]
+                caps[name] = cap if items <= cap else (items if exact else max(items, 2 * cap))
+            if sum(n * getattr(self, name).itemsize for name, n in caps.items()) <= self.max_bytes:
+                return caps
+        return None

@@ -1,0 +1,247 @@
+"""References encoded once per process (issue 30): a reference text the default encoder has seen,
+in this batch or any earlier one, is taken from its cache (:mod:`pipeline.text.textcache`)
+instead of being tokenized again, and every number stays rouge-score's."""
+import random
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from rouge_score import rouge_scorer
+
+from pipeline import RougeScorer
+from pipeline.columns import utf8_buffers
+from pipeline.scoring import engine
+from pipeline.text.csr import text_hash
+from pipeline.text.encoder import DefaultEncoder
+from pipeline.text.textcache import TextCache
+from pipeline.text.vocabulary import Vocabulary
+
+sys.path.insert(0, str(Path(__file__).parents[3] / "benchmarks"))
+from corpus import make_corpus  # noqa: E402
+
+TYPES = ["rouge1", "rouge2", "rougeL", "rougeLsum"]
+_REFS, _CANDS = make_corpus("short", 10, 7)
+# non-ASCII references: U+0130 and U+212A (lowercase to ASCII), accents, CJK, an emoji, an empty text
+REFS = _REFS + ["Caf\u00e9 na\u00efve \u0130stanbul \u212aelvin r\u00e9sum\u00e9 running runs\nsecond line",
+                "\u65e5\u672c\u8a9e text and more text \U0001f600 words", ""]
+N_DOCS = len(REFS)
+
+
+def _fresh(text: str) -> str:
+    return text.encode().decode()  # an equal str that is another object, as rows read from a file
+
+
+def _system(s: int, multi: bool):
+    """System ``s``'s rows: every document's references (new objects) and its own candidate;
+    ``multi``: two or three references a document (a repeat within one example included)."""
+    rng = random.Random(s)
+    cands, refs = [], []
+    for d in range(N_DOCS):
+        words = (_CANDS[d % len(_CANDS)] + " caf\u00e9 \u0130s").split(" ")
+        cands.append(" ".join(w for w in words if rng.random() > 0.2))
+        if multi:
+            refs.append([_fresh(REFS[d]), _fresh(REFS[(d + 1) % N_DOCS])] + ([_fresh(REFS[d])] if d % 3 == 0 else []))
+        else:
+            refs.append(_fresh(REFS[d]))
+    return refs, cands
+
+
+@pytest.fixture
+def encoders(monkeypatch):
+    """Fresh per-process encoders (empty vocabularies and caches) for this test."""
+    monkeypatch.setattr(engine, "_ENCODERS", {})
+    return engine._ENCODERS
+
+
+def _score(scorer, path, refs, cands):
+    if path == "arrow":
+        return scorer.score_arrow(pa.array(refs), pa.array(cands)).scores
+    return scorer.score_arrays(refs, cands).scores
+
+
+_ORACLE: dict = {}
+
+
+def _expected(stem, refs, cands):
+    """rouge-score's numbers, (n, types, 3)."""
+    oracle = rouge_scorer.RougeScorer(TYPES, use_stemmer=stem)
+    out = []
+    for r, c in zip(refs, cands):
+        key = (stem, tuple(r) if isinstance(r, list) else r, c)
+        if key not in _ORACLE:
+            got = oracle.score(r, c) if isinstance(r, str) else oracle.score_multi(r, c)
+            _ORACLE[key] = [list(got[t]) for t in TYPES]
+        out.append(_ORACLE[key])
+    return out
+
+
+@pytest.mark.parametrize("multi", [False, True], ids=["single", "multi"])
+@pytest.mark.parametrize("path", ["lists", "arrow"])
+@pytest.mark.parametrize("stem", [True, False], ids=["stemmed", "unstemmed"])
+def test_references_across_calls_and_batches_equal_rouge_score(stem, path, multi, encoders, monkeypatch):
+    """Four systems against the same references: system 0 alone, systems 1 and 2 in one call
+    (repeats within a batch and hits of the first call), system 3 in two calls; then system 0
+    again.  Every number equals rouge-score's and the run of a cache that keeps nothing."""
+    scorer = RougeScorer(TYPES, use_stemmer=stem)
+    systems = [_system(s, multi) for s in range(4)]
+    calls = [systems[0], (systems[1][0] + systems[2][0], systems[1][1] + systems[2][1]),
+             (systems[3][0][:5], systems[3][1][:5]), (systems[3][0][5:], systems[3][1][5:]), _system(0, multi)]
+    got = [_score(scorer, path, refs, cands) for refs, cands in calls]
+    assert engine.default_encoder(stem).cache.n_entries == N_DOCS  # each distinct text kept once
+    engine._ENCODERS.clear()
+    monkeypatch.setattr(TextCache, "MAX_BYTES", 0)  # a cache that keeps nothing
+    uncached = [_score(scorer, path, refs, cands) for refs, cands in calls]
+    assert engine.default_encoder(stem).cache.n_entries == 0
+    for (refs, cands), g, u in zip(calls, got, uncached):
+        assert g.tolist() == _expected(stem, refs, cands)
+        assert g.tolist() == u.tolist()
+
+
+def _scanned(monkeypatch):
+    """The number of texts each scan of the default encoder reads."""
+    seen = []
+    original = DefaultEncoder._encode_units
+
+    def spy(self, buf, offs):
+        seen.append(len(offs) - 1)
+        return original(self, buf, offs)
+
+    monkeypatch.setattr(DefaultEncoder, "_encode_units", spy)
+    return seen
+
+
+@pytest.mark.parametrize("path", ["lists", "arrow", "task"])
+def test_the_third_system_does_not_tokenize_its_references_again(path, encoders, monkeypatch):
+    """Through lists, Arrow columns or a job task's table, one call per system: system 0's
+    references are scanned (their hashes recorded), system 1's scanned and kept, and system 2's
+    call scans its candidates and the one reference no system had before."""
+    from pipeline import job
+
+    seen = _scanned(monkeypatch)
+    scorer = RougeScorer(TYPES, use_stemmer=True)
+    settings = job.ScoringSettings(rouge_types=TYPES, use_stemmer=True, diagnostics=False)
+
+    def run(refs, cands):
+        if path == "task":
+            table = pa.table({"id": [f"d{i}" for i in range(len(refs))], "system": ["s"] * len(refs),
+                              "candidate": cands, "references": [[r] for r in refs], "source": [None] * len(refs)})
+            return job.score_matrix(job.score_table(table, settings), TYPES)
+        return _score(scorer, "arrow" if path == "arrow" else "lists", refs, cands)
+
+    run(*_system(0, False))
+    # the candidates, then the references (Python lists of new texts: one scan, in the batch layout)
+    assert sorted(seen) == ([2 * N_DOCS] if path == "lists" else [N_DOCS, N_DOCS])
+    assert engine.default_encoder(True).cache.n_entries == 0
+    seen.clear()
+    run(*_system(1, False))
+    assert sorted(seen) == [N_DOCS, N_DOCS]
+    assert engine.default_encoder(True).cache.n_entries == N_DOCS
+    seen.clear()
+    refs2, cands2 = _system(2, False)
+    refs2[4] = "a reference no system had before"
+    got = run(refs2, cands2)
+    assert sorted(seen) == [1, N_DOCS]                # the candidates and the one new reference
+    assert np.asarray(got).tolist() == _expected(True, refs2, cands2)
+
+
+@pytest.mark.parametrize("path", ["lists", "arrow"])
+def test_references_that_never_repeat_are_not_kept(path, encoders, monkeypatch):
+    """Texts seen once leave only their hash; the set of hashes is emptied when half full (Arrow:
+    hashes of the bytes) or full (lists: Python's hashes of the str); seen again, they are kept."""
+    monkeypatch.setattr(TextCache, "MAX_SEEN", 1 << 12)
+    monkeypatch.setattr(TextCache, "MAX_SEEN_STR", 2048)
+    scorer = RougeScorer(TYPES)
+    refs, cands = make_corpus("short", 3000, 5)
+    sizes = []
+    for a in range(0, 3000, 500):
+        _score(scorer, path, refs[a:a + 500], cands[a:a + 500])
+        cache = engine.default_encoder(False).cache
+        assert cache.n_entries == 0 and cache.seen.shape[0] <= 1 << 12
+        sizes.append(cache._n_seen if path == "arrow" else len(cache._str_seen))
+    assert sizes[:4] == [500, 1000, 1500, 2000] and sizes[4] == 500   # emptied
+    again = _score(scorer, path, refs[2500:], cands[2500:])             # seen before: now kept
+    assert engine.default_encoder(False).cache.n_entries == 500
+    assert again[:20].tolist() == _expected(False, refs[2500:2520], cands[2500:2520])
+
+
+def test_a_vocabulary_rebuild_empties_the_cache(encoders, monkeypatch):
+    """Cached ids belong to one vocabulary generation: once the vocabulary is rebuilt (here at
+    every call), they are not used, and the numbers stay rouge-score's."""
+    monkeypatch.setattr(Vocabulary, "MAX_IDS", 5)
+    scorer = RougeScorer(TYPES, use_stemmer=True)
+    for s in range(3):
+        refs, cands = _system(s, False)
+        cands = [f"new{s} words first {c}" for c in cands]  # the rebuilt vocabulary numbers tokens anew
+        for path in ("lists", "arrow"):
+            assert _score(scorer, path, refs, cands).tolist() == _expected(True, refs, cands)
+    assert engine.default_encoder(True).vocab.generation >= 4
+
+
+def test_the_cache_stays_within_its_bound(encoders, monkeypatch):
+    """Past the bound the cache is emptied and refilled (numbers unchanged); a batch whose new
+    texts alone exceed it is not kept."""
+    monkeypatch.setattr(TextCache, "MAX_BYTES", 100_000)
+    scorer = RougeScorer(TYPES, use_stemmer=False)
+    refs, cands = make_corpus("short", 160, 11)
+    entries = []
+    for a in range(0, 160, 20):
+        for path in ("arrow", "arrow", "lists", "lists"):   # each kept the second time it is seen
+            got = _score(scorer, path, refs[a:a + 20], cands[a:a + 20])
+            assert got.tolist() == _expected(False, refs[a:a + 20], cands[a:a + 20])
+        cache = engine.default_encoder(False).cache
+        assert cache.nbytes <= 100_000
+        entries.append(cache.n_entries)
+    assert max(entries) > 20 and any(b < a for a, b in zip(entries, entries[1:]))  # filled, then emptied
+    long_refs = [" ".join(refs)] * 2  # a text of ~100 KB, twice: kept, were it to fit
+    got = _score(scorer, "lists", long_refs, cands[:2])
+    assert got.tolist() == _expected(False, long_refs, cands[:2])
+    assert cache.n_entries == 0 and cache.nbytes <= 100_000
+
+
+def test_a_hit_is_verified_byte_for_byte():
+    """An entry whose stored hash equals a text's but whose bytes differ is not that text's."""
+    cache = TextCache()
+    a, b = "the cat sat on a mat", "the cat sat on a hat"
+    enc = DefaultEncoder(False)
+    buf, offs = utf8_buffers(pa.array([a]))
+    where, miss_at, miss_hash, _ = cache.probe(buf, offs)
+    assert where.tolist() == [-1] and miss_at.tolist() == [0]
+    assert cache.add(buf, offs, miss_at, miss_hash, enc._encode_units(buf, offs))
+    assert cache.probe(buf, offs)[0].tolist() == [0]
+    # the entry re-filed under b's hash, in b's home slot: a hash-only lookup would return it for b
+    bbuf, boffs = utf8_buffers(pa.array([b]))
+    hb = text_hash(bbuf, 0, len(b))
+    mask = (cache.slots.shape[0] >> 1) - 1
+    cache.slots[:] = -1
+    home = int(hb >> np.uint64(32)) & mask
+    cache.slots[2 * home] = np.array([hb], dtype=np.uint64).view(np.int64)[0]
+    cache.slots[2 * home + 1] = 0
+    where, miss_at, _, _ = cache.probe(bbuf, boffs)
+    assert where.tolist() == [-1] and miss_at.tolist() == [0]
+
+
+def test_equal_texts_in_one_batch_are_scanned_once(encoders, monkeypatch):
+    seen = _scanned(monkeypatch)
+    refs = [_fresh(REFS[i % 3]) for i in range(30)]
+    cands = [_CANDS[i % 7] for i in range(30)]
+    got = RougeScorer(TYPES).score_arrays(refs, cands).scores
+    assert sorted(seen) == [3, 30]
+    assert got.tolist() == _expected(False, refs, cands)
+
+
+def test_arrays_grown_for_other_texts_start_again_when_a_text_does_not_fit():
+    """Arrays grown for many tiny texts leave no room for one long text within the bound: the
+    cache starts again from small arrays and keeps it; a text larger than the bound is not kept."""
+    enc = DefaultEncoder(False)
+    cache = TextCache(400_000)
+
+    def put(texts):
+        buf, offs = utf8_buffers(pa.array(texts))
+        where, miss_at, miss_hash, _ = cache.probe(buf, offs)
+        return cache.add(buf, offs, miss_at, miss_hash, enc._encode_units(buf, offs))
+
+    assert put([f"t{i}" for i in range(3000)]) and cache.n_entries == 3000
+    assert put(["word " * 20000]) and cache.n_entries == 1 and cache.nbytes <= 400_000
+    assert not put(["x " * 300000]) and cache.n_entries == 0 and cache.nbytes <= 400_000
