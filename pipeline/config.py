@@ -45,6 +45,8 @@ execution:
                                       #   dashboard's Profile page); it cost ~10% of the job's throughput
   reuse: null                         # a previous run (same signature): its rows of unchanged examples
                                       #   are copied, the others scored (--reuse RUN)
+  reuse_untrusted: refuse             # a reuse run that is not whole, or of another version: refuse
+                                      #   (exit 2) | rescore (nothing reused, said in the log; nightly)
 strict: false                         # true: any quarantined record fails the run
 storage_options: {}                   # fsspec options for input and output (input.storage_options wins)
 ```
@@ -153,10 +155,12 @@ class ExecutionConfig:
     unit_cache_mb: int | None = None  # not used; accepted and ignored, so configs that set it still load
     worker_profile: bool = False
     reuse: str | None = None   # a previous run: rows whose digest is unchanged are copied, not scored
+    reuse_untrusted: str = "refuse"   # such a run that cannot be trusted: refuse the run | rescore every row
 
     def validate(self):
         _check_choice(self.mode, "execution.mode", MODES)
         _check_str(self.reuse, "execution.reuse", allow_none=True)
+        _check_choice(self.reuse_untrusted, "execution.reuse_untrusted", ("refuse", "rescore"))
         if self.reuse is not None:
             try:
                 check_scheme(self.reuse, "execution.reuse")

@@ -372,24 +372,22 @@ def _load(args) -> tuple[dict, list[str], list[str] | None]:
 
 
 def reuse_argv(config: str, new: str) -> list[str]:
-    """``["--reuse", RUN]``: the previous in-control night of the night's settings
-    (:func:`pipeline.gate.control.reuse_base`), when it can be trusted; else nothing, said in one line
-    (the night is then scored whole)."""
+    """``["--reuse", RUN, "--set", "execution.reuse_untrusted=rescore"]``: the previous in-control
+    night of the night's settings (:func:`pipeline.gate.control.reuse_base`); the scoring opens it
+    (once) and, when it cannot be trusted, scores the night whole, said in one line.  Nothing
+    when there is none or the config cannot be read (the scoring reports that)."""
     # start-up: the config loads NumPy, Arrow and YAML; the gate pandas
     from pipeline.config import load_config
     from pipeline.gate.control import reuse_base
-    from pipeline.runfolder.read import open_run
     from pipeline.signature import Signature
 
     try:
         cfg = load_config(config, [f"output.url={json.dumps(new)}"])
         base = reuse_base(new, str(Signature.from_config(cfg)), cfg.storage_options)
-        if base is not None:
-            open_run(base, cfg.storage_options)   # whole, or not reused
     except Exception as e:  # noqa: BLE001 - the scoring reports a bad config; a night is never lost to reuse
         print(f"rouge-pipeline: nightly: nothing reused ({type(e).__name__}: {e})", file=sys.stderr, flush=True)
         return []
-    return [] if base is None else ["--reuse", base]
+    return [] if base is None else ["--reuse", base, "--set", "execution.reuse_untrusted=rescore"]
 
 
 def _accept(args) -> int:

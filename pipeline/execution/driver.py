@@ -183,8 +183,9 @@ def _run_held(r: _Run, ex, lease, inputs: dict, progress, stream) -> RunResult:
     summary = r.summary(outcome, bar, ex)
     r.check_rows(outcome.final, summary)
     r.warn(summary)
-    files, parts = r.verify_parts(outcome)
+    files, parts, hashes = r.verify_parts(outcome)
     summary[outputs.PARTS_KEY] = parts   # what a reader holds the folder to (runfolder.whole)
+    summary[outputs.PART_HASHES_KEY] = hashes
     r.check_inputs(inputs)
     r.write_statistics(outcome.final)
     exact_rows = r.exact_bootstrap(ex, outcome.final)
@@ -228,8 +229,13 @@ class _Run:
         if not url:
             return
         self.sig = self.sig or str(Signature.from_config(self.cfg))
-        self.previous, why = self.retry(f"opening the run to reuse {url}", job.open_previous, url, self.so, self.sig,
-                                        self.cfg.scoring.diagnostics, self.run_url)
+        try:
+            self.previous, why = self.retry(f"opening the run to reuse {url}", job.open_previous, url, self.so,
+                                            self.sig, self.cfg.scoring.diagnostics, self.run_url)
+        except ConfigError as e:
+            if self.cfg.execution.reuse_untrusted != "rescore":
+                raise
+            self.previous, why = None, f"nothing reused, every row is scored ({e})"
         if why:
             self.log(f"reuse: {redact_url(why)}")
         else:
@@ -360,9 +366,9 @@ class _Run:
             raise StrictModeError(f"strict: {final.quarantined} record(s) quarantined "
                                   f"({final.quarantine_reasons}); see {self.run_url}/quarantine/", summary)
 
-    def verify_parts(self, outcome: Outcome) -> tuple[list, dict]:
-        """Every part on disk is this run's and holds what it counted; returns the folder's files
-        and the parts (``{part: [rows, bytes]}``, for the summary)."""
+    def verify_parts(self, outcome: Outcome) -> tuple[list, dict, dict]:
+        """Every part on disk is this run's and holds what it counted; returns the folder's files,
+        the parts (``{part: [rows, bytes]}``) and their content hashes, for the summary."""
         return self.retry("checking the part files", outputs.verify_parts, self.run_url, self.so, outcome.slices,
                           self.chash, outcome.final.rows, outcome.final.quarantined)
 

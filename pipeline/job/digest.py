@@ -64,7 +64,10 @@ def run_digest(info: dict, candidate: str | None, references, source: str | None
 
 
 def _one(col):
-    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if isinstance(col, pa.ChunkedArray):
+        # combine_chunks copies even a single chunk (every text of the slice)
+        return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+    return col
 
 
 def _hashes(strings) -> np.ndarray:

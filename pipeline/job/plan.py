@@ -62,8 +62,11 @@ def estimate_costs(table: pa.Table, source: bool = True) -> np.ndarray:
         return pc.binary_length(arr).fill_null(0).to_numpy().astype(np.int64)
 
     cand = n_bytes(table.column("candidate"))
-    refs = table.column("references").combine_chunks()
+    refs = table.column("references")
+    # one chunk (a unit as read) is used as it is: combine_chunks would copy every reference
+    refs = refs.chunk(0) if refs.num_chunks == 1 else refs.combine_chunks()
     offsets = refs.offsets.to_numpy().astype(np.int64)
+    offsets -= offsets[0]   # a sliced list array's offsets point into all its values; flatten() gives its own
     csum = np.concatenate([[0], np.cumsum(n_bytes(refs.flatten()))])
     ref_total = csum[offsets[1:]] - csum[offsets[:-1]]
     cost = (cand // BYTES_PER_TOKEN + 1) * (ref_total // BYTES_PER_TOKEN + 1)

@@ -24,8 +24,10 @@ from pipeline import __version__
 from pipeline.errors import ConfigError, OldLayoutError, RunFolderError
 from pipeline.io.paths import get_fs
 from pipeline.runfolder import RUN_FORMAT
+from pipeline.runfolder.names import SUMMARY, describe
 from pipeline.runfolder.read import open_run
 from pipeline.runfolder.inputs import normalise
+from pipeline.runfolder.whole import PART_HASHES_KEY, content_hash
 
 # what a row takes from this run's input, not from the previous run
 OWN_COLUMNS = ("id", "system", "text_digest", "candidate", "references")
@@ -34,7 +36,7 @@ OWN_COLUMNS = ("id", "system", "text_digest", "candidate", "references")
 @dataclass(frozen=True)
 class Previous:
     """A finished, whole run whose rows may be reused: its URL and its ``scores/`` parts as its
-    summary lists them (``(name in the folder, rows)``, in reading order)."""
+    summary lists them (``(name in the folder, rows, content hash)``, in reading order)."""
 
     url: str
     parts: tuple
@@ -63,7 +65,13 @@ def open_previous(url: str, storage_options: dict | None, signature: str, diagno
         return None, (f"{url} was scored with other settings (signature {info.get('signature')}"
                       f"{'' if bool(theirs) == bool(diagnostics) else ', diagnostics ' + str(theirs).lower()}): "
                       "nothing reused")
-    parts = tuple((rel, n) for rel, n in run.part_rows())
+    hashes = (run.summary_doc or {}).get(PART_HASHES_KEY)
+    hashes = hashes if isinstance(hashes, dict) else {}
+    parts = tuple((rel, n, hashes.get(rel)) for rel, n in run.part_rows())
+    unhashed = [rel for rel, _, h in parts if not isinstance(h, str)]
+    if unhashed:
+        raise ConfigError(f"{what}: its {SUMMARY} records no content hash of {describe(unhashed)}; "
+                          "nothing is reused from a run that is not whole")
     return Previous(run.url, parts, dict(storage_options or {})), ""
 
 
@@ -81,11 +89,16 @@ class ReuseIndex:
         return object.__sizeof__(self) + self.digests.nbytes + self.part.nbytes + self.row.nbytes
 
 
-def _read(previous: Previous, k: int, columns) -> pa.Table:
-    rel, rows = previous.parts[k]
+def _read(previous: Previous, k: int, columns, check: bool = True) -> pa.Table:
+    """Part ``k``'s ``columns``; ``check``: its bytes are those the run wrote (content hash)."""
+    rel, rows, digest = previous.parts[k]
     fs, path = get_fs(f"{previous.url.rstrip('/')}/{rel}", previous.storage_options)
     with fs.open(path, "rb") as f:
-        table = pq.read_table(f, columns=columns)
+        data = f.read() if check else None
+        table = pq.read_table(f if data is None else pa.BufferReader(data), columns=columns)
+    if data is not None and content_hash(data) != digest:
+        raise RunFolderError(f"--reuse {previous.url}: {rel} changed since the run wrote it (its content hash "
+                             "differs); the run is not whole: nothing is reused from it")
     if rows is not None and table.num_rows != rows:
         raise RunFolderError(f"--reuse {previous.url}: {rel} holds {table.num_rows} rows, the run wrote {rows}; "
                              "the run is not whole: nothing is reused from it")
@@ -98,7 +111,9 @@ def build_index(previous: Previous | None) -> ReuseIndex | None:
         return None
     n = len(previous.parts)
     with ThreadPoolExecutor(max_workers=min(16, max(1, n))) as pool:
-        cols = list(pool.map(lambda k: _read(previous, k, ["text_digest"]).column("text_digest"), range(n)))
+        # the digest column only: a part rows are copied out of is checked when it is read whole
+        cols = list(pool.map(lambda k: _read(previous, k, ["text_digest"], check=False).column("text_digest"),
+                             range(n)))
     digests = [np.asarray(c.to_numpy(), dtype=np.uint64) for c in cols]
     part = np.repeat(np.arange(n, dtype=np.int32), [len(d) for d in digests])
     row = np.concatenate([np.arange(len(d), dtype=np.int64) for d in digests]) if n else np.zeros(0, np.int64)
@@ -119,23 +134,30 @@ def lookup(index: ReuseIndex, digests: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return found, index.part[at], index.row[at]
 
 
-def take_rows(index: ReuseIndex, part: np.ndarray, row: np.ndarray, schema: pa.Schema, cache: dict) -> pa.Table:
+def take_rows(index: ReuseIndex, part: np.ndarray, row: np.ndarray, schema: pa.Schema, cache: dict,
+              digests: np.ndarray | None = None) -> pa.Table:
     """The previous run's rows at ``(part, row)``, in that order, with the columns of ``schema``
-    (this run's scores without :data:`OWN_COLUMNS`).  ``cache``: ``{part: table}`` kept by the
-    caller between its slices; parts this call does not use are let go."""
+    (this run's scores without :data:`OWN_COLUMNS`), out of parts whose bytes are the run's
+    (content hash); ``digests``: the rows' digests, checked against the copied rows' own.
+    ``cache``: ``{part: table}`` kept by the caller between its slices; parts this call does not
+    use are let go."""
     wanted = [int(p) for p in np.unique(part)]
     for k in [k for k in cache if k not in wanted]:
         del cache[k]
     pieces, where = [], []
     for k in wanted:
         if k not in cache:
-            table = _read(index.previous, k, schema.names)
-            if table.schema.remove_metadata() != schema:
+            table = _read(index.previous, k, [*schema.names, "text_digest"])
+            if table.select(schema.names).schema.remove_metadata() != schema:
                 raise RunFolderError(f"--reuse {index.previous.url}: {index.previous.parts[k][0]} has other "
                                      "columns than this run writes; its rows are not reused")
             cache[k] = table
         at = np.flatnonzero(part == k)
-        pieces.append(cache[k].take(pa.array(row[at])))
+        piece = cache[k].take(pa.array(row[at]))
+        if digests is not None and not np.array_equal(piece.column("text_digest").to_numpy(), digests[at]):
+            raise RunFolderError(f"--reuse {index.previous.url}: {index.previous.parts[k][0]} does not hold the "
+                                 "rows its digests were read from; the run is not whole: nothing is reused from it")
+        pieces.append(piece.select(schema.names))
         where.append(at)
     if not pieces:
         return schema.empty_table()

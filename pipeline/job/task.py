@@ -170,8 +170,10 @@ def _reused_rows(table: pa.Table, quarantine: pa.Table, ctx: UnitContext, fmt: s
     kept = fresh_at[np.isin(digests[fresh_at], fresh.column("text_digest").to_numpy())]
     schema = fresh.schema
     copied = reuse.take_rows(index, part, row, pa.schema([f for f in schema if f.name not in reuse.OWN_COLUMNS]),
-                             cache)
-    own = table.take(pa.array(hit_at))
+                             cache, digests[hit_at])
+    # only the columns a row takes from this run's input are copied (not every text)
+    own = table.select([f.name for f in schema if f.name in reuse.OWN_COLUMNS and f.name != "text_digest"])
+    own = own.take(pa.array(hit_at))
     cols = {f.name: copied.column(f.name) if f.name not in reuse.OWN_COLUMNS else own.column(f.name)
             for f in schema if f.name != "text_digest"}
     cols["text_digest"] = pa.array(digests[hit_at], pa.uint64())

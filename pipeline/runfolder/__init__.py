@@ -18,7 +18,7 @@ from pipeline.runfolder.names import (  # noqa: F401
     LAYOUT, LEASE, MARKER_FORMAT, META_CONFIG_HASH, META_SIGNATURE, PLAN_FORMAT, ROUGE155_CORPUS, RUN_FORMAT, SAMPLE_FILES,
     SUCCESS, describe, is_run_file, marker_url, part_name, part_order, partition_path, url,
 )
-from pipeline.runfolder.whole import PARTS_KEY  # noqa: F401
+from pipeline.runfolder.whole import PART_HASHES_KEY, PARTS_KEY  # noqa: F401
 from pipeline.runfolder.read import (  # noqa: F401
     OpenedRun, has_success, is_complete, not_finished, open_run, read_all_scores, read_exact, read_part, read_scores,
     read_stats, read_summary, score_files, score_part_urls,

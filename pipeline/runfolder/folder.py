@@ -275,17 +275,15 @@ def write_task_files(prepared: dict, unit_index: int, slice_index: int, n_slices
     hashes of rows it scored away (too long), kept in the marker for a rerun's duplicate search."""
     so = ctx.storage_options
     run = ctx.run_url.rstrip("/")
-    files = []
-    for system, data in prepared["parts"]:
-        u = names.score_part_url(run, system, unit_index, slice_index)
+    files, hashes = [], {}
+    written = [(names.score_part_url(run, system, unit_index, slice_index), data) for system, data in prepared["parts"]]
+    if prepared["quarantine"] is not None:
+        written.append((names.quarantine_part_url(run, unit_index, slice_index), prepared["quarantine"]))
+    for u, data in written:
         check_stop(ctx)
         writers.write_bytes_atomic(data, u, so)
         files.append(u[len(run) + 1:])
-    if prepared["quarantine"] is not None:
-        u = names.quarantine_part_url(run, unit_index, slice_index)
-        check_stop(ctx)
-        writers.write_bytes_atomic(prepared["quarantine"], u, so)
-        files.append(u[len(run) + 1:])
+        hashes[files[-1]] = whole.content_hash(data)
     result = {"unit": unit_index, "slice": slice_index, "slices": n_slices, "tasks": 1, "files": files,
               **{k: prepared[k] for k in ("rows", "quarantined", "quarantine_reasons", "systems",
                                           "cand_tokens", "ref_tokens")}}
@@ -295,7 +293,7 @@ def write_task_files(prepared: dict, unit_index: int, slice_index: int, n_slices
     check_stop(ctx)
     writers.write_json_atomic({**result, "marker": MARKER_FORMAT, "plan": ctx.plan_id,
                                "config_hash": ctx.metadata.get(META_CONFIG_HASH, ""),
-                               "held": [int(h) for h in prepared.get("held", ())]},
+                               "held": [int(h) for h in prepared.get("held", ())], "hashes": hashes},
                               marker_url(run, unit_index, slice_index), so)
     result["stats"] = prepared["stats"]
     result["skipped"] = 0
@@ -383,13 +381,14 @@ def exact_rows_to_arrow(rows: list[dict]) -> pa.Table:
 
 
 def verify_parts(run_url: str, so: dict, slices: dict[int, int], chash: str, rows: int,
-                 quarantined: int) -> tuple[list[str], dict[str, list]]:
+                 quarantined: int) -> tuple[list[str], dict[str, list], dict[str, str]]:
     """Refuse (before ``_SUCCESS``) a run folder whose own folders hold a file the run did not
     write (:func:`whole.strays`), a part no marker of this run's slices names (``slices``:
     ``{unit: its slice count}``: another run's, a slice past a unit's last, a stray quarantine
     part), a part such a marker names that is missing, a part of another config hash, or parts
-    that hold other row counts than the run counted.  Returns the folder's files and the parts
-    (``{part: [rows, bytes]}``, in reading order) for ``_summary.json``."""
+    that hold other row counts than the run counted.  Returns the folder's files, the parts
+    (``{part: [rows, bytes]}``, in reading order) and their content hashes as their markers
+    recorded them (``{part: hash}``: :func:`whole.content_hash`) for ``_summary.json``."""
     fs, path = get_fs(run_url, so)
     root = path.rstrip("/")
     sized = whole.listing(fs, root)
@@ -415,7 +414,8 @@ def verify_parts(run_url: str, so: dict, slices: dict[int, int], chash: str, row
     if counts[SCORES] != rows or counts[QUARANTINE] != quarantined:
         raise RunFolderError(f"{run_url}: its part files hold {counts[SCORES]} scored and {counts[QUARANTINE]} "
                              f"quarantined rows, this run counted {rows} and {quarantined}; no _SUCCESS written")
-    return list(sized), {r: [feet[r][0], sized[r]] for r in mine}
+    return (list(sized), {r: [feet[r][0], sized[r]] for r in mine},
+            {r: expected[r] for r in mine if expected[r] is not None})
 
 
 def write_stats(run_url: str, rows: list[dict], sig: str, chash: str, confidence: float, so: dict) -> None:

@@ -9,12 +9,16 @@ lists).  docs/run-folder.md, "What a reader checks".
   gate's own files, a user's notes).
 * **The parts the run wrote, all of them, and no other**: ``_summary.json`` ``parts`` maps each
   part file to ``[rows, bytes]`` (from the footers the run read in ``verify_parts``); a run
-  written before it (same format) is held to the files its markers name.
+  written before it (same format) is held to the files its markers name.  ``part_hashes`` maps
+  each to the BLAKE2b-128 of its bytes (:func:`content_hash`, as the task wrote them, carried by
+  its marker): a reader that copies rows out of a part (``--reuse``) checks it, so an edit that
+  keeps the size is not taken for the run's.
 * **The rows**: each part's rows as listed, their sum the summary's ``rows`` and
   ``quarantined``; no ``(system, id)`` twice (where the scores are read).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 from concurrent.futures import ThreadPoolExecutor
 
@@ -28,6 +32,13 @@ from pipeline.runfolder.names import QUARANTINE, SCORES, describe
 
 # _summary.json: {part file: [rows, bytes]} of every part the run wrote (scores and quarantine)
 PARTS_KEY = "parts"
+# _summary.json and each marker ("hashes"): {part file: content_hash of its bytes}
+PART_HASHES_KEY = "part_hashes"
+
+
+def content_hash(data: bytes) -> str:
+    """A part file's content hash as the run records it: BLAKE2b-128 of its bytes, hex."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
 def listing(fs, root: str) -> dict[str, int | None]:
@@ -75,8 +86,8 @@ def footers(fs, root: str, rels: list[str]) -> dict[str, tuple[int, str]]:
     return dict(zip(rels, _pool(one, rels)))
 
 
-def _marker_files(fs, root: str, rels: list[str]) -> dict[str, list | None]:
-    """``{marker: the files it names}`` (None: missing or not valid JSON)."""
+def _marker_docs(fs, root: str, rels: list[str]) -> dict[str, tuple[list, dict] | None]:
+    """``{marker: (the files it names, their content hashes)}`` (None: missing or not valid JSON)."""
     def one(rel):
         try:
             with fs.open(f"{root}/{rel}", "rb") as f:
@@ -84,27 +95,37 @@ def _marker_files(fs, root: str, rels: list[str]) -> dict[str, list | None]:
         except (FileNotFoundError, ValueError, UnicodeDecodeError):
             return None
         files = doc.get("files") if isinstance(doc, dict) else None
-        return [f for f in files if isinstance(f, str)] if isinstance(files, list) else None
+        if not isinstance(files, list):
+            return None
+        hashes = doc.get("hashes")
+        hashes = {k: v for k, v in hashes.items() if isinstance(v, str)} if isinstance(hashes, dict) else {}
+        return [f for f in files if isinstance(f, str)], hashes
 
     return dict(zip(rels, _pool(one, rels)))
 
 
-def slice_parts(run_url: str, fs, root: str, slices: dict[int, int]) -> set[str]:
+def _marker_files(fs, root: str, rels: list[str]) -> dict[str, list | None]:
+    """``{marker: the files it names}`` (None: missing or not valid JSON)."""
+    return {m: None if d is None else d[0] for m, d in _marker_docs(fs, root, rels).items()}
+
+
+def slice_parts(run_url: str, fs, root: str, slices: dict[int, int]) -> dict[str, str | None]:
     """The part files this run's slices wrote (``slices``: ``{unit: its slice count}``), as
-    their markers name them: each marker's own (unit, slice) parts only."""
+    their markers name them (each marker's own (unit, slice) parts only), with the content hash
+    the marker records of each (None: none)."""
     wanted = {names.marker_rel(u, k): (u, k) for u, n in sorted(slices.items()) for k in range(n)}
-    found = _marker_files(fs, root, list(wanted))
-    lost = [m for m, files in found.items() if files is None]
+    found = _marker_docs(fs, root, list(wanted))
+    lost = [m for m, doc in found.items() if doc is None]
     if lost:
         raise RunFolderError(f"{run_url}: completion markers of this run are missing or unreadable "
                              f"({describe(lost)}); no _SUCCESS written: rerun to score them again")
-    out = set()
-    for marker, files in found.items():
+    out = {}
+    for marker, (files, hashes) in found.items():
         u, k = wanted[marker]
         for rel in files:
             m = names.PART.match(rel)
             if m and (int(m.group(1)), int(m.group(2))) == (u, k):
-                out.add(rel)
+                out[rel] = hashes.get(rel)
     return out
 
 

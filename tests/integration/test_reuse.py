@@ -222,3 +222,76 @@ def test_nightly_reuses_the_previous_in_control_night_by_default(previous, tmp_p
     assert reuse_base(str(root / "2026-08-17"), sig) == str(root / "2026-08-15")
     assert reuse_base(str(root / "2026-08-17"), "rouge:1|v:other") is None   # other settings: none
 
+
+
+def _edit_keeping_the_listing(prev: Path) -> None:
+    """One score of a part changed (a valid Parquet file, its footer's metadata kept) and its
+    size in ``_summary.json`` set to the new file's: what a size check cannot tell from the run's."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    part = sorted((prev / "scores").rglob("part-*.parquet"))[0]
+    table = pq.read_table(part)
+    col = table.schema.get_field_index("rouge1_fmeasure")
+    table = table.set_column(col, table.field(col), pc.multiply(table.column(col), 0.5))
+    pq.write_table(table, part, compression="zstd")
+    summary = json.loads((prev / "_summary.json").read_text())
+    summary["parts"][str(part.relative_to(prev))][1] = part.stat().st_size
+    (prev / "_summary.json").write_text(json.dumps(summary))
+
+
+def test_a_part_edited_since_the_previous_run_wrote_it_is_not_reused(previous, tmp_path, capsys):
+    prev = tmp_path / "prev"
+    shutil.copytree(previous["run"], prev)
+    _edit_keeping_the_listing(prev)
+    out = tmp_path / "new"
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps(config({"layout": "records", "paths": previous["paths"]}, out, execution=EX)))
+    status = main(["score", "--config", str(cfg), "--reuse", str(prev), "--no-progress"])
+    err = capsys.readouterr().err
+    assert status == 4 and not (out / "_SUCCESS").exists(), err
+    line = [ln for ln in err.splitlines() if ln.startswith("rouge-pipeline: ")]
+    assert len(line) == 1 and "changed since the run wrote it (its content hash differs)" in line[0], err
+
+
+def _nightly_job(tmp_path: Path) -> tuple[Path, Path, Path]:
+    import yaml
+
+    data = tmp_path / "outputs"
+    cfg = tmp_path / "score.yaml"
+    cfg.write_text(yaml.safe_dump(config({"layout": "records", "paths": str(data / "in-*.jsonl")}, tmp_path / "x",
+                                         execution=EX)))
+    job = tmp_path / "nightly.yaml"
+    root = tmp_path / "nightly"
+    job.write_text(yaml.safe_dump({"name": "n", "config": str(cfg), "schedule": "30 2 * * *",
+                                   "output_root": str(root), "compare": False}))
+    return data, job, root
+
+
+def test_nightly_opens_the_previous_night_once(previous, tmp_path, monkeypatch, capsys):
+    from pipeline.runfolder import whole
+
+    data, job, root = _nightly_job(tmp_path)
+    _write(data, previous["recs"])
+    assert main(["nightly", str(job), "--date", "2026-08-14", "--sync"]) == 0
+    opened = []
+    listing = whole.check_listing
+    monkeypatch.setattr(whole, "check_listing", lambda url, *a: (opened.append(url), listing(url, *a))[1])
+    assert main(["nightly", str(job), "--date", "2026-08-15", "--sync"]) == 0
+    capsys.readouterr()
+    assert json.loads((root / "2026-08-15" / "_summary.json").read_text())["rows_reused"] == len(previous["recs"])
+    assert opened.count(str(root / "2026-08-14")) == 1, opened
+
+
+def test_nightly_scores_the_night_whole_when_the_previous_night_is_not(previous, tmp_path, capsys):
+    data, job, root = _nightly_job(tmp_path)
+    _write(data, previous["recs"])
+    assert main(["nightly", str(job), "--date", "2026-08-14", "--sync"]) == 0
+    next((root / "2026-08-14" / "scores").rglob("part-*.parquet")).unlink()
+    capsys.readouterr()
+    assert main(["nightly", str(job), "--date", "2026-08-15", "--sync"]) == 0
+    err = capsys.readouterr().err
+    summary = json.loads((root / "2026-08-15" / "_summary.json").read_text())
+    assert summary["rows_reused"] == 0 and summary["reuse"] is None and summary["rows"] == len(previous["recs"])
+    said = [ln for ln in err.splitlines() if "nothing reused" in ln]
+    assert len(said) == 1 and "part files the run wrote are missing" in said[0], err

@@ -142,6 +142,7 @@ OTHER = {
     "execution.unit_cache_mb": ({}, 0, {}),
     "execution.worker_profile": ({}, True, {}),
     "execution.reuse": ({}, "runs/earlier", {}),
+    "execution.reuse_untrusted": ({}, "rescore", {}),
     "strict": ({}, True, {}),
     "storage_options": ({}, {"anon": True}, {}),
 }

@@ -13,6 +13,7 @@ this tree's ``verify_parts`` without quarantine in ``whole.part_files`` fails
 ``..._stray_quarantine_part``, without its missing-part check ``..._missing_quarantine_part``."""
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -92,8 +93,12 @@ def test_a_finished_run_is_whole_and_lists_its_parts(finished):
         assert (pq.read_metadata(finished / rel).num_rows, (finished / rel).stat().st_size) == (rows, size)
     opened = run_folder.open_run(str(finished))
     assert opened.scores().num_rows == summary["rows"] == 46
-    files, parts = _verify(finished)
+    files, parts, hashes = _verify(finished)
     assert parts == summary["parts"] and "_SUCCESS" in files
+    # each part's content hash, as its marker recorded it: BLAKE2b-128 of the bytes on disk
+    assert hashes == summary["part_hashes"]
+    assert hashes == {rel: hashlib.blake2b((finished / rel).read_bytes(), digest_size=16).hexdigest()
+                      for rel in summary["parts"]}
 
 
 def test_files_at_the_top_are_not_the_readers_business(copy):
