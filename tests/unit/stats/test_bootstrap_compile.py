@@ -112,6 +112,9 @@ def test_the_wait_is_for_this_processs_compile_of_the_module_only(empty_cache, m
 def test_a_small_bootstrap_with_numba_loaded_takes_numpy_until_the_kernel_is_cached(empty_cache, monkeypatch):
     import numba  # noqa: F401 - loaded, as after the compiled scoring path
 
+    from pipeline.stats import mt_bootstrap
+
+    monkeypatch.setattr(mt_bootstrap, "_stamped", False)  # an earlier test's call stamped another cache
     monkeypatch.setattr(rb.cold, "compiles_here", lambda: False)
     monkeypatch.setattr(kernel_cache, "wait_ready", lambda **kw: pytest.fail("a small bootstrap waited"))
     assert not rb._use_compiled(100, 1000, 3)
