@@ -110,38 +110,6 @@ def text_hash(buf, s, length):
 
 
 @njit(cache=True, nogil=True)
-def first_equal(buf, offs):
-    """For each text ``buf[offs[d]:offs[d+1]]`` (bytes), the index of the first text with the same
-    bytes (itself if none before).  Texts are keyed by a 64-bit hash of all their bytes (read
-    eight at a time) and compared byte for byte only when their hashes are equal."""
-    n = offs.shape[0] - 1
-    cap = 16
-    while cap < 2 * n:
-        cap *= 2
-    table = np.full(cap, -1, dtype=np.int64)
-    keys = np.empty(cap, dtype=np.uint64)
-    out = np.empty(n, dtype=np.int64)
-    mask = cap - 1
-    for d in range(n):
-        s = offs[d]
-        length = offs[d + 1] - s
-        h = text_hash(buf, s, length)
-        slot = np.int64(h >> np.uint64(32)) & mask
-        while True:
-            o = table[slot]
-            if o < 0:
-                table[slot] = d
-                keys[slot] = h
-                out[d] = d
-                break
-            if keys[slot] == h and offs[o + 1] - offs[o] == length and _same_bytes(buf, offs[o], s, length):
-                out[d] = o
-                break
-            slot = (slot + 1) & mask
-    return out
-
-
-@njit(cache=True, nogil=True)
 def compact_texts(buf, offs, keep):
     """Texts ``keep`` of ``buf``/``offs`` copied next to each other: (bytes, offsets)."""
     total = 0

@@ -102,16 +102,3 @@ def test_job_task_tokenizes_each_reference_text_once(monkeypatch):
     assert sorted(seen) == [6, 48]    # the candidates, then the 6 distinct references
     alone = RougeScorer(TYPES, use_stemmer=True).score_arrays(refs, CANDS)
     assert np.array_equal(job.score_matrix(scores, TYPES), alone.scores)
-
-
-def test_first_equal_finds_equal_bytes_only():
-    """Texts equal in length, first and last bytes, differing in one middle byte, and repeats."""
-    from pipeline.columns import utf8_buffers
-    from pipeline.text.csr import first_equal
-
-    rng = random.Random(1)
-    texts = ["the same prefix, " + "".join(rng.choice("ab") for _ in range(rng.choice((1, 9, 30))))
-             + " and the same end" for _ in range(400)] + ["", "", "x", "é", "é"]
-    got = first_equal(*utf8_buffers(pa.array(texts))).tolist()
-    first = {}
-    assert got == [first.setdefault(t, i) for i, t in enumerate(texts)]
