@@ -49,22 +49,35 @@ BREAK, END = -3, -4
 
 
 @njit(cache=True, nogil=True)
-def take_docs(a_tok, a_doc_tok, a_doc_sent, a_sent_tok, b_tok, b_doc_tok, b_doc_sent, b_sent_tok, from_b, index):
-    """Documents gathered from two CSR streams: output document ``d`` is document ``index[d]``
-    of stream ``b`` if ``from_b[d]`` else of stream ``a`` (each used at most once)."""
-    n_docs = index.shape[0]
-    tokens = np.empty(a_tok.shape[0] + b_tok.shape[0], dtype=np.int32)
-    sent_tok = np.empty(a_sent_tok.shape[0] + b_sent_tok.shape[0] - 1, dtype=np.int64)
-    doc_tok = np.zeros(n_docs + 1, dtype=np.int64)
-    doc_sent = np.zeros(n_docs + 1, dtype=np.int64)
+def gather_two(a_tok, a_doc_tok, a_doc_sent, a_sent_tok, b_tok, b_doc_tok, b_doc_sent, b_sent_tok, where):
+    """Document ``d``: document ``where[d]`` of stream ``a`` if it is >= 0, else document
+    ``-where[d]-1`` of stream ``b`` (documents may repeat; sentences index the tokens).
+    Returns (tokens, doc_tok, doc_sent, sent_tok)."""
+    n = where.shape[0]
+    n_tok = 0
+    n_sent = 0
+    for d in range(n):
+        k = where[d]
+        if k >= 0:
+            n_tok += a_doc_tok[k + 1] - a_doc_tok[k]
+            n_sent += a_doc_sent[k + 1] - a_doc_sent[k]
+        else:
+            k = -k - 1
+            n_tok += b_doc_tok[k + 1] - b_doc_tok[k]
+            n_sent += b_doc_sent[k + 1] - b_doc_sent[k]
+    tokens = np.empty(n_tok, dtype=np.int32)
+    doc_tok = np.zeros(n + 1, dtype=np.int64)
+    doc_sent = np.zeros(n + 1, dtype=np.int64)
+    sent_tok = np.empty(n_sent + 1, dtype=np.int64)
     t = 0
     ns = 0
-    for d in range(n_docs):
-        k = index[d]
-        if from_b[d]:
-            tok, dt, ds, st = b_tok, b_doc_tok, b_doc_sent, b_sent_tok
-        else:
+    for d in range(n):
+        k = where[d]
+        if k >= 0:
             tok, dt, ds, st = a_tok, a_doc_tok, a_doc_sent, a_sent_tok
+        else:
+            k = -k - 1
+            tok, dt, ds, st = b_tok, b_doc_tok, b_doc_sent, b_sent_tok
         base = t - dt[k]
         for s in range(ds[k], ds[k + 1]):
             sent_tok[ns] = st[s] + base
@@ -75,7 +88,7 @@ def take_docs(a_tok, a_doc_tok, a_doc_sent, a_sent_tok, b_tok, b_doc_tok, b_doc_
         doc_tok[d + 1] = t
         doc_sent[d + 1] = ns
     sent_tok[ns] = t
-    return tokens, doc_tok, doc_sent, sent_tok[: ns + 1]
+    return tokens, doc_tok, doc_sent, sent_tok
 
 
 @njit(cache=True, nogil=True)
@@ -185,13 +198,12 @@ def interleave(c_tok, c_doc_tok, c_doc_sent, c_sent_tok, r_tok, r_doc_tok, r_doc
     n = c_doc_tok.shape[0] - 1
     n_out = n + int(ref_off[-1])
     from_ref = np.ones(n_out, dtype=np.bool_)
-    index = np.empty(n_out, dtype=np.int64)
+    where = np.empty(n_out, dtype=np.int64)  # >= 0: a candidate; -k - 1: reference k
     cand_at = np.arange(n, dtype=np.int64) + ref_off[:-1]  # candidate e sits after e earlier examples' refs
     from_ref[cand_at] = False
-    index[cand_at] = np.arange(n, dtype=np.int64)
-    index[from_ref] = np.arange(n_out - n, dtype=np.int64)
-    return take_docs(c_tok, c_doc_tok, c_doc_sent, c_sent_tok, r_tok, r_doc_tok, r_doc_sent, r_sent_tok,
-                      from_ref, index)
+    where[cand_at] = np.arange(n, dtype=np.int64)
+    where[from_ref] = -1 - np.arange(n_out - n, dtype=np.int64)
+    return gather_two(c_tok, c_doc_tok, c_doc_sent, c_sent_tok, r_tok, r_doc_tok, r_doc_sent, r_sent_tok, where)
 
 
 @njit(cache=True, nogil=True)

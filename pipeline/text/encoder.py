@@ -45,11 +45,11 @@ import numpy as np
 
 from pipeline.columns import utf8_buffers
 from pipeline.text.csr import (BREAK, DOC_MARK, END, LINE_MARK, EncodedDocs, check_reference_counts,
-                               compact_texts, concat_parts, drop_negative, empty_docs, gather, interleave,
+                               compact_texts, concat_parts, drop_negative, empty_docs, gather, gather_two, interleave,
                                map_ids, split_marked, text_groups)
 from pipeline.text.intrinsics import get_code_point, str_to_utf8
 from pipeline.text.scan import Scratch, scan_tokens
-from pipeline.text.textcache import TextCache, gather_two
+from pipeline.text.textcache import TextCache
 from pipeline.text.vocabulary import Vocabulary
 
 __all__ = ["DOC_MARK", "LINE_MARK", "DefaultEncoder", "EncodedDocs", "Vocabulary", "check_reference_counts",

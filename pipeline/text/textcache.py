@@ -166,49 +166,6 @@ def _insert(buf, offs, miss_at, miss_hash, ks, slots, arena, text_off, n_entries
 
 
 @njit(cache=True, nogil=True)
-def gather_two(a_tok, a_doc_tok, a_doc_sent, a_sent_tok, b_tok, b_doc_tok, b_doc_sent, b_sent_tok, where):
-    """Document ``d``: document ``where[d]`` of stream ``a`` if it is >= 0, else document
-    ``-where[d]-1`` of stream ``b`` (documents may repeat; sentences index the tokens).
-    Returns (tokens, doc_tok, doc_sent, sent_tok)."""
-    n = where.shape[0]
-    n_tok = 0
-    n_sent = 0
-    for d in range(n):
-        k = where[d]
-        if k >= 0:
-            n_tok += a_doc_tok[k + 1] - a_doc_tok[k]
-            n_sent += a_doc_sent[k + 1] - a_doc_sent[k]
-        else:
-            k = -k - 1
-            n_tok += b_doc_tok[k + 1] - b_doc_tok[k]
-            n_sent += b_doc_sent[k + 1] - b_doc_sent[k]
-    tokens = np.empty(n_tok, dtype=np.int32)
-    doc_tok = np.zeros(n + 1, dtype=np.int64)
-    doc_sent = np.zeros(n + 1, dtype=np.int64)
-    sent_tok = np.empty(n_sent + 1, dtype=np.int64)
-    t = 0
-    ns = 0
-    for d in range(n):
-        k = where[d]
-        if k >= 0:
-            tok, dt, ds, st = a_tok, a_doc_tok, a_doc_sent, a_sent_tok
-        else:
-            k = -k - 1
-            tok, dt, ds, st = b_tok, b_doc_tok, b_doc_sent, b_sent_tok
-        base = t - dt[k]
-        for s in range(ds[k], ds[k + 1]):
-            sent_tok[ns] = st[s] + base
-            ns += 1
-        for q in range(dt[k], dt[k + 1]):
-            tokens[t] = tok[q]
-            t += 1
-        doc_tok[d + 1] = t
-        doc_sent[d + 1] = ns
-    sent_tok[ns] = t
-    return tokens, doc_tok, doc_sent, sent_tok
-
-
-@njit(cache=True, nogil=True)
 def _rehash(old, new):
     """Every (hash, entry) pair of the table ``old`` moved to the larger ``new`` (entries -1)."""
     mask = (new.shape[0] >> 1) - 1

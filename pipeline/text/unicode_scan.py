@@ -45,8 +45,8 @@ import regex
 from numba import njit
 
 from pipeline.text import csr, unicode_rules
-from pipeline.text.csr import (EncodedDocs, concat_parts, drop_negative, empty_docs, map_ids, split_marked,
-                               take_docs, text_groups)
+from pipeline.text.csr import (EncodedDocs, concat_parts, drop_negative, empty_docs, gather_two, map_ids,
+                               split_marked, text_groups)
 from pipeline.text.intrinsics import get_code_point, put_utf8
 from pipeline.text.unicode_rules import MARKED_PATTERN, fold
 from pipeline.text.vocabulary import Vocabulary
@@ -284,14 +284,10 @@ def _scan_unicode(buf, n_docs, table, turkic, map_keys, map_offs, map_seq, ch_st
 def _merge_docs(a_tok, a_doc_tok, a_doc_sent, a_sent_tok, b_tok, b_doc_tok, b_doc_sent, b_sent_tok, b_docs):
     """Documents of stream ``a`` with those listed in ``b_docs`` (ascending; empty in ``a``)
     taken from stream ``b`` instead, in order."""
-    n_docs = a_doc_tok.shape[0] - 1
-    from_b = np.zeros(n_docs, dtype=np.bool_)
-    index = np.arange(n_docs, dtype=np.int64)
+    where = np.arange(a_doc_tok.shape[0] - 1, dtype=np.int64)  # >= 0: from a; -k - 1: document k of b
     b_docs = np.asarray(b_docs, dtype=np.int64)
-    from_b[b_docs] = True
-    index[b_docs] = np.arange(b_docs.shape[0], dtype=np.int64)
-    return take_docs(a_tok, a_doc_tok, a_doc_sent, a_sent_tok, b_tok, b_doc_tok, b_doc_sent, b_sent_tok,
-                      from_b, index)
+    where[b_docs] = -1 - np.arange(b_docs.shape[0], dtype=np.int64)
+    return gather_two(a_tok, a_doc_tok, a_doc_sent, a_sent_tok, b_tok, b_doc_tok, b_doc_sent, b_sent_tok, where)
 
 
 def _padded(nbytes: int) -> np.ndarray:
