@@ -91,21 +91,6 @@ def gather_two(a_tok, a_doc_tok, a_doc_sent, a_sent_tok, b_tok, b_doc_tok, b_doc
     return tokens, doc_tok, doc_sent, sent_tok
 
 
-@njit(cache=True, nogil=True)
-def _same_bytes(buf, a, b, length):
-    """``buf[a:a+length] == buf[b:b+length]``, eight bytes at a time."""
-    q = 0
-    while q + 8 <= length:
-        if load_u64(buf, a + q) != load_u64(buf, b + q):
-            return False
-        q += 8
-    while q < length:
-        if buf[a + q] != buf[b + q]:
-            return False
-        q += 1
-    return True
-
-
 @njit(cache=True, nogil=True, inline="always")
 def text_hash(buf, s, length):
     """A 64-bit hash of all the bytes ``buf[s:s+length]`` (equal texts, equal hashes; a match is
