@@ -265,16 +265,13 @@ class TextCache:
         hash of the str, which a dict of them computes anyway; the answer only chooses a path,
         never a token).  Python lists take the cache only then: a batch of new references is
         scanned as before, without a copy."""
-        hashes = set(map(hash, texts))
-        if len(hashes) < len(texts):
-            return True
         if self.max_bytes <= 0:  # nothing is kept: only repeats within the batch matter
-            return False
-        seen = not self._str_seen.isdisjoint(hashes)
-        if len(self._str_seen) + len(hashes) > self.MAX_SEEN_STR:
+            return len(set(map(hash, texts))) < len(texts)
+        if len(self._str_seen) + len(texts) > self.MAX_SEEN_STR:
             self._str_seen = set()
-        self._str_seen |= hashes
-        return seen
+        before = len(self._str_seen)
+        self._str_seen.update(map(hash, texts))  # one pass: a repeat in the batch or seen before adds less
+        return len(self._str_seen) < before + len(texts)
 
     def probe(self, buf: np.ndarray, offs: np.ndarray, admit_all: bool = False):
         """Texts ``buf[offs[d]:offs[d+1]]`` looked up: (where, miss_at, miss_hash) of
