@@ -159,13 +159,14 @@ def corpus_statistics(scored, rouge_types=DEFAULT_TYPES, seed: int = DEFAULT_SEE
     return StatsAccumulator.from_dict(final).finalize(confidence)
 
 
-def _read_part(url: str, listed: tuple, run_url: str, storage_options: dict, columns: list | None = None):
+def _read_part(url: str, listed: tuple, run_url: str, storage_options: dict, keep: list | None = None):
+    # not named ``columns``: Dask passes a function with that argument its own column projection
     table = run_folder.read_part(url, storage_options)
     rel, rows = listed
     if rows is not None and table.num_rows != rows:
         raise RunFolderError(f"{run_url}: {rel} holds {table.num_rows} rows, the run wrote {rows}; "
                              "the run is not whole: score it again")
-    return table.to_pandas() if columns is None else table.select(columns).to_pandas()
+    return table.to_pandas() if keep is None else table.select(keep).to_pandas()
 
 
 def read_run(run_url: str, storage_options: dict | None = None, columns: list | None = None):

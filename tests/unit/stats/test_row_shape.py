@@ -105,3 +105,16 @@ def test_read_run_names_a_missing_column(scored):
     assert "rouge2_fmeasure" in msg and str(run) in msg and "rouge1_fmeasure" in msg   # what it has
     got = read_run(str(run), columns=["id", "rouge1_fmeasure"]).compute()
     assert list(got.columns) == ["id", "rouge1_fmeasure"] and len(got) == 100
+
+
+def test_read_run_selects_a_column_after_reading(scored):
+    """A column taken from the frame (Dask's projection), with and without ``columns=``: the rows,
+    not a clash with the reader's own column argument."""
+    from pipeline.execution.dataframe import read_run
+
+    _, run = scored
+    whole = read_run(str(run))
+    assert whole["rouge1_fmeasure"].compute().tolist() == whole.compute()["rouge1_fmeasure"].tolist()
+    assert len(list(whole["id"])) == 100
+    some = read_run(str(run), columns=["id", "rouge1_fmeasure"])
+    assert some["id"].compute().tolist() == whole.compute()["id"].tolist()
