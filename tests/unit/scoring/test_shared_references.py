@@ -11,10 +11,10 @@ from rouge_score import rouge_scorer
 
 from pipeline import RougeScorer
 from pipeline import job
-from pipeline.text.encoder import DefaultEncoder
 
 sys.path.insert(0, str(Path(__file__).parents[3] / "benchmarks"))
 from corpus import make_corpus  # noqa: E402
+from support.scans import scanned_texts  # noqa: E402
 
 TYPES = ["rouge1", "rouge2", "rougeL", "rougeLsum"]
 REFS, CANDS = make_corpus("short", 48, 3)
@@ -67,26 +67,9 @@ def test_shared_references_equal_rouge_score(layout):
         assert {t: tuple(got[t]) for t in TYPES} == {t: tuple(exp[t]) for t in TYPES}
 
 
-def _scanned(monkeypatch):
-    """The number of texts each scan of the default encoder reads (fresh encoders: no reference
-    kept from an earlier test)."""
-    from pipeline.scoring import engine
-
-    monkeypatch.setattr(engine, "_ENCODERS", {})
-    seen = []
-    original = DefaultEncoder._encode_units
-
-    def spy(self, buf, offs):
-        seen.append(len(offs) - 1)
-        return original(self, buf, offs)
-
-    monkeypatch.setattr(DefaultEncoder, "_encode_units", spy)
-    return seen
-
-
 def test_list_path_tokenizes_each_reference_text_once(monkeypatch):
     refs = _layouts()["single"]
-    seen = _scanned(monkeypatch)
+    seen = scanned_texts(monkeypatch, fresh_encoders=True)
     RougeScorer(TYPES, use_stemmer=True).score_arrays(refs, CANDS)
     assert sum(seen) == len(CANDS) + 6
 
@@ -97,7 +80,7 @@ def test_job_task_tokenizes_each_reference_text_once(monkeypatch):
     table = pa.table({"id": [f"d{i % 6}" for i in range(48)], "system": [f"s{i // 6}" for i in range(48)],
                       "candidate": CANDS, "references": [[r] for r in refs], "source": [None] * 48})
     settings = job.ScoringSettings(rouge_types=TYPES, use_stemmer=True, diagnostics=False)
-    seen = _scanned(monkeypatch)
+    seen = scanned_texts(monkeypatch, fresh_encoders=True)
     scores = job.score_table(table, settings)
     assert sorted(seen) == [6, 48]    # the candidates, then the 6 distinct references
     alone = RougeScorer(TYPES, use_stemmer=True).score_arrays(refs, CANDS)

@@ -20,6 +20,7 @@ from pipeline.text.vocabulary import Vocabulary
 
 sys.path.insert(0, str(Path(__file__).parents[3] / "benchmarks"))
 from corpus import make_corpus  # noqa: E402
+from support.scans import scanned_texts  # noqa: E402
 
 TYPES = ["rouge1", "rouge2", "rougeL", "rougeLsum"]
 _REFS, _CANDS = make_corpus("short", 10, 7)
@@ -99,19 +100,6 @@ def test_references_across_calls_and_batches_equal_rouge_score(stem, path, multi
         assert g.tolist() == u.tolist()
 
 
-def _scanned(monkeypatch):
-    """The number of texts each scan of the default encoder reads."""
-    seen = []
-    original = DefaultEncoder._encode_units
-
-    def spy(self, buf, offs):
-        seen.append(len(offs) - 1)
-        return original(self, buf, offs)
-
-    monkeypatch.setattr(DefaultEncoder, "_encode_units", spy)
-    return seen
-
-
 @pytest.mark.parametrize("path", ["lists", "arrow", "task"])
 def test_the_third_system_does_not_tokenize_its_references_again(path, encoders, monkeypatch):
     """Through lists, Arrow columns or a job task's table, one call per system: system 0's
@@ -119,7 +107,7 @@ def test_the_third_system_does_not_tokenize_its_references_again(path, encoders,
     call scans its candidates and the one reference no system had before."""
     from pipeline import job
 
-    seen = _scanned(monkeypatch)
+    seen = scanned_texts(monkeypatch)
     scorer = RougeScorer(TYPES, use_stemmer=True)
     settings = job.ScoringSettings(rouge_types=TYPES, use_stemmer=True, diagnostics=False)
 
@@ -223,7 +211,7 @@ def test_a_hit_is_verified_byte_for_byte():
 
 
 def test_equal_texts_in_one_batch_are_scanned_once(encoders, monkeypatch):
-    seen = _scanned(monkeypatch)
+    seen = scanned_texts(monkeypatch)
     refs = [_fresh(REFS[i % 3]) for i in range(30)]
     cands = [_CANDS[i % 7] for i in range(30)]
     got = RougeScorer(TYPES).score_arrays(refs, cands).scores
