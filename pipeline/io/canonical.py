@@ -170,7 +170,7 @@ class Out:
         for k, v in zip(QUARANTINE_SCHEMA.names, (id_, system, file, row, reason)):
             self.q[k].append(v)
 
-    def add(self, id_, system, candidate, refs, source, row, file, where):
+    def add(self, id_, system, candidate, refs, source, row, file, where, line_digest=None):
         if KEY_SEPARATOR in system:
             # f"{system}\x1f{id}" keys the bootstrap weights: with the separator inside a system
             # name, two different (system, id) pairs could share one key
@@ -193,7 +193,7 @@ class Out:
                             + f" (first at {first})")
             return
         seen[key] = where
-        for k, v in zip(CANONICAL_SCHEMA.names, (id_, system, candidate, refs, source, row, file)):
+        for k, v in zip(CANONICAL_SCHEMA.names, (id_, system, candidate, refs, source, row, file, line_digest)):
             self.cols[k].append(v)
 
     fast: pa.Table | None = None  # the last table added whole by the fast JSONL path

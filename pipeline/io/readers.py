@@ -192,6 +192,19 @@ def read_unit(spec: InputSpec | dict, unit: WorkUnit) -> tuple[pa.Table, pa.Tabl
     return out.tables()
 
 
+def read_lines(spec: InputSpec | dict, unit: WorkUnit) -> records.Lines | None:
+    """A clean JSONL unit's lines and their digests, unparsed (:func:`records.read_lines`); None
+    for any other unit (read it with :func:`read_unit`)."""
+    if unit.layout != "records" or unit.extra_quarantine or unit.drop_rows:
+        return None
+    return records.read_lines(InputSpec.from_config(spec), unit)
+
+
+def parse_lines(spec: InputSpec | dict, unit: WorkUnit, lines: records.Lines, which) -> pa.Table | None:
+    """The canonical rows of lines ``which`` of :func:`read_lines`, or None (read the unit whole)."""
+    return records.parse_lines(InputSpec.from_config(spec), unit, lines, which)
+
+
 # --------------------------------------------------------------------------- a run that scored nothing
 # names a column mapping often has in other datasets (after difflib's close matches)
 _COLUMN_SYNONYMS = {

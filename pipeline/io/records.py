@@ -18,6 +18,7 @@ from numba import njit
 from pipeline.io.canonical import (BadRecord, BadText, Out, get_id, get_refs, get_str, get_system, json_lines,
                                    location)
 from pipeline.io.paths import compression_of, expand, infer_format
+from pipeline.io.linedigest import line_digest, xxh64
 from pipeline.io.input_spec import CANONICAL_SCHEMA, ROW_KEY_BITS, InputSpec, UnreadableFileError, WorkUnit
 from pipeline.io.streams import iter_lines, lines_of, open_input, reading, row_ranges, scan_lines, size_of
 from pipeline.stats.keys import KEY_SEPARATOR, example_keys
@@ -86,7 +87,7 @@ def require_columns(url: str, names: list[str], required: list[tuple[str, str]])
 
 def iter_records(url: str, fmt: str, so: dict, columns: list[str], required: list[tuple[str, str]],
                   row_start: int = 0, row_stop: int | None = None, byte_start: int | None = None,
-                  byte_stop: int | None = None, data: bytes | None = None
+                  byte_stop: int | None = None, data: bytes | None = None, digests: dict | None = None
                   ) -> Iterator[tuple[int, dict | None, str | None]]:
     """``(row, record, None)`` or ``(row, None, reason)`` for each record of a file slice
     (of a whole JSONL file: from ``data``, its bytes already read and decompressed, if given).
@@ -94,10 +95,13 @@ def iter_records(url: str, fmt: str, so: dict, columns: list[str], required: lis
     A JSONL file that is one JSON array of records (``[{...}, ...]``, on one line or
     pretty-printed) is refused as a whole (:class:`UnreadableFileError` "a JSON array, not
     JSONL"; :func:`json_array_start`): read line by line it would be one quarantined record,
-    or a quarantined fragment per line.  Convert it (``jq -c '.[]'``)."""
+    or a quarantined fragment per line.  Convert it (``jq -c '.[]'``).  ``digests``: a dict
+    given by the caller gets each JSONL row's line digest (:mod:`pipeline.io.linedigest`)."""
     if fmt == "jsonl":
         first = row_start == 0 and not byte_start
         lines = iter_lines(url, so, row_start, row_stop, byte_start, byte_stop) if data is None else lines_of(data)
+        if digests is not None:
+            lines = _digested(lines, digests)
         yield from json_lines(lines, url, first, UnreadableFileError)
     elif fmt == "parquet":
         table, names = read_parquet(url, so, columns, row_start, row_stop)
@@ -107,6 +111,12 @@ def iter_records(url: str, fmt: str, so: dict, columns: list[str], required: lis
             yield row_start + i, {c: v[i] for c, v in lists.items()}, None
     else:
         raise ValueError(f"{url}: format {fmt!r} is not a record format (jsonl, parquet)")
+
+
+def _digested(lines, digests: dict):
+    for row, raw in lines:
+        digests[row] = line_digest(raw)
+        yield row, raw
 
 
 def parquet_rows(url: str, so: dict) -> int:
@@ -175,19 +185,30 @@ def plan_records(spec: InputSpec, target_rows):
 
 
 @njit(cache=True, nogil=True)
-def _jsonl_shape(buf):
+def _jsonl_scan(buf):
     """One pass over a JSONL unit's bytes: (newlines, newlines followed by ``{``, a CR,
-    a ``\\u`` escape of a UTF-16 surrogate (``\\u[dD][89a-fA-F]``, as a regex would find it)).
-    One compiled pass instead of four ``bytes`` scans (~3 us/pair of the fast reader)."""
+    a ``\\u`` escape of a UTF-16 surrogate (``\\u[dD][89a-fA-F]``, as a regex would find it),
+    each line's start, each line's digest (:mod:`pipeline.io.linedigest`)); line ``i`` is
+    ``buf[starts[i]:starts[i+1]-1]``.  One compiled pass instead of four ``bytes`` scans and a
+    hashing pass."""
     n = buf.shape[0]
     nl = 0
     nl_brace = 0
     cr = False
     sur = False
+    s = 0
+    starts = np.empty(n // 64 + 16, np.int64)
+    digests = np.empty(n // 64 + 16, np.uint64)
     for i in range(n):
         b = buf[i]
         if b == 10:
+            if nl + 2 >= starts.shape[0]:   # grown by doubling: no counting pass first
+                starts = np.concatenate((starts, np.empty(starts.shape[0], np.int64)))
+                digests = np.concatenate((digests, np.empty(digests.shape[0], np.uint64)))
+            starts[nl] = s
+            digests[nl] = xxh64(buf, s, i)
             nl += 1
+            s = i + 1
             if i + 1 < n and buf[i + 1] == 123:
                 nl_brace += 1
         elif b == 13:
@@ -196,7 +217,34 @@ def _jsonl_shape(buf):
             c = buf[i + 3]
             if c == 56 or c == 57 or 97 <= c <= 102 or 65 <= c <= 70:
                 sur = True
-    return nl, nl_brace, cr, sur
+    lines = nl
+    if s < n:   # a last line without a newline
+        starts[nl] = s
+        digests[nl] = xxh64(buf, s, n)
+        lines += 1
+    starts[lines] = n + 1 if s < n else n
+    return nl, nl_brace, cr, sur, starts[:lines + 1].copy(), digests[:lines].copy()
+
+
+def _jsonl_shape(buf):
+    """:func:`_jsonl_scan`'s first four answers."""
+    return _jsonl_scan(buf)[:4]
+
+
+def _unit_bytes(spec: InputSpec, unit: WorkUnit) -> bytes | None:
+    """The bytes of a JSONL unit the fast path can take (a whole file, or a byte range of an
+    uncompressed one), else None."""
+    if unit.format != "jsonl" or unit.drop_rows or (unit.byte_start is None and (unit.row_start or unit.row_stop)):
+        return None
+    url, so = unit.file, spec.storage_options
+    comp = compression_of(url)
+    with reading(url), open_input(url, so, comp) as f:
+        if unit.byte_start is not None and comp is None:
+            f.seek(unit.byte_start)
+            return f.read(unit.byte_stop - unit.byte_start) if unit.byte_stop is not None else f.read()
+        if unit.byte_start is None:
+            return f.read()
+    return None
 
 
 def _records_fast(spec: InputSpec, unit: WorkUnit, out: Out, data: bytes | None = None) -> bool:
@@ -210,27 +258,21 @@ def _records_fast(spec: InputSpec, unit: WorkUnit, out: Out, data: bytes | None 
     """
     if unit.format != "jsonl" or unit.drop_rows or (unit.byte_start is None and (unit.row_start or unit.row_stop)):
         return False
-    url, so = unit.file, spec.storage_options
-    comp = compression_of(url)
     if data is None:
-        with reading(url), open_input(url, so, comp) as f:
-            if unit.byte_start is not None and comp is None:
-                f.seek(unit.byte_start)
-                data = f.read(unit.byte_stop - unit.byte_start) if unit.byte_stop is not None else f.read()
-            elif unit.byte_start is None:
-                data = f.read()
-            else:
-                return False
-    n_lines = _clean_lines(data)
-    if n_lines is None:
+        data = _unit_bytes(spec, unit)
+        if data is None:
+            return False
+    clean = _clean_lines(data)
+    if clean is None:
         return False
+    n_lines, _, digests = clean
     if unit.row_stop is not None and unit.row_stop - unit.row_start < n_lines:
         return False
     columns = _fast_columns(spec, data, n_lines)
     if columns is None:
         return False
-    rows = pa.array(np.arange(unit.row_start, unit.row_start + n_lines, dtype=np.int64))
-    canonical = pa.table([*columns, rows, pa.repeat(pa.scalar(url, pa.string()), n_lines)], schema=CANONICAL_SCHEMA)
+    canonical = _canonical(columns, (unit.file,), np.zeros(n_lines, np.int32), unit.row_start + np.arange(n_lines),
+                           digests)
     if out.pack:
         seen = out.first_seen()
         if any(k in seen for k in zip(columns[1].to_pylist(), columns[0].to_pylist())):
@@ -239,17 +281,87 @@ def _records_fast(spec: InputSpec, unit: WorkUnit, out: Out, data: bytes | None 
     return True
 
 
-def _clean_lines(data: bytes) -> int | None:
-    """The number of lines of a JSONL buffer the fast path can take, else None."""
+def _canonical(columns: list, files: tuple, file_of: np.ndarray, rows: np.ndarray, digests: np.ndarray) -> pa.Table:
+    """The canonical table of ``columns`` (:func:`_fast_columns`) read from lines ``rows`` of
+    files ``files[file_of]``."""
+    file_col = pa.array(files, pa.string()).take(pa.array(file_of))
+    return pa.table([*columns, pa.array(np.asarray(rows, dtype=np.int64)), file_col, pa.array(digests, pa.uint64())],
+                    schema=CANONICAL_SCHEMA)
+
+
+@dataclasses.dataclass(frozen=True)
+class Lines:
+    """A clean JSONL unit's bytes, split in lines (:func:`read_lines`)."""
+
+    data: np.ndarray      # uint8
+    starts: np.ndarray    # line i is data[starts[i]:starts[i + 1] - 1]
+    digests: np.ndarray   # XXH64 of each line (pipeline.io.linedigest)
+    files: tuple          # the unit's files (a pack's, or its one file)
+    file_of: np.ndarray   # each line's file (an index into files)
+    rows: np.ndarray      # each line's row in its file
+
+
+def read_lines(spec: InputSpec, unit: WorkUnit) -> Lines | None:
+    """A JSONL unit's lines and their digests, without parsing them, when the fast path can
+    take the unit (one file, a byte range or a pack of files, no plan-time drops, clean
+    lines); else None: the unit is then read by :func:`read_unit`."""
+    if unit.format != "jsonl" or unit.drop_rows:
+        return None
+    if unit.files:
+        packed = _pack_bytes(spec, unit)
+        if packed is None:
+            return None
+        data, counts, starts, digests = packed
+        counts = np.asarray(counts, dtype=np.int64)
+        file_of = np.repeat(np.arange(len(counts), dtype=np.int32), counts)
+        rows = np.arange(len(file_of), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+        files = unit.files
+    else:
+        data = _unit_bytes(spec, unit)
+        clean = _clean_lines(data) if data else None
+        if clean is None or (unit.row_stop is not None and unit.row_stop - unit.row_start < clean[0]):
+            return None
+        n_lines, starts, digests = clean
+        file_of, rows, files = np.zeros(n_lines, np.int32), unit.row_start + np.arange(n_lines), (unit.file,)
+    return Lines(np.frombuffer(data, dtype=np.uint8), starts, digests, files, file_of, rows)
+
+
+def parse_lines(spec: InputSpec, unit: WorkUnit, lines: Lines, which: np.ndarray) -> pa.Table | None:
+    """The canonical rows of the unit's lines ``which`` (ascending) as the fast path reads them,
+    or None where it would not take them (the unit is then read whole by :func:`read_unit`)."""
+    which = np.asarray(which, dtype=np.int64)
+    if not len(which):
+        return CANONICAL_SCHEMA.empty_table()
+    lo, hi = lines.starts[which], lines.starts[which + 1] - 1
+    data = _joined_lines(lines.data, lo, hi)
+    columns = _fast_columns(spec, data, len(which))
+    if columns is None:
+        return None
+    return _canonical(columns, lines.files, lines.file_of[which], lines.rows[which], lines.digests[which])
+
+
+def _joined_lines(buf: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> bytes:
+    """Lines ``buf[lo[i]:hi[i]]``, each followed by a newline, as one buffer."""
+    lengths = hi - lo + 1
+    ends = np.cumsum(lengths)
+    out = np.full(int(ends[-1]) if len(ends) else 0, 10, dtype=np.uint8)
+    for a, b, e in zip(lo.tolist(), hi.tolist(), ends.tolist()):
+        out[e - 1 - (b - a):e - 1] = buf[a:b]
+    return out.tobytes()
+
+
+def _clean_lines(data: bytes) -> tuple[int, np.ndarray, np.ndarray] | None:
+    """``(lines, starts, digests)`` of a JSONL buffer the fast path can take (:func:`_jsonl_scan`),
+    else None."""
     if not data:
         return None
-    n_nl, n_nl_brace, has_cr, has_surrogate = _jsonl_shape(np.frombuffer(data, dtype=np.uint8))
+    n_nl, n_nl_brace, has_cr, has_surrogate, starts, digests = _jsonl_scan(np.frombuffer(data, dtype=np.uint8))
     n_lines = n_nl + (0 if data.endswith(b"\n") else 1)
     # every line but the first must follow a newline and open an object (no blank line, and
     # Arrow's reader crashes on a bare `null` line)
     if has_cr or has_surrogate or not data.startswith(b"{") or n_nl_brace != n_lines - 1:
         return None
-    return n_lines
+    return n_lines, starts, digests
 
 
 def _fast_columns(spec: InputSpec, data: bytes, n_lines: int):
@@ -315,6 +427,30 @@ def _fast_columns(spec: InputSpec, data: bytes, n_lines: int):
     return [ids, systems, cands, refs.cast(pa.list_(pa.string())), sources]
 
 
+def _pack_bytes(spec: InputSpec, unit: WorkUnit, read: dict | None = None) -> tuple | None:
+    """``(bytes, line counts, line starts, line digests)``: a pack's files' bytes joined (each
+    ending with a newline), each file's line count, and its lines as :func:`_clean_lines` gives
+    them (starts into the joined bytes); None where a file is not clean JSONL.  ``read`` (url
+    -> bytes) gets every file read."""
+    so, datas, counts, starts, digests, at = spec.storage_options, [], [], [], [], 0
+    for url in unit.files:
+        with reading(url), open_input(url, so, compression_of(url)) as f:
+            data = f.read()
+        if read is not None:
+            read[url] = data
+        clean = _clean_lines(data) if data else (0, np.zeros(1, np.int64), np.zeros(0, np.uint64))
+        if clean is None:
+            return None
+        data = data if not data or data.endswith(b"\n") else data + b"\n"
+        n, s, d = clean
+        starts.append(s[:-1] + at)   # a last line without a newline ends where one was added
+        digests.append(d)
+        datas.append(data)
+        counts.append(n)
+        at += len(data)
+    return b"".join(datas), counts, np.append(np.concatenate(starts), at), np.concatenate(digests)
+
+
 def _pack_fast(spec: InputSpec, unit: WorkUnit, out: Out, read: dict[str, bytes]) -> bool:
     """A pack of clean JSONL files parsed as one buffer by the fast path (one Arrow read and one
     set of column checks for the pack, not per file), with each row's file and row.  False
@@ -322,24 +458,18 @@ def _pack_fast(spec: InputSpec, unit: WorkUnit, out: Out, read: dict[str, bytes]
     one, from the bytes this left in ``read`` (url -> bytes) for those it read."""
     if unit.format != "jsonl" or unit.drop_rows:
         return False
-    so, datas, counts = spec.storage_options, [], []
-    for url in unit.files:
-        with reading(url), open_input(url, so, compression_of(url)) as f:
-            data = read[url] = f.read()
-        n = _clean_lines(data) if data else 0
-        if n is None:
-            return False
-        datas.append(data if not data or data.endswith(b"\n") else data + b"\n")
-        counts.append(n)
+    packed = _pack_bytes(spec, unit, read)
+    if packed is None:
+        return False
+    joined, counts, _, digests = packed
     total = sum(counts)
-    columns = _fast_columns(spec, b"".join(datas), total) if total else None
+    columns = _fast_columns(spec, joined, total) if total else None
     if columns is None:
         return False
     counts_np = np.array(counts, dtype=np.int64)
-    starts = np.repeat(np.cumsum(counts_np) - counts_np, counts_np)
-    rows = pa.array(np.arange(total, dtype=np.int64) - starts)
-    files = pa.array(unit.files, pa.string()).take(pa.array(np.repeat(np.arange(len(counts)), counts_np)))
-    out.add_table(pa.table([*columns, rows, files], schema=CANONICAL_SCHEMA), "jsonl")
+    file_of = np.repeat(np.arange(len(counts), dtype=np.int32), counts_np)
+    rows = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(counts_np) - counts_np, counts_np)
+    out.add_table(_canonical(columns, unit.files, file_of, rows, digests), "jsonl")
     return True
 
 
@@ -358,19 +488,22 @@ def read_records(spec: InputSpec, unit: WorkUnit, out: Out) -> None:
 def _read_file(spec: InputSpec, unit: WorkUnit, out: Out, data: bytes | None = None) -> None:
     if _records_fast(spec, unit, out, data):
         return
-    for row, where, id_, system, cand, refs, source in each_record(spec, unit, out, True, data):
-        out.add(id_, system, cand, refs, source, row, unit.file, where)
+    digests: dict = {}
+    for row, where, id_, system, cand, refs, source in each_record(spec, unit, out, True, data, digests):
+        out.add(id_, system, cand, refs, source, row, unit.file, where, digests.pop(row, None))
 
 
-def each_record(spec: InputSpec, unit: WorkUnit, out: Out, with_refs: bool, data: bytes | None = None):
+def each_record(spec: InputSpec, unit: WorkUnit, out: Out, with_refs: bool, data: bytes | None = None,
+                digests: dict | None = None):
     """``(row, where, id, system, candidate, references, source)`` of each good record of the
     unit's file slice (references None without ``with_refs``: layout ``paired`` joins them); each
-    bad one is quarantined in ``out`` with its reason."""
+    bad one is quarantined in ``out`` with its reason.  ``digests``: see :func:`iter_records`."""
     keys = ("id", "candidate", "references") if with_refs else ("id", "candidate")
     c = {k: spec.col(k) for k in (*keys, "system", "source")}
     url, fmt = unit.file, unit.format
     for row, rec, err in iter_records(url, fmt, spec.storage_options, list(c.values()), [(k, c[k]) for k in keys],
-                                       unit.row_start, unit.row_stop, unit.byte_start, unit.byte_stop, data):
+                                       unit.row_start, unit.row_stop, unit.byte_start, unit.byte_stop, data,
+                                       digests):
         where = location(url, row, fmt)
         if err is not None:
             out.quarantine(None, None, url, row, f"{where}: {err}")

@@ -30,7 +30,7 @@ from pipeline.runfolder.inputs import normalise
 from pipeline.runfolder.whole import PART_HASHES_KEY, content_hash
 
 # what a row takes from this run's input, not from the previous run
-OWN_COLUMNS = ("id", "system", "text_digest", "candidate", "references")
+OWN_COLUMNS = ("id", "system", "text_digest", "line_digest", "cost", "candidate", "references")
 
 
 @dataclass(frozen=True)
@@ -76,17 +76,39 @@ def open_previous(url: str, storage_options: dict | None, signature: str, diagno
 
 
 @dataclass(frozen=True)
-class ReuseIndex:
-    """Every row of a previous run by its digest: ``digests`` sorted, and for each the part
-    (an index into ``previous.parts``) and the row in it."""
+class Sorted:
+    """Rows of a previous run by a digest column: ``digests`` sorted, and for each the part (an
+    index into ``previous.parts``) and the row in it (and ``cost``: the row's)."""
 
-    previous: Previous
     digests: np.ndarray
     part: np.ndarray
     row: np.ndarray
+    cost: np.ndarray | None = None
+
+    @property
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in (self.digests, self.part, self.row, self.cost) if a is not None)
+
+
+@dataclass(frozen=True)
+class ReuseIndex:
+    """Every row of a previous run by its ``text_digest`` (:meth:`texts`) and, for the rows read
+    from one JSONL line, by its ``line_digest`` (:attr:`lines`)."""
+
+    previous: Previous
+    lines: Sorted
+    unsorted_texts: Sorted   # sorted on first use: only units read whole look texts up
+    _sorted: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def texts(self) -> Sorted:
+        if "texts" not in self._sorted:
+            t = self.unsorted_texts
+            order = np.argsort(t.digests, kind="stable")
+            self._sorted["texts"] = Sorted(t.digests[order], t.part[order], t.row[order])
+        return self._sorted["texts"]
 
     def __sizeof__(self) -> int:   # for Dask's memory accounting (it sizes unknown objects by getsizeof)
-        return object.__sizeof__(self) + self.digests.nbytes + self.part.nbytes + self.row.nbytes
+        return object.__sizeof__(self) + 2 * self.unsorted_texts.nbytes + self.lines.nbytes
 
 
 def _read(previous: Previous, k: int, columns, check: bool = True) -> pa.Table:
@@ -106,39 +128,62 @@ def _read(previous: Previous, k: int, columns, check: bool = True) -> pa.Table:
 
 
 def build_index(previous: Previous | None) -> ReuseIndex | None:
-    """The previous run's ``text_digest`` column of every part, read once (in parallel), sorted."""
+    """The previous run's ``text_digest``, ``line_digest`` and ``cost`` columns of every part,
+    read once (in parallel), sorted."""
     if previous is None:
         return None
     n = len(previous.parts)
+    names = ["text_digest", "line_digest", "cost"]
     with ThreadPoolExecutor(max_workers=min(16, max(1, n))) as pool:
-        # the digest column only: a part rows are copied out of is checked when it is read whole
-        cols = list(pool.map(lambda k: _read(previous, k, ["text_digest"], check=False).column("text_digest"),
-                             range(n)))
-    digests = [np.asarray(c.to_numpy(), dtype=np.uint64) for c in cols]
-    part = np.repeat(np.arange(n, dtype=np.int32), [len(d) for d in digests])
-    row = np.concatenate([np.arange(len(d), dtype=np.int64) for d in digests]) if n else np.zeros(0, np.int64)
-    digests = np.concatenate(digests) if n else np.zeros(0, np.uint64)
-    order = np.argsort(digests, kind="stable")
-    return ReuseIndex(previous, digests[order], part[order], row[order])
+        # these columns only: a part rows are copied out of is checked when it is read whole
+        tables = list(pool.map(lambda k: _read(previous, k, names, check=False), range(n)))
+    part = np.repeat(np.arange(n, dtype=np.int32), [t.num_rows for t in tables])
+    row = np.concatenate([np.arange(t.num_rows, dtype=np.int64) for t in tables]) if n else np.zeros(0, np.int64)
+    col = {c: (pa.concat_arrays([a for t in tables for a in t.column(c).chunks]) if n else pa.array([], pa.uint64()))
+           for c in names}
+    texts = np.asarray(col["text_digest"].to_numpy(), dtype=np.uint64)
+    valid = np.flatnonzero(np.asarray(col["line_digest"].is_valid().to_numpy(zero_copy_only=False), dtype=bool))
+    lines = np.asarray(col["line_digest"].fill_null(0).to_numpy(), dtype=np.uint64)[valid]
+    order = np.argsort(lines, kind="stable")
+    by_line = valid[order]
+    cost = np.asarray(col["cost"].to_numpy(), dtype=np.int64)
+    return ReuseIndex(previous, Sorted(lines[order], part[by_line], row[by_line], cost[by_line]),
+                      Sorted(texts, part, row))
 
 
-def lookup(index: ReuseIndex, digests: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(found, part, row)``: whether each digest is a row of the previous run, and where the
-    found ones are (the first such row: rows of one digest hold the same numbers)."""
+def _find(index: Sorted, digests: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(found, at)``: whether each digest is in ``index``, and where (the first such entry)."""
     digests = np.asarray(digests, dtype=np.uint64)
-    pos = np.searchsorted(index.digests, digests)
+    order = np.argsort(digests, kind="stable")   # ascending queries: the binary searches stay in cache
+    pos = np.empty(len(digests), dtype=np.int64)
+    pos[order] = np.searchsorted(index.digests, digests[order])
     inside = pos < len(index.digests)
     found = np.zeros(len(digests), dtype=bool)
     found[inside] = index.digests[pos[inside]] == digests[inside]
-    at = pos[found]
-    return found, index.part[at], index.row[at]
+    return found, pos[found]
+
+
+def lookup(index: ReuseIndex, digests: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(found, part, row)``: whether each text digest is a row of the previous run, and where
+    the found ones are (the first such row: rows of one digest hold the same numbers)."""
+    texts = index.texts()
+    found, at = _find(texts, digests)
+    return found, texts.part[at], texts.row[at]
+
+
+def lookup_lines(index: ReuseIndex, digests: np.ndarray):
+    """``(found, part, row, cost)``: whether each line digest is a row of the previous run, and
+    the found ones' row (the first such: an unchanged line is the same example) and cost."""
+    found, at = _find(index.lines, digests)
+    return found, index.lines.part[at], index.lines.row[at], index.lines.cost[at]
 
 
 def take_rows(index: ReuseIndex, part: np.ndarray, row: np.ndarray, schema: pa.Schema, cache: dict,
-              digests: np.ndarray | None = None) -> pa.Table:
+              digests: np.ndarray | None = None, by: str = "text_digest") -> pa.Table:
     """The previous run's rows at ``(part, row)``, in that order, with the columns of ``schema``
-    (this run's scores without :data:`OWN_COLUMNS`), out of parts whose bytes are the run's
-    (content hash); ``digests``: the rows' digests, checked against the copied rows' own.
+    (this run's scores without :data:`OWN_COLUMNS`, or all of them for rows found by their
+    line), out of parts whose bytes are the run's (content hash); ``digests``: the rows' ``by``
+    digests (``text_digest`` or ``line_digest``), checked against the copied rows' own.
     ``cache``: ``{part: table}`` kept by the caller between its slices; parts this call does not
     use are let go."""
     wanted = [int(p) for p in np.unique(part)]
@@ -147,14 +192,14 @@ def take_rows(index: ReuseIndex, part: np.ndarray, row: np.ndarray, schema: pa.S
     pieces, where = [], []
     for k in wanted:
         if k not in cache:
-            table = _read(index.previous, k, [*schema.names, "text_digest"])
-            if table.select(schema.names).schema.remove_metadata() != schema:
+            table = _read(index.previous, k, None)
+            if table.select([n for n in schema.names if n in table.column_names]).schema.remove_metadata() != schema:
                 raise RunFolderError(f"--reuse {index.previous.url}: {index.previous.parts[k][0]} has other "
                                      "columns than this run writes; its rows are not reused")
             cache[k] = table
         at = np.flatnonzero(part == k)
         piece = cache[k].take(pa.array(row[at]))
-        if digests is not None and not np.array_equal(piece.column("text_digest").to_numpy(), digests[at]):
+        if digests is not None and not np.array_equal(piece.column(by).fill_null(0).to_numpy(), digests[at]):
             raise RunFolderError(f"--reuse {index.previous.url}: {index.previous.parts[k][0]} does not hold the "
                                  "rows its digests were read from; the run is not whole: nothing is reused from it")
         pieces.append(piece.select(schema.names))
@@ -162,4 +207,7 @@ def take_rows(index: ReuseIndex, part: np.ndarray, row: np.ndarray, schema: pa.S
     if not pieces:
         return schema.empty_table()
     out = pa.concat_tables(pieces)
-    return out.take(pa.array(np.argsort(np.concatenate(where), kind="stable")))
+    where = np.concatenate(where)
+    if len(where) < 2 or (np.diff(where) > 0).all():
+        return out   # the parts' rows came in this order (rows that did not move)
+    return out.take(pa.array(np.argsort(where, kind="stable")))

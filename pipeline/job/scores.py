@@ -18,6 +18,7 @@ from pipeline.scoring.engine import RougeEngine
 from pipeline.settings import ScoringSettings  # noqa: F401 - job.ScoringSettings, the tasks' settings
 from pipeline.scoring.types import STATS
 from pipeline.job.digest import text_digests
+from pipeline.job.plan import estimate_costs
 from pipeline.stats import StatsAccumulator
 from pipeline.stats.keys import example_key_hashes, example_keys
 
@@ -28,7 +29,7 @@ TEXT_FIELDS = [pa.field("candidate", pa.string()), pa.field("references", pa.lis
 
 def scores_schema(rouge_types, diagnostics: bool = True, keep_texts: bool = False) -> pa.Schema:
     """The per-example scores' columns: keys, counts, ``text_digest`` (:mod:`pipeline.job.digest`),
-    the scores, the status, the diagnostics, and with ``keep_texts`` the texts scored."""
+    ``line_digest`` (:mod:`pipeline.io.linedigest`) and ``cost`` (:func:`estimate_costs`), the scores, the status, the diagnostics, and with ``keep_texts`` the texts scored."""
     fields = [
         pa.field("id", pa.string(), nullable=False),
         pa.field("system", pa.string(), nullable=False),
@@ -36,6 +37,10 @@ def scores_schema(rouge_types, diagnostics: bool = True, keep_texts: bool = Fals
         pa.field("cand_tokens", pa.int64(), nullable=False),
         pa.field("ref_tokens", pa.int64(), nullable=False),
         pa.field("text_digest", pa.uint64(), nullable=False),
+        # the input line's XXH64 (null when not read from one clean JSONL line) and the planner's
+        # cost estimate: a --reuse run copies the row of an unchanged line without parsing it
+        pa.field("line_digest", pa.uint64(), nullable=True),
+        pa.field("cost", pa.int64(), nullable=False),
     ]
     for t in rouge_types:
         fields += [pa.field(f"{t}_{s}", pa.float64(), nullable=False) for s in STATS]
@@ -62,6 +67,15 @@ def row_digests(table: pa.Table, settings: ScoringSettings, signature: str) -> n
     source = table.column("source") if settings.diagnostics and "source" in table.column_names else None
     return text_digests(table.column("candidate"), table.column("references"), source, signature=signature,
                         with_source=settings.diagnostics)
+
+
+def line_columns(table: pa.Table, settings: ScoringSettings) -> dict:
+    """``line_digest`` and ``cost`` of canonical rows (the digest: null where the reader did not
+    read the row from one line)."""
+    digest = (table.column("line_digest") if "line_digest" in table.column_names
+              else pa.nulls(table.num_rows, pa.uint64()))
+    return {"line_digest": digest,
+            "cost": pa.array(estimate_costs(table, source=settings.diagnostics), pa.int64())}
 
 
 def split_blocks_for(piece, settings: ScoringSettings, target_cost: float) -> int:
@@ -117,6 +131,7 @@ def score_table(table: pa.Table, settings: ScoringSettings, quarantine: bool = F
         "cand_tokens": pa.array(res.cand_len, pa.int64()),
         "ref_tokens": pa.array(res.ref_len, pa.int64()),
         "text_digest": pa.array(row_digests(table, settings, signature), pa.uint64()),
+        **line_columns(table, settings),
     }
     for t, name in enumerate(settings.rouge_types):
         for k, stat in enumerate(STATS):

@@ -27,8 +27,8 @@ from pipeline.runfolder import META_SIGNATURE, RunStopped, check_stop, pause_poi
 from pipeline.job.plan import estimate_costs, split_by_cost
 from pipeline.job.resume import load_done
 from pipeline.job.results import Brief, TaskResult, empty_result, merge_results
-from pipeline.job.scores import (ScoringSettings, _reason_counts, key_hashes, row_digests, score_table,
-                                 split_blocks_for, unit_stats)
+from pipeline.job.scores import (ScoringSettings, _reason_counts, key_hashes, row_digests,
+                                 score_table, scores_schema, split_blocks_for, unit_stats)
 
 
 @dataclass(frozen=True)
@@ -144,6 +144,12 @@ def score_slice(table: pa.Table, quarantine: pa.Table | None, unit: WorkUnit, k:
         scores, q, reused = _reused_rows(table, quarantine, ctx, unit.format, *previous)
     else:
         scores, q = _score_rows(table, quarantine, ctx, unit.format, split_positions)
+    return _write_slice(table, scores, q, unit, k, n, ctx, hashes, reused)
+
+
+def _write_slice(table: pa.Table, scores: pa.Table, q: pa.Table, unit: WorkUnit, k: int, n: int, ctx: UnitContext,
+                 hashes: np.ndarray | None, reused: int) -> TaskResult:
+    """Write slice ``k``'s ``scores`` (of the rows of ``table``: its keys) and quarantine ``q``."""
     held = ()
     if scores.num_rows != table.num_rows:
         # rows scored away (too long): their keys are the unit's still, for a rerun's duplicate search
@@ -172,11 +178,11 @@ def _reused_rows(table: pa.Table, quarantine: pa.Table, ctx: UnitContext, fmt: s
     copied = reuse.take_rows(index, part, row, pa.schema([f for f in schema if f.name not in reuse.OWN_COLUMNS]),
                              cache, digests[hit_at])
     # only the columns a row takes from this run's input are copied (not every text)
-    own = table.select([f.name for f in schema if f.name in reuse.OWN_COLUMNS and f.name != "text_digest"])
+    own = table.select([f.name for f in schema if f.name in table.column_names and f.name in reuse.OWN_COLUMNS])
     own = own.take(pa.array(hit_at))
-    cols = {f.name: copied.column(f.name) if f.name not in reuse.OWN_COLUMNS else own.column(f.name)
-            for f in schema if f.name != "text_digest"}
-    cols["text_digest"] = pa.array(digests[hit_at], pa.uint64())
+    own_cols = {**{c: own.column(c) for c in own.column_names}, "text_digest": pa.array(digests[hit_at], pa.uint64()),
+                "cost": pa.array(estimate_costs(table, source=ctx.scoring.diagnostics)[hit_at], pa.int64())}
+    cols = {f.name: copied.column(f.name) if f.name not in reuse.OWN_COLUMNS else own_cols[f.name] for f in schema}
     both = pa.concat_tables([fresh, pa.table(cols, schema=schema)])
     return both.take(pa.array(np.argsort(np.concatenate([kept, hit_at]), kind="stable"))), quarantine, len(hit_at)
 
@@ -260,6 +266,9 @@ def _score_unit(spec, unit: WorkUnit, ctx: UnitContext, work: UnitWork, duplicat
         resumed = _resumed(unit, ctx, work.done)
         if resumed is not None:
             return resumed
+    lined = _line_input(spec, unit, ctx, work, index)
+    if lined is not None:
+        return _score_lines(unit, ctx, work, lined)
     full = None
     if work.again:
         full, _ = readers.read_unit(spec, dataclasses.replace(unit, drop_rows=()))
@@ -298,6 +307,81 @@ def _score_unit(spec, unit: WorkUnit, ctx: UnitContext, work: UnitWork, duplicat
                                    previous=None if index is None else (index, cache)))
         scored += 1
     return _unit_result(unit, len(slices), results, hashes, left, split)
+
+
+@dataclass(frozen=True)
+class LinedUnit:
+    """A unit read by its lines against a previous run (:func:`_line_input`): the rows at ``hit``
+    (line numbers, ascending) copied (``copied``: their rows of the previous run), those at
+    ``fresh`` parsed (``rows``: canonical); its slices, and its rows' key hashes in line order."""
+
+    rows: pa.Table
+    fresh: np.ndarray
+    copied: pa.Table
+    hit: np.ndarray
+    slices: list
+    hashes: np.ndarray
+
+
+def _line_input(spec, unit: WorkUnit, ctx: UnitContext, work: UnitWork, index) -> LinedUnit | None:
+    """The unit read by lines: the rows of lines the previous run scored copied without parsing
+    the lines (``line_digest``), the others parsed; None where the unit is read whole instead
+    (no previous run, a resume, duplicates dropped, texts kept, not one clean JSONL unit, an
+    unusual line, an oversized example to score, a key repeated in the unit)."""
+    if index is None or work.again or work.done or ctx.keep_texts:
+        return None
+    lines = readers.read_lines(spec, unit)
+    if lines is None:
+        return None
+    found, part, row, cost = reuse.lookup_lines(index, lines.digests)
+    if not found.any():
+        return None
+    fresh_at, hit_at = np.flatnonzero(~found), np.flatnonzero(found)
+    rows = readers.parse_lines(spec, unit, lines, fresh_at)
+    if rows is None:
+        return None
+    costs = np.empty(len(found), dtype=np.int64)
+    costs[hit_at] = cost
+    costs[fresh_at] = estimate_costs(rows, source=ctx.scoring.diagnostics)
+    slices = split_by_cost([unit], [costs], work.target_cost)
+    if any(s.oversized and not found[s.lo:s.hi if s.hi is not None else len(found)].all() for s in slices):
+        return None
+    schema = scores_schema(ctx.scoring.rouge_types, ctx.scoring.diagnostics)
+    copied = reuse.take_rows(index, part, row, schema, {}, lines.digests[hit_at], by="line_digest")
+    copied = pa.Table.from_arrays(copied.columns, schema=schema)
+    keys = pa.concat_tables([rows.select(["system", "id"]), copied.select(["system", "id"])])
+    order = np.argsort(np.concatenate([fresh_at, hit_at]), kind="stable")
+    hashes = _hashes(keys)[order]
+    ordered = np.sort(hashes)
+    if (ordered[1:] == ordered[:-1]).any():
+        return None   # a key repeated in the unit: the line-by-line reader words it
+    return LinedUnit(rows, fresh_at, copied, hit_at, slices, hashes)
+
+
+def _score_lines(unit: WorkUnit, ctx: UnitContext, work: UnitWork, lined: LinedUnit) -> TaskResult:
+    """:func:`_score_unit` of a unit read by lines: each slice's parsed rows scored, the others
+    copied, in line order."""
+    wave1, n = work.slices is None, len(lined.hashes)
+    results, left = [], []
+    for s in lined.slices:
+        k, lo, hi = s.index, s.lo, n if s.hi is None else s.hi
+        if not wave1 and k not in work.slices:
+            continue
+        if wave1 and work.first is not None and len(results) >= work.first:
+            left.append((k, 1))
+            continue
+        fa, fb = np.searchsorted(lined.fresh, [lo, hi])
+        ha, hb = np.searchsorted(lined.hit, [lo, hi])
+        rows = lined.rows.slice(fa, fb - fa)
+        fresh, q = _score_rows(rows, QUARANTINE_SCHEMA.empty_table(), ctx, unit.format)
+        # rows scored away (too long) are those whose line is not among the scores'
+        at = lined.fresh[fa:fb]
+        kept = at[np.isin(rows.column("line_digest").to_numpy(), fresh.column("line_digest").to_numpy())]
+        both = pa.concat_tables([fresh, lined.copied.slice(ha, hb - ha)])
+        scores = both.take(pa.array(np.argsort(np.concatenate([kept, lined.hit[ha:hb]]), kind="stable")))
+        keys = pa.concat_tables([rows.select(["system", "id"]), lined.copied.slice(ha, hb - ha).select(["system", "id"])])
+        results.append(_write_slice(keys, scores, q, unit, k, len(lined.slices), ctx, lined.hashes[lo:hi], int(hb - ha)))
+    return _unit_result(unit, len(lined.slices), results, lined.hashes if wave1 else None, left)
 
 
 def brief(result: TaskResult) -> Brief:

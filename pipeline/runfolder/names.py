@@ -27,11 +27,12 @@ import re
 from pipeline.io.writers import escape_system, is_temp_name
 
 # Written into _run.json; a folder with another (or none: before issue 17) is not resumed, nor reused.
+# 7: the scores hold each row's line_digest and cost (a --reuse run skips unchanged lines unparsed);
 # 6: _summary.json (and each marker) holds a content hash of every part, checked by --reuse;
 # 5: text_digest also covers the run's signature and, with diagnostics, the source (issue 30);
 # 4: the scores hold a text_digest per example (issue 27); 3: parts and markers named by
 # (unit, slice); 2 named them by a global task number.
-RUN_FORMAT = 6
+RUN_FORMAT = 7
 # The run folder's layout (``_run.json`` "layout"): 2 = ``scores/system-<s>/``; 1 (no key) was
 # ``scores/system=<s>/``, which pandas and pyarrow cannot read as one dataset.
 LAYOUT = 2

@@ -1,0 +1,123 @@
+"""``--reuse RUN`` skips unchanged JSONL lines unparsed (issue 30): a line whose bytes the previous run
+scored (``line_digest``) is copied with its row, only the other lines are parsed and scored, and the run
+folder is still byte for byte a full rescore's; anything unusual reads the unit whole, as before."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from support.pipeline_corpus import config, examples, run_outputs
+from pipeline.config import RunConfig
+from pipeline.execution.driver import run
+from pipeline.io import records as records_reader
+
+RANGES = {"target_cost": 3000, "target_rows": 25}   # units are byte ranges of 40-line files
+PACKS = {"target_cost": 3000}                         # small files: one unit reads a pack of them
+LONG = {f"d{i:03d}" for i in range(40) if i % 17 == 3}   # examples(): the long documents (oversized slices)
+
+
+def _records() -> list[dict]:
+    return [{"id": i, "system": s, "candidate": c, "references": refs, "source": f"source of {i}: {refs[0]}"}
+            for i, refs, cands in examples(40) for s, c in cands.items()]
+
+
+def _write(root: Path, recs: list[dict], files: int = 2) -> str:
+    root.mkdir(parents=True, exist_ok=True)
+    for k in range(files):
+        chunk = recs[k * len(recs) // files:(k + 1) * len(recs) // files]
+        (root / f"in-{k}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in chunk), encoding="utf-8")
+    return str(root / "in-*.jsonl")
+
+
+def _run(paths: str, out: Path, ex: dict, reuse=None):
+    ex = {**ex, **({"reuse": str(reuse)} if reuse is not None else {})}
+    return run(RunConfig.from_dict(config({"layout": "records", "paths": paths}, out, execution=ex)), None,
+               progress=False, log=lambda _m: None)
+
+
+@pytest.fixture
+def parsed(monkeypatch):
+    """How many lines Arrow's JSON reader parsed (the fast path's and the line path's one parser)."""
+    counts = []
+    real = records_reader._fast_columns
+
+    def counting(spec, data, n_lines):
+        counts.append(n_lines)
+        return real(spec, data, n_lines)
+
+    monkeypatch.setattr(records_reader, "_fast_columns", counting)
+    return counts
+
+
+@pytest.fixture(scope="module", params=["ranges", "packs"])
+def previous(request, tmp_path_factory):
+    ex = RANGES if request.param == "ranges" else PACKS
+    root = tmp_path_factory.mktemp(f"lines-{request.param}")
+    recs = _records()
+    paths = _write(root / "in", recs)
+    res = _run(paths, root / "prev", ex)
+    assert res.summary["split_examples"] > 0   # the long documents are oversized
+    return {"root": root, "recs": recs, "run": root / "prev", "ex": ex}
+
+
+def _same_as_full(previous, tmp_path, recs, parsed) -> tuple[dict, dict]:
+    """The reused run's and the full rescore's summaries (their outputs compared byte for byte)."""
+    paths = _write(tmp_path / "in", recs)
+    full = _run(paths, tmp_path / "full", previous["ex"])
+    parsed.clear()
+    again = _run(paths, tmp_path / "reused", previous["ex"], reuse=previous["run"])
+    assert run_outputs(tmp_path / "reused", markers=True) == run_outputs(tmp_path / "full", markers=True)
+    assert again.rows == full.rows
+    return again.summary, full.summary
+
+
+@pytest.mark.parametrize("how", ["candidate", "references", "source"])
+def test_only_the_changed_lines_are_parsed(previous, tmp_path, parsed, how):
+    recs = [dict(r) for r in previous["recs"]]
+    hit = [r for k, r in enumerate(recs) if k % 7 == 2 and r["id"] not in LONG]
+    for r in hit:
+        r[how] = r[how] + ["one more reference"] if how == "references" else r[how] + " and a little more"
+    again, full = _same_as_full(previous, tmp_path, recs, parsed)
+    assert again["rows_reused"] == len(recs) - len(hit)
+    assert sum(parsed) == len(hit), "the unchanged lines were parsed"
+
+
+def test_lines_moved_added_and_removed(previous, tmp_path, parsed):
+    recs = previous["recs"][::-1][5:]   # every line moves (other units, other order), five go
+    new = [{"id": f"new{k}", "system": "sysA", "candidate": f"a new candidate {k}", "references": ["a new reference"]}
+           for k in range(4)]
+    recs = recs[:20] + new + recs[20:]
+    again, _ = _same_as_full(previous, tmp_path, recs, parsed)
+    assert again["rows_reused"] == len(recs) - len(new)
+    assert sum(parsed) == len(new)
+
+
+def test_a_changed_oversized_example_reads_its_unit_whole(previous, tmp_path, parsed):
+    recs = [dict(r) for r in previous["recs"]]
+    long = next(r for r in recs if r["id"] in LONG)
+    long["candidate"] += " the end"
+    again, full = _same_as_full(previous, tmp_path, recs, parsed)
+    assert again["rows_reused"] == len(recs) - 1
+    assert again["split_examples"] == 1 < full["split_examples"]   # the changed one is cut in blocks again
+    assert sum(parsed) > 1   # its unit was parsed whole (and the new oversized example cut in blocks)
+
+
+@pytest.mark.parametrize("damage", ["a repeated key", "not json", "a null candidate"])
+def test_a_changed_line_the_fast_reader_refuses_reads_its_unit_line_by_line(previous, tmp_path, parsed, damage):
+    recs = [dict(r) for r in previous["recs"]]
+    if damage == "a repeated key":
+        recs[3] = dict(recs[3], id=recs[1]["id"], system=recs[1]["system"], candidate="another candidate")
+    elif damage == "a null candidate":
+        recs[3] = dict(recs[3], candidate=None)
+    paths = _write(tmp_path / "in", recs)
+    if damage == "not json":
+        f = Path(paths.replace("*", "0"))
+        lines = f.read_text().splitlines()
+        f.write_text("\n".join(lines[:3] + ["{not json"] + lines[4:]) + "\n")
+    full = _run(paths, tmp_path / "full", previous["ex"])
+    again = _run(paths, tmp_path / "reused", previous["ex"], reuse=previous["run"])
+    assert run_outputs(tmp_path / "reused", markers=True) == run_outputs(tmp_path / "full", markers=True)
+    assert full.summary["quarantined"] == again.summary["quarantined"] == 1
+    assert again.summary["rows_reused"] == len(recs) - 1
