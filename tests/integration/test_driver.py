@@ -136,7 +136,8 @@ def test_each_unit_is_read_scored_and_written_by_one_wave_1_task(corpus, client2
     assert len(markers) == a.summary["tasks"] >= len(by_unit)
     for m in markers:
         _, start, stop = by_unit[int(m.name.split("-")[1])]
-        assert start <= m.stat().st_mtime <= stop + 0.05, m.name   # written inside its unit's task
+        # written inside its unit's task (both ends with the slack of Dask's worker-to-scheduler clock offset)
+        assert start - 0.05 <= m.stat().st_mtime <= stop + 0.05, m.name
     assert _outputs(tmp_path / "dask", markers=True) == _outputs(tmp_path / "sync", markers=True)
     assert a.rows == c.rows
 
