@@ -231,7 +231,8 @@ class _Run:
         self.sig = self.sig or str(Signature.from_config(self.cfg))
         try:
             self.previous, why = self.retry(f"opening the run to reuse {url}", job.open_previous, url, self.so,
-                                            self.sig, self.cfg.scoring.diagnostics, self.run_url)
+                                            self.sig, self.cfg.scoring.diagnostics, self.run_url,
+                                            job.reader_fields(self.spec))
         except ConfigError as e:
             if self.cfg.execution.reuse_untrusted != "rescore":
                 raise

@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 
 from pipeline import __version__
 from pipeline.errors import ConfigError, OldLayoutError, RunFolderError
+from pipeline.io.input_spec import InputSpec
 from pipeline.io.paths import get_fs
 from pipeline.runfolder import RUN_FORMAT
 from pipeline.runfolder.names import SUMMARY, describe
@@ -41,11 +42,32 @@ class Previous:
     url: str
     parts: tuple
     storage_options: dict = field(default_factory=dict, compare=False, repr=False)
+    # its rows may be found by their input line: it read its JSONL lines into the same fields
+    lines: bool = False
+
+
+READER_KEYS = ("id", "system", "candidate", "references", "source")
+
+
+def reader_fields(spec) -> dict:
+    """Which JSONL field each canonical column is read from (``input.columns``): a line read
+    with other fields is another example, so rows are found by their line only between runs
+    that read the same fields."""
+    return {k: spec.col(k) for k in READER_KEYS}
+
+
+def _their_fields(info: dict) -> dict | None:
+    try:
+        return reader_fields(InputSpec.from_config((info.get("config") or {}).get("input") or {}))
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return None
 
 
 def open_previous(url: str, storage_options: dict | None, signature: str, diagnostics: bool,
-                  output_url: str) -> tuple[Previous | None, str]:
+                  output_url: str, fields: dict | None = None) -> tuple[Previous | None, str]:
     """``(the run, "")``, or ``(None, why nothing can be reused)`` when its settings differ.
+    ``fields``: this run's :func:`reader_fields` (rows are found by their line when the run's are
+    the same; by their texts always).
     Raises :class:`ConfigError` (one line) for a run that cannot be trusted: not finished or
     not whole, of another layout, run format or version, or the run folder being written."""
     what = f"--reuse {url}"
@@ -72,7 +94,8 @@ def open_previous(url: str, storage_options: dict | None, signature: str, diagno
     if unhashed:
         raise ConfigError(f"{what}: its {SUMMARY} records no content hash of {describe(unhashed)}; "
                           "nothing is reused from a run that is not whole")
-    return Previous(run.url, parts, dict(storage_options or {})), ""
+    lines = fields is not None and _their_fields(info) == fields
+    return Previous(run.url, parts, dict(storage_options or {}), lines), ""
 
 
 @dataclass(frozen=True)
@@ -133,7 +156,7 @@ def build_index(previous: Previous | None) -> ReuseIndex | None:
     if previous is None:
         return None
     n = len(previous.parts)
-    names = ["text_digest", "line_digest", "cost"]
+    names = ["text_digest", "line_digest", "cost"] if previous.lines else ["text_digest"]
     with ThreadPoolExecutor(max_workers=min(16, max(1, n))) as pool:
         # these columns only: a part rows are copied out of is checked when it is read whole
         tables = list(pool.map(lambda k: _read(previous, k, names, check=False), range(n)))
@@ -142,6 +165,10 @@ def build_index(previous: Previous | None) -> ReuseIndex | None:
     col = {c: (pa.concat_arrays([a for t in tables for a in t.column(c).chunks]) if n else pa.array([], pa.uint64()))
            for c in names}
     texts = np.asarray(col["text_digest"].to_numpy(), dtype=np.uint64)
+    if not previous.lines:
+        none = np.zeros(0, np.int64)
+        return ReuseIndex(previous, Sorted(none.astype(np.uint64), none.astype(np.int32), none, none),
+                          Sorted(texts, part, row))
     valid = np.flatnonzero(np.asarray(col["line_digest"].is_valid().to_numpy(zero_copy_only=False), dtype=bool))
     lines = np.asarray(col["line_digest"].fill_null(0).to_numpy(), dtype=np.uint64)[valid]
     order = np.argsort(lines, kind="stable")

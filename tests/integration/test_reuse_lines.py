@@ -121,3 +121,19 @@ def test_a_changed_line_the_fast_reader_refuses_reads_its_unit_line_by_line(prev
     assert run_outputs(tmp_path / "reused", markers=True) == run_outputs(tmp_path / "full", markers=True)
     assert full.summary["quarantined"] == again.summary["quarantined"] == 1
     assert again.summary["rows_reused"] == len(recs) - 1
+
+
+def test_lines_read_into_other_fields_are_other_examples(previous, tmp_path, parsed):
+    """The same lines read with another ``input.columns`` (the candidate from "source"): no row
+    is found by its line, as none is by its texts."""
+    paths = _write(tmp_path / "in", previous["recs"])
+    inp = {"layout": "records", "paths": paths, "columns": {"candidate": "source"}}
+
+    def scored(out, reuse=None):
+        ex = {**previous["ex"], **({"reuse": str(reuse)} if reuse else {})}
+        return run(RunConfig.from_dict(config(inp, out, execution=ex)), None, progress=False, log=lambda _m: None)
+
+    full = scored(tmp_path / "full")
+    again = scored(tmp_path / "reused", reuse=previous["run"])
+    assert again.summary["rows_reused"] == 0
+    assert run_outputs(tmp_path / "reused", markers=True) == run_outputs(tmp_path / "full", markers=True)
