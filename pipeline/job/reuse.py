@@ -5,9 +5,12 @@ when the diagnostics read it, the run's signature: :mod:`pipeline.job.digest`), 
 earlier run with this run's digest holds this run's numbers.  :func:`open_previous` opens that
 run through the one reader (:func:`pipeline.runfolder.read.open_run`: finished and whole, else
 refused in one line), refuses one of another run format or version, and says when its settings
-differ (nothing can then be reused).  :func:`build_index` reads its ``text_digest`` columns once
-(digest -> (part, row)); a task looks its rows' digests up (:func:`lookup`, pure), copies the
-rows found (:func:`take_rows`: every column but the keys, the digest and the texts, which come
+differ (nothing can then be reused).  :func:`build_index` reads its ``line_digest`` and ``cost``
+columns once (line digest -> (part, row, cost)).  A task reading a clean JSONL unit looks its
+lines' digests up (:func:`lookup_lines`) and copies the whole row of each line found, parsing only
+the others (:func:`pipeline.job.task._line_input`); a unit read whole looks its rows'
+``text_digest`` up (:func:`lookup`; that index is read on first use), copies the rows found
+(:func:`take_rows`: every column but the keys, the digests, the cost and the texts, which come
 from this run's input) and scores only the others.  The parts are then the bytes a full rescore
 writes, and so are the statistics, which are computed from the rows as always.
 """
@@ -115,23 +118,25 @@ class Sorted:
 
 @dataclass(frozen=True)
 class ReuseIndex:
-    """Every row of a previous run by its ``text_digest`` (:meth:`texts`) and, for the rows read
-    from one JSONL line, by its ``line_digest`` (:attr:`lines`)."""
+    """Every row of a previous run read from one JSONL line, by its ``line_digest``
+    (:attr:`lines`), and every row by its ``text_digest`` (:meth:`texts`)."""
 
     previous: Previous
     lines: Sorted
-    unsorted_texts: Sorted   # sorted on first use: only units read whole look texts up
-    _sorted: dict = field(default_factory=dict, compare=False, repr=False)
+    _texts: dict = field(default_factory=dict, compare=False, repr=False)
 
     def texts(self) -> Sorted:
-        if "texts" not in self._sorted:
-            t = self.unsorted_texts
-            order = np.argsort(t.digests, kind="stable")
-            self._sorted["texts"] = Sorted(t.digests[order], t.part[order], t.row[order])
-        return self._sorted["texts"]
+        """Read and sorted on first use, where a unit is read whole: a run whose units are all
+        read by their lines never reads the text digests."""
+        if "texts" not in self._texts:
+            col, part, row = _columns(self.previous, ["text_digest"])
+            digests = np.asarray(col["text_digest"].to_numpy(), dtype=np.uint64)
+            order = np.argsort(digests, kind="stable")
+            self._texts["texts"] = Sorted(digests[order], part[order], row[order])
+        return self._texts["texts"]
 
     def __sizeof__(self) -> int:   # for Dask's memory accounting (it sizes unknown objects by getsizeof)
-        return object.__sizeof__(self) + 2 * self.unsorted_texts.nbytes + self.lines.nbytes
+        return object.__sizeof__(self) + self.lines.nbytes + sum(t.nbytes for t in self._texts.values())
 
 
 def _read(previous: Previous, k: int, columns, check: bool = True) -> pa.Table:
@@ -150,32 +155,34 @@ def _read(previous: Previous, k: int, columns, check: bool = True) -> pa.Table:
     return table
 
 
-def build_index(previous: Previous | None) -> ReuseIndex | None:
-    """The previous run's ``text_digest``, ``line_digest`` and ``cost`` columns of every part,
-    read once (in parallel), sorted."""
-    if previous is None:
-        return None
+def _columns(previous: Previous, names: list[str]) -> tuple[dict, np.ndarray, np.ndarray]:
+    """``names`` of every part, read once (in parallel), one array each, and each row's part and row."""
     n = len(previous.parts)
-    names = ["text_digest", "line_digest", "cost"] if previous.lines else ["text_digest"]
     with ThreadPoolExecutor(max_workers=min(16, max(1, n))) as pool:
         # these columns only: a part rows are copied out of is checked when it is read whole
         tables = list(pool.map(lambda k: _read(previous, k, names, check=False), range(n)))
     part = np.repeat(np.arange(n, dtype=np.int32), [t.num_rows for t in tables])
     row = np.concatenate([np.arange(t.num_rows, dtype=np.int64) for t in tables]) if n else np.zeros(0, np.int64)
-    col = {c: (pa.concat_arrays([a for t in tables for a in t.column(c).chunks]) if n else pa.array([], pa.uint64()))
-           for c in names}
-    texts = np.asarray(col["text_digest"].to_numpy(), dtype=np.uint64)
+    col = {c: (pa.concat_arrays([a for t in tables for a in t.column(c).chunks]) if n else
+               pa.array([], pa.int64() if c == "cost" else pa.uint64())) for c in names}
+    return col, part, row
+
+
+def build_index(previous: Previous | None) -> ReuseIndex | None:
+    """The previous run's rows by their ``line_digest`` (with their ``cost``), sorted; by their
+    ``text_digest`` on first use (:meth:`ReuseIndex.texts`)."""
+    if previous is None:
+        return None
     if not previous.lines:
         none = np.zeros(0, np.int64)
-        return ReuseIndex(previous, Sorted(none.astype(np.uint64), none.astype(np.int32), none, none),
-                          Sorted(texts, part, row))
+        return ReuseIndex(previous, Sorted(none.astype(np.uint64), none.astype(np.int32), none, none))
+    col, part, row = _columns(previous, ["line_digest", "cost"])
     valid = np.flatnonzero(np.asarray(col["line_digest"].is_valid().to_numpy(zero_copy_only=False), dtype=bool))
     lines = np.asarray(col["line_digest"].fill_null(0).to_numpy(), dtype=np.uint64)[valid]
     order = np.argsort(lines, kind="stable")
     by_line = valid[order]
     cost = np.asarray(col["cost"].to_numpy(), dtype=np.int64)
-    return ReuseIndex(previous, Sorted(lines[order], part[by_line], row[by_line], cost[by_line]),
-                      Sorted(texts, part, row))
+    return ReuseIndex(previous, Sorted(lines[order], part[by_line], row[by_line], cost[by_line]))
 
 
 def _find(index: Sorted, digests: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
