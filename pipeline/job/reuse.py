@@ -179,7 +179,7 @@ def build_index(previous: Previous | None) -> ReuseIndex | None:
     col, part, row = _columns(previous, ["line_digest", "cost"])
     valid = np.flatnonzero(np.asarray(col["line_digest"].is_valid().to_numpy(zero_copy_only=False), dtype=bool))
     lines = np.asarray(col["line_digest"].fill_null(0).to_numpy(), dtype=np.uint64)[valid]
-    order = np.argsort(lines, kind="stable")
+    order = np.argsort(lines)   # one line, one row: the lines of a run's rows differ (their keys do)
     by_line = valid[order]
     cost = np.asarray(col["cost"].to_numpy(), dtype=np.int64)
     return ReuseIndex(previous, Sorted(lines[order], part[by_line], row[by_line], cost[by_line]))
@@ -188,7 +188,7 @@ def build_index(previous: Previous | None) -> ReuseIndex | None:
 def _find(index: Sorted, digests: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(found, at)``: whether each digest is in ``index``, and where (the first such entry)."""
     digests = np.asarray(digests, dtype=np.uint64)
-    order = np.argsort(digests, kind="stable")   # ascending queries: the binary searches stay in cache
+    order = np.argsort(digests)   # ascending queries: the binary searches stay in cache
     pos = np.empty(len(digests), dtype=np.int64)
     pos[order] = np.searchsorted(index.digests, digests[order])
     inside = pos < len(index.digests)
