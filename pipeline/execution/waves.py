@@ -91,8 +91,14 @@ class Waves:
         self.eager = not ex.distributed
         self.workers = max(1, ex.n_workers)
         # a previous run's rows by digest (--reuse): built by one task, sent to every unit's
-        self.index = None if previous is None else self._submit(job.build_index, previous,
-                                                                 key=self._key("reuse-index"))
+        self.index = None if previous is None else self._reuse_index(previous)
+
+    def _reuse_index(self, previous):
+        """The index of a previous run's rows: its parts in one group a worker, built in
+        parallel (every unit's task waits for it), then joined."""
+        n = max(1, min(self.workers if self.ex.distributed else 1, len(previous.parts)))
+        pieces = [self._submit(job.build_index, previous, k, n, key=self._key("reuse-index", k)) for k in range(n)]
+        return pieces[0] if n == 1 else self._submit(job.join_index, *pieces, key=self._key("reuse-index"))
 
     # ------------------------------------------------------------------ submitting
     def _key(self, kind: str, *parts) -> str:

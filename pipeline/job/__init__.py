@@ -24,7 +24,7 @@ _EXPORTS = {
     **dict.fromkeys(("Brief", "TaskResult", "Totals", "exact_bootstrap", "finalize_results", "merge_results"),
                     "results"),
     "load_done": "resume",
-    **dict.fromkeys(("Previous", "ReuseIndex", "build_index", "lookup", "open_previous", "reader_fields", "take_rows"), "reuse"),
+    **dict.fromkeys(("Previous", "ReuseIndex", "build_index", "join_index", "lookup", "open_previous", "reader_fields", "take_rows"), "reuse"),
     **dict.fromkeys(("text_digest", "text_digests"), "digest"),
     **dict.fromkeys(("MAX_SPLIT_BLOCKS", "STATS", "TOO_LONG_STATUS", "ScoringSettings", "example_keys", "split_blocks_for", "key_hashes", "reason_cause", "row_digests",
                      "score_matrix", "score_table", "scorer_for", "scores_schema", "unit_stats"), "scores"),

@@ -122,7 +122,7 @@ class ReuseIndex:
     (:attr:`lines`), and every row by its ``text_digest`` (:meth:`texts`)."""
 
     previous: Previous
-    lines: Sorted
+    lines: tuple[Sorted, ...]   # one per group of parts (built in parallel: :func:`join_index`)
     _texts: dict = field(default_factory=dict, compare=False, repr=False)
 
     def texts(self) -> Sorted:
@@ -136,7 +136,7 @@ class ReuseIndex:
         return self._texts["texts"]
 
     def __sizeof__(self) -> int:   # for Dask's memory accounting (it sizes unknown objects by getsizeof)
-        return object.__sizeof__(self) + self.lines.nbytes + sum(t.nbytes for t in self._texts.values())
+        return object.__sizeof__(self) + sum(t.nbytes for t in (*self.lines, *self._texts.values()))
 
 
 def _read(previous: Previous, k: int, columns, check: bool = True) -> pa.Table:
@@ -155,34 +155,43 @@ def _read(previous: Previous, k: int, columns, check: bool = True) -> pa.Table:
     return table
 
 
-def _columns(previous: Previous, names: list[str]) -> tuple[dict, np.ndarray, np.ndarray]:
-    """``names`` of every part, read once (in parallel), one array each, and each row's part and row."""
-    n = len(previous.parts)
+def _columns(previous: Previous, names: list[str], which: range | None = None) -> tuple[dict, np.ndarray, np.ndarray]:
+    """``names`` of the parts ``which`` (default: all), read once (in parallel), one array each,
+    and each row's part and row."""
+    which = range(len(previous.parts)) if which is None else which
+    n = len(which)
     with ThreadPoolExecutor(max_workers=min(16, max(1, n))) as pool:
         # these columns only: a part rows are copied out of is checked when it is read whole
-        tables = list(pool.map(lambda k: _read(previous, k, names, check=False), range(n)))
-    part = np.repeat(np.arange(n, dtype=np.int32), [t.num_rows for t in tables])
+        tables = list(pool.map(lambda k: _read(previous, k, names, check=False), which))
+    part = np.repeat(np.asarray(which, dtype=np.int32), [t.num_rows for t in tables])
     row = np.concatenate([np.arange(t.num_rows, dtype=np.int64) for t in tables]) if n else np.zeros(0, np.int64)
     col = {c: (pa.concat_arrays([a for t in tables for a in t.column(c).chunks]) if n else
                pa.array([], pa.int64() if c == "cost" else pa.uint64())) for c in names}
     return col, part, row
 
 
-def build_index(previous: Previous | None) -> ReuseIndex | None:
-    """The previous run's rows by their ``line_digest`` (with their ``cost``), sorted; by their
+def build_index(previous: Previous | None, k: int = 0, n: int = 1) -> ReuseIndex | None:
+    """The previous run's rows by their ``line_digest`` (with their ``cost``), sorted, of the
+    ``k``-th of ``n`` groups of its parts (:func:`join_index` joins the groups); by their
     ``text_digest`` on first use (:meth:`ReuseIndex.texts`)."""
     if previous is None:
         return None
+    parts = len(previous.parts)
     if not previous.lines:
         none = np.zeros(0, np.int64)
-        return ReuseIndex(previous, Sorted(none.astype(np.uint64), none.astype(np.int32), none, none))
-    col, part, row = _columns(previous, ["line_digest", "cost"])
+        return ReuseIndex(previous, (Sorted(none.astype(np.uint64), none.astype(np.int32), none, none),))
+    col, part, row = _columns(previous, ["line_digest", "cost"], range(k * parts // n, (k + 1) * parts // n))
     valid = np.flatnonzero(np.asarray(col["line_digest"].is_valid().to_numpy(zero_copy_only=False), dtype=bool))
     lines = np.asarray(col["line_digest"].fill_null(0).to_numpy(), dtype=np.uint64)[valid]
     order = np.argsort(lines)   # one line, one row: the lines of a run's rows differ (their keys do)
     by_line = valid[order]
     cost = np.asarray(col["cost"].to_numpy(), dtype=np.int64)
-    return ReuseIndex(previous, Sorted(lines[order], part[by_line], row[by_line], cost[by_line]))
+    return ReuseIndex(previous, (Sorted(lines[order], part[by_line], row[by_line], cost[by_line]),))
+
+
+def join_index(*pieces: ReuseIndex) -> ReuseIndex:
+    """One index of :func:`build_index`'s groups (their sorted arrays kept apart: no merge)."""
+    return ReuseIndex(pieces[0].previous, tuple(s for p in pieces for s in p.lines))
 
 
 def _find(index: Sorted, digests: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -208,8 +217,15 @@ def lookup(index: ReuseIndex, digests: np.ndarray) -> tuple[np.ndarray, np.ndarr
 def lookup_lines(index: ReuseIndex, digests: np.ndarray):
     """``(found, part, row, cost)``: whether each line digest is a row of the previous run, and
     the found ones' row (the first such: an unchanged line is the same example) and cost."""
-    found, at = _find(index.lines, digests)
-    return found, index.lines.part[at], index.lines.row[at], index.lines.cost[at]
+    digests = np.asarray(digests, dtype=np.uint64)
+    found = np.zeros(len(digests), dtype=bool)
+    part, row, cost = (np.zeros(len(digests), dtype=t) for t in (np.int32, np.int64, np.int64))
+    for group in index.lines:   # groups hold different rows; a line is in one group at most
+        hit, at = _find(group, digests)
+        new = hit & ~found
+        part[new], row[new], cost[new] = group.part[at[new[hit]]], group.row[at[new[hit]]], group.cost[at[new[hit]]]
+        found |= hit
+    return found, part[found], row[found], cost[found]
 
 
 def take_rows(index: ReuseIndex, part: np.ndarray, row: np.ndarray, schema: pa.Schema, cache: dict,
