@@ -137,3 +137,45 @@ def test_lines_read_into_other_fields_are_other_examples(previous, tmp_path, par
     again = scored(tmp_path / "reused", reuse=previous["run"])
     assert again.summary["rows_reused"] == 0
     assert run_outputs(tmp_path / "reused", markers=True) == run_outputs(tmp_path / "full", markers=True)
+
+
+def test_the_index_in_groups_finds_what_one_index_finds(previous):
+    """The index is built in one group of parts a worker (joined, not merged): every line is
+    found in the same row, with the same cost."""
+    import numpy as np
+
+    from pipeline.job import reuse
+    from pipeline.runfolder.read import open_run
+
+    info = open_run(str(previous["run"]), {}).info
+    prev, why = reuse.open_previous(str(previous["run"]), {}, info["signature"], True, str(previous["root"] / "x"),
+                                    reuse.reader_fields(RunConfig.from_dict(config(
+                                        {"layout": "records", "paths": "x"}, previous["root"] / "x")).input_spec()))
+    assert not why and prev.lines
+    one = reuse.build_index(prev)
+    groups = reuse.join_index(*(reuse.build_index(prev, k, 3) for k in range(3)))
+    assert len(groups.lines) == 3 and sum(len(g.digests) for g in groups.lines) == len(previous["recs"])
+    digests = np.concatenate([one.lines[0].digests[::-1], np.array([1, 2, 3], dtype=np.uint64)])  # 3 unknown
+    a, b = reuse.lookup_lines(one, digests), reuse.lookup_lines(groups, digests)
+    assert a[0].sum() == len(previous["recs"]) and not a[0][-3:].any()
+    for x, y in zip(a, b):
+        assert np.array_equal(x, y)
+
+
+def test_lines_reused_on_two_dask_worker_processes(previous, tmp_path):
+    distributed = pytest.importorskip("distributed")
+    from pipeline.execution.cluster import local_cluster
+
+    recs = [dict(r) for r in previous["recs"]]
+    hit = [r for k, r in enumerate(recs) if k % 5 == 1 and r["id"] not in LONG]
+    for r in hit:
+        r["candidate"] += " once more"
+    paths = _write(tmp_path / "in", recs)
+    _run(paths, tmp_path / "full", previous["ex"])
+    with local_cluster(2, dashboard_address=None, memory_limit="1GB") as cluster, distributed.Client(cluster) as client:
+        ex = {**previous["ex"], "reuse": str(previous["run"])}
+        again = run(RunConfig.from_dict(config({"layout": "records", "paths": paths}, tmp_path / "reused",
+                                               execution=ex)), client, progress=False,
+                    log=lambda _m: None)
+    assert again.summary["workers"] == 2 and again.summary["rows_reused"] == len(recs) - len(hit)
+    assert run_outputs(tmp_path / "reused", markers=True) == run_outputs(tmp_path / "full", markers=True)
