@@ -6,8 +6,8 @@
 Whole-process runs of ``bench_core.py`` on this machine move by up to 40% between identical
 runs (other processes, cache state), so comparing two trees by separate runs needs many of
 them.  Here each tree's ``pipeline/`` is extracted (``git archive REV``; ``WORKTREE``: the
-files as they are now) into a scratch folder as a package of its own name (``pipeline_t0``,
-``pipeline_t1``, ...; its imports renamed, its numba cache its own), and the rounds go
+files as they are now) into a scratch folder as a package of its own name (``pipeline_t0_<commit>``,
+``pipeline_t1_<commit>``, ...; its imports renamed, its numba cache its own), and the rounds go
 tree 0, rouge-score-rs, tree 1, rouge-score-rs, ... (order reversed every other round), each
 round as ``bench_core.py``'s: the trees' reference caches emptied first, the same corpus,
 5,000-pair ``score_batch`` calls.  Printed per tree: us a pair (median, min) and the median
@@ -48,9 +48,10 @@ _IMPORT = re.compile(r"\b(from|import) pipeline\b|([\"'])pipeline\.")
 def extract(rev: str, name: str, root: Path) -> None:
     """``pipeline/`` of ``rev`` (or the working tree) as package ``name`` under ``root``."""
     dest = root / name
-    if dest.exists():
+    if dest.exists() and rev != "WORKTREE":  # a commit's copy (its name has the commit) is reused
         return
     if rev == "WORKTREE":
+        shutil.rmtree(dest, ignore_errors=True)
         shutil.copytree(REPO / "pipeline", dest, ignore=shutil.ignore_patterns("__pycache__"))
     else:
         tar = subprocess.run(["git", "archive", rev, "pipeline"], cwd=REPO, capture_output=True, check=True).stdout
@@ -64,6 +65,14 @@ def extract(rev: str, name: str, root: Path) -> None:
         new = _IMPORT.sub(lambda m: (f"{m.group(1)} {name}" if m.group(1) else f"{m.group(2)}{name}."), text)
         if new != text:
             path.write_text(new, encoding="utf-8")
+
+
+def _commit(rev: str) -> str:
+    """The short commit of ``rev`` (``WORKTREE``: ``worktree``), for the copy's package name."""
+    if rev == "WORKTREE":
+        return "worktree"
+    return subprocess.run(["git", "rev-parse", "--short=10", rev + "^{commit}"], cwd=REPO, capture_output=True,
+                          check=True, text=True).stdout.strip()
 
 
 def forget(mod) -> None:
@@ -116,7 +125,7 @@ def main(argv=None) -> int:
     sys.path.insert(0, str(root))
     import rouge_score_rs
 
-    names = [f"pipeline_t{i}" for i in range(len(args.revs))]
+    names = [f"pipeline_t{i}_{_commit(rev)}" for i, rev in enumerate(args.revs)]
     for rev, name in zip(args.revs, names):
         extract(rev, name, root)
     mods = [importlib.import_module(m) for m in names]
