@@ -27,7 +27,7 @@ CANONICAL_SCHEMA = pa.schema([
     pa.field("source", pa.string(), nullable=True),
     pa.field("row", pa.int64(), nullable=False),
     pa.field("file", pa.string(), nullable=False),
-    # XXH64 of the JSONL line the row was read from whole (pipeline.io.linedigest); null otherwise
+    # BLAKE2b-64 of the JSONL line the row was read from whole (pipeline.io.linedigest); null otherwise
     pa.field("line_digest", pa.uint64(), nullable=True),
 ])
 

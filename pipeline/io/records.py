@@ -18,7 +18,7 @@ from numba import njit
 from pipeline.io.canonical import (BadRecord, BadText, Out, get_id, get_refs, get_str, get_system, json_lines,
                                    location)
 from pipeline.io.paths import compression_of, expand, infer_format
-from pipeline.io.linedigest import line_digest, xxh64
+from pipeline.io.linedigest import line_digest, line_digests
 from pipeline.io.input_spec import CANONICAL_SCHEMA, ROW_KEY_BITS, InputSpec, UnreadableFileError, WorkUnit
 from pipeline.io.streams import iter_lines, lines_of, open_input, reading, row_ranges, scan_lines, size_of
 from pipeline.stats.keys import KEY_SEPARATOR, example_keys
@@ -188,9 +188,8 @@ def plan_records(spec: InputSpec, target_rows):
 def _jsonl_scan(buf):
     """One pass over a JSONL unit's bytes: (newlines, newlines followed by ``{``, a CR,
     a ``\\u`` escape of a UTF-16 surrogate (``\\u[dD][89a-fA-F]``, as a regex would find it),
-    each line's start, each line's digest (:mod:`pipeline.io.linedigest`)); line ``i`` is
-    ``buf[starts[i]:starts[i+1]-1]``.  One compiled pass instead of four ``bytes`` scans and a
-    hashing pass."""
+    each line's start, the last line's end + 1 last); line ``i`` is ``buf[starts[i]:starts[i+1]-1]``.
+    One compiled pass instead of four ``bytes`` scans and a search for the lines."""
     n = buf.shape[0]
     nl = 0
     nl_brace = 0
@@ -198,15 +197,12 @@ def _jsonl_scan(buf):
     sur = False
     s = 0
     starts = np.empty(n // 64 + 16, np.int64)
-    digests = np.empty(n // 64 + 16, np.uint64)
     for i in range(n):
         b = buf[i]
         if b == 10:
             if nl + 2 >= starts.shape[0]:   # grown by doubling: no counting pass first
                 starts = np.concatenate((starts, np.empty(starts.shape[0], np.int64)))
-                digests = np.concatenate((digests, np.empty(digests.shape[0], np.uint64)))
             starts[nl] = s
-            digests[nl] = xxh64(buf, s, i)
             nl += 1
             s = i + 1
             if i + 1 < n and buf[i + 1] == 123:
@@ -220,10 +216,9 @@ def _jsonl_scan(buf):
     lines = nl
     if s < n:   # a last line without a newline
         starts[nl] = s
-        digests[nl] = xxh64(buf, s, n)
         lines += 1
     starts[lines] = n + 1 if s < n else n
-    return nl, nl_brace, cr, sur, starts[:lines + 1].copy(), digests[:lines].copy()
+    return nl, nl_brace, cr, sur, starts[:lines + 1].copy()
 
 
 def _jsonl_shape(buf):
@@ -295,7 +290,7 @@ class Lines:
 
     data: np.ndarray      # uint8
     starts: np.ndarray    # line i is data[starts[i]:starts[i + 1] - 1]
-    digests: np.ndarray   # XXH64 of each line (pipeline.io.linedigest)
+    digests: np.ndarray   # BLAKE2b-64 of each line (pipeline.io.linedigest)
     files: tuple          # the unit's files (a pack's, or its one file)
     file_of: np.ndarray   # each line's file (an index into files)
     rows: np.ndarray      # each line's row in its file
@@ -355,13 +350,14 @@ def _clean_lines(data: bytes) -> tuple[int, np.ndarray, np.ndarray] | None:
     else None."""
     if not data:
         return None
-    n_nl, n_nl_brace, has_cr, has_surrogate, starts, digests = _jsonl_scan(np.frombuffer(data, dtype=np.uint8))
+    buf = np.frombuffer(data, dtype=np.uint8)
+    n_nl, n_nl_brace, has_cr, has_surrogate, starts = _jsonl_scan(buf)
     n_lines = n_nl + (0 if data.endswith(b"\n") else 1)
     # every line but the first must follow a newline and open an object (no blank line, and
     # Arrow's reader crashes on a bare `null` line)
     if has_cr or has_surrogate or not data.startswith(b"{") or n_nl_brace != n_lines - 1:
         return None
-    return n_lines, starts, digests
+    return n_lines, starts, line_digests(buf, starts)
 
 
 def _fast_columns(spec: InputSpec, data: bytes, n_lines: int):

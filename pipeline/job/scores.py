@@ -37,7 +37,7 @@ def scores_schema(rouge_types, diagnostics: bool = True, keep_texts: bool = Fals
         pa.field("cand_tokens", pa.int64(), nullable=False),
         pa.field("ref_tokens", pa.int64(), nullable=False),
         pa.field("text_digest", pa.uint64(), nullable=False),
-        # the input line's XXH64 (null when not read from one clean JSONL line) and the planner's
+        # the input line's BLAKE2b-64 (null when not read from one clean JSONL line) and the planner's
         # cost estimate: a --reuse run copies the row of an unchanged line without parsing it
         pa.field("line_digest", pa.uint64(), nullable=True),
         pa.field("cost", pa.int64(), nullable=False),

@@ -165,6 +165,8 @@ def _write_slice(table: pa.Table, scores: pa.Table, q: pa.Table, unit: WorkUnit,
 def _reused_rows(table: pa.Table, quarantine: pa.Table, ctx: UnitContext, fmt: str, index, cache: dict):
     """(scores, quarantine rows, rows reused): the rows whose digest the previous run holds copied
     from it (:mod:`pipeline.job.reuse`), the others scored; in the order of ``table``."""
+    if table.num_rows == 0:   # a slice of only later duplicates, dropped
+        return (*_score_rows(table, quarantine, ctx, fmt), 0)
     digests = row_digests(table, ctx.scoring, ctx.metadata.get(META_SIGNATURE, ""))
     found, part, row = reuse.lookup(index, digests)
     if not found.any():

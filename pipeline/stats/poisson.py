@@ -148,6 +148,7 @@ except Exception:  # pragma: no cover
     _numba = None
 
 if _numba is not None:
+    from pipeline.text.intrinsics import load_u64   # numba's unaligned 8-byte load (only with numba)
 
     @_numba.njit(cache=True, nogil=True)
     def _weights_kernel(bases, n_boot, thresholds, lut, out):  # pragma: no cover - compiled
@@ -214,26 +215,29 @@ if _numba is not None:
         return v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15
 
     @_numba.njit(cache=True, nogil=True)
-    def _blake2b64_kernel(buf, offs, iv, out):  # pragma: no cover - compiled
-        """BLAKE2b with an 8-byte digest (RFC 7693; no key) of ``buf[offs[i]:offs[i+1]]``, as
+    def _blake2b64_kernel(buf, starts, ends, iv, out):  # pragma: no cover - compiled
+        """BLAKE2b with an 8-byte digest (RFC 7693; no key) of ``buf[starts[i]:ends[i]]``, as
         the little-endian uint64 :func:`key_hashes` takes from hashlib.  The state and the
         message live in scalars, and the twelve rounds are written out with their SIGMA
         permutations (``_B2_SIGMA``) as constants: looping over the rounds and indexing the
         message through SIGMA is about twice as slow, and wave 1 hashes every key of the input."""
         block = np.zeros(128, dtype=np.uint8)
         m = block.view(np.uint64)  # little-endian words (as is every platform numba targets)
-        for i in range(offs.shape[0] - 1):
-            start = offs[i]
-            length = offs[i + 1] - start
+        for i in range(starts.shape[0]):
+            start = starts[i]
+            length = ends[i] - start
             h0 = iv[0] ^ np.uint64(0x01010008)  # digest length 8, no key, fanout 1, depth 1
             h1, h2, h3, h4, h5, h6, h7 = iv[1], iv[2], iv[3], iv[4], iv[5], iv[6], iv[7]
             n_blocks = max(1, (length + 127) // 128)
             for blk in range(n_blocks):
                 lo = 128 * blk
                 hi = min(length, lo + 128)
-                for w in range(16):  # zero the block by words, then copy the key's bytes
+                full = (hi - lo) >> 3
+                for w in range(full):   # whole words loaded as words, then the tail's bytes
+                    m[w] = load_u64(buf, start + lo + 8 * w)
+                for w in range(full, 16):
                     m[w] = 0
-                for q in range(hi - lo):
+                for q in range(8 * full, hi - lo):
                     block[q] = buf[start + lo + q]
                 m0, m1, m2, m3, m4, m5, m6, m7 = m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]
                 m8, m9, m10, m11, m12, m13, m14, m15 = m[8], m[9], m[10], m[11], m[12], m[13], m[14], m[15]
@@ -308,7 +312,20 @@ def key_hashes_utf8(buf: np.ndarray, offs: np.ndarray) -> np.ndarray:
         blake = hashlib.blake2b
         return np.array([int.from_bytes(blake(raw[offs[i]:offs[i + 1]], digest_size=8).digest(), "little")
                          for i in range(out.shape[0])], dtype=np.uint64)
-    _blake2b64_kernel(np.ascontiguousarray(buf, dtype=np.uint8), offs, _B2_IV, out)
+    _blake2b64_kernel(np.ascontiguousarray(buf, dtype=np.uint8), offs[:-1], offs[1:], _B2_IV, out)
+    return out
+
+
+def blake2b64_spans(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """BLAKE2b-64 (as :func:`key_hashes_utf8`) of ``buf[starts[i]:ends[i]]`` (spans need not touch)."""
+    starts = np.ascontiguousarray(starts, dtype=np.int64)
+    ends = np.ascontiguousarray(ends, dtype=np.int64)
+    out = np.empty(starts.shape[0], dtype=np.uint64)
+    if _numba is None:  # pragma: no cover
+        raw = bytes(np.asarray(buf, dtype=np.uint8))
+        return np.array([int.from_bytes(hashlib.blake2b(raw[a:b], digest_size=8).digest(), "little")
+                         for a, b in zip(starts.tolist(), ends.tolist())], dtype=np.uint64)
+    _blake2b64_kernel(np.ascontiguousarray(buf, dtype=np.uint8), starts, ends, _B2_IV, out)
     return out
 
 

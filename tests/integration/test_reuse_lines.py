@@ -179,3 +179,20 @@ def test_lines_reused_on_two_dask_worker_processes(previous, tmp_path):
                     log=lambda _m: None)
     assert again.summary["workers"] == 2 and again.summary["rows_reused"] == len(recs) - len(hit)
     assert run_outputs(tmp_path / "reused", markers=True) == run_outputs(tmp_path / "full", markers=True)
+
+
+def test_a_slice_of_only_later_duplicates(tmp_path):
+    """Lines repeating keys of an earlier file, at the end of a later one: the unit is read again
+    with them dropped, its last slice is then empty, and the reused run still writes what a
+    full rescore writes (it failed with an IndexError on the empty slice's digests)."""
+    recs = _records()
+    first, second = recs[:40], recs[40:]
+    for k, (a, b) in enumerate([(first, second), (first, second + first[:3])]):
+        for name, chunk in (("a", a), ("b", b)):
+            (tmp_path / f"in{k}").mkdir(exist_ok=True)
+            (tmp_path / f"in{k}" / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in chunk))
+    _run(str(tmp_path / "in0" / "*.jsonl"), tmp_path / "prev", RANGES)
+    full = _run(str(tmp_path / "in1" / "*.jsonl"), tmp_path / "full", RANGES)
+    again = _run(str(tmp_path / "in1" / "*.jsonl"), tmp_path / "reused", RANGES, reuse=tmp_path / "prev")
+    assert full.summary["quarantined"] == again.summary["quarantined"] == 3
+    assert run_outputs(tmp_path / "reused", markers=True) == run_outputs(tmp_path / "full", markers=True)
