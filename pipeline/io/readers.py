@@ -195,7 +195,7 @@ def read_unit(spec: InputSpec | dict, unit: WorkUnit) -> tuple[pa.Table, pa.Tabl
 def read_lines(spec: InputSpec | dict, unit: WorkUnit) -> records.Lines | None:
     """A clean JSONL unit's lines and their digests, unparsed (:func:`records.read_lines`); None
     for any other unit (read it with :func:`read_unit`)."""
-    if unit.layout != "records" or unit.extra_quarantine or unit.drop_rows:
+    if unit.layout != "records" or unit.extra_quarantine:
         return None
     return records.read_lines(InputSpec.from_config(spec), unit)
 

@@ -229,7 +229,7 @@ def _jsonl_shape(buf):
 def _unit_bytes(spec: InputSpec, unit: WorkUnit) -> bytes | None:
     """The bytes of a JSONL unit the fast path can take (a whole file, or a byte range of an
     uncompressed one), else None."""
-    if unit.format != "jsonl" or unit.drop_rows or (unit.byte_start is None and (unit.row_start or unit.row_stop)):
+    if unit.byte_start is None and (unit.row_start or unit.row_stop):
         return None
     url, so = unit.file, spec.storage_options
     comp = compression_of(url)
@@ -251,37 +251,18 @@ def _records_fast(spec: InputSpec, unit: WorkUnit, out: Out, data: bytes | None 
     or reference list, a duplicate, a plan-time duplicate): the line-by-line reader then
     handles the unit and words every problem as a quarantine row.  Both give the same table.
     """
-    if unit.format != "jsonl" or unit.drop_rows or (unit.byte_start is None and (unit.row_start or unit.row_stop)):
+    lines = _file_lines(spec, unit, data)
+    if lines is None:
         return False
-    if data is None:
-        data = _unit_bytes(spec, unit)
-        if data is None:
-            return False
-    clean = _clean_lines(data)
-    if clean is None:
-        return False
-    n_lines, _, digests = clean
-    if unit.row_stop is not None and unit.row_stop - unit.row_start < n_lines:
-        return False
-    columns = _fast_columns(spec, data, n_lines)
+    columns = _fast_columns(spec, lines.data, len(lines.rows))
     if columns is None:
         return False
-    canonical = _canonical(columns, (unit.file,), np.zeros(n_lines, np.int32), unit.row_start + np.arange(n_lines),
-                           digests)
     if out.pack:
         seen = out.first_seen()
         if any(k in seen for k in zip(columns[1].to_pylist(), columns[0].to_pylist())):
             return False  # a key of an earlier file of the pack: the line-by-line reader words it
-    out.add_table(canonical, "jsonl")
+    out.add_table(_canonical(columns, lines), "jsonl")
     return True
-
-
-def _canonical(columns: list, files: tuple, file_of: np.ndarray, rows: np.ndarray, digests: np.ndarray) -> pa.Table:
-    """The canonical table of ``columns`` (:func:`_fast_columns`) read from lines ``rows`` of
-    files ``files[file_of]``."""
-    file_col = pa.array(files, pa.string()).take(pa.array(file_of))
-    return pa.table([*columns, pa.array(np.asarray(rows, dtype=np.int64)), file_col, pa.array(digests, pa.uint64())],
-                    schema=CANONICAL_SCHEMA)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -296,29 +277,33 @@ class Lines:
     rows: np.ndarray      # each line's row in its file
 
 
+def _canonical(columns: list, lines: "Lines", which: np.ndarray | None = None) -> pa.Table:
+    """The canonical table of ``columns`` (:func:`_fast_columns`) read from ``lines`` (its lines
+    ``which``, default all)."""
+    file_of, rows, digests = ((lines.file_of, lines.rows, lines.digests) if which is None else
+                              (lines.file_of[which], lines.rows[which], lines.digests[which]))
+    file_col = pa.array(lines.files, pa.string()).take(pa.array(file_of))
+    return pa.table([*columns, pa.array(rows), file_col, pa.array(digests, pa.uint64())], schema=CANONICAL_SCHEMA)
+
+
+def _file_lines(spec: InputSpec, unit: WorkUnit, data: bytes | None = None) -> Lines | None:
+    """The lines of a one-file unit the fast path can take (``data``: its bytes, if read)."""
+    if unit.format != "jsonl" or unit.drop_rows:
+        return None
+    data = _unit_bytes(spec, unit) if data is None else data
+    clean = _clean_lines(data) if data else None
+    if clean is None or (unit.row_stop is not None and unit.row_stop - unit.row_start < clean[0]):
+        return None
+    n_lines, starts, digests = clean
+    return Lines(np.frombuffer(data, dtype=np.uint8), starts, digests, (unit.file,), np.zeros(n_lines, np.int32),
+                 unit.row_start + np.arange(n_lines, dtype=np.int64))
+
+
 def read_lines(spec: InputSpec, unit: WorkUnit) -> Lines | None:
     """A JSONL unit's lines and their digests, without parsing them, when the fast path can
     take the unit (one file, a byte range or a pack of files, no plan-time drops, clean
     lines); else None: the unit is then read by :func:`read_unit`."""
-    if unit.format != "jsonl" or unit.drop_rows:
-        return None
-    if unit.files:
-        packed = _pack_bytes(spec, unit)
-        if packed is None:
-            return None
-        data, counts, starts, digests = packed
-        counts = np.asarray(counts, dtype=np.int64)
-        file_of = np.repeat(np.arange(len(counts), dtype=np.int32), counts)
-        rows = np.arange(len(file_of), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
-        files = unit.files
-    else:
-        data = _unit_bytes(spec, unit)
-        clean = _clean_lines(data) if data else None
-        if clean is None or (unit.row_stop is not None and unit.row_stop - unit.row_start < clean[0]):
-            return None
-        n_lines, starts, digests = clean
-        file_of, rows, files = np.zeros(n_lines, np.int32), unit.row_start + np.arange(n_lines), (unit.file,)
-    return Lines(np.frombuffer(data, dtype=np.uint8), starts, digests, files, file_of, rows)
+    return _pack_lines(spec, unit) if unit.files else _file_lines(spec, unit)
 
 
 def parse_lines(spec: InputSpec, unit: WorkUnit, lines: Lines, which: np.ndarray) -> pa.Table | None:
@@ -332,7 +317,7 @@ def parse_lines(spec: InputSpec, unit: WorkUnit, lines: Lines, which: np.ndarray
     columns = _fast_columns(spec, data, len(which))
     if columns is None:
         return None
-    return _canonical(columns, lines.files, lines.file_of[which], lines.rows[which], lines.digests[which])
+    return _canonical(columns, lines, which)
 
 
 def _joined_lines(buf: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> bytes:
@@ -423,11 +408,12 @@ def _fast_columns(spec: InputSpec, data: bytes, n_lines: int):
     return [ids, systems, cands, refs.cast(pa.list_(pa.string())), sources]
 
 
-def _pack_bytes(spec: InputSpec, unit: WorkUnit, read: dict | None = None) -> tuple | None:
-    """``(bytes, line counts, line starts, line digests)``: a pack's files' bytes joined (each
-    ending with a newline), each file's line count, and its lines as :func:`_clean_lines` gives
-    them (starts into the joined bytes); None where a file is not clean JSONL.  ``read`` (url
-    -> bytes) gets every file read."""
+def _pack_lines(spec: InputSpec, unit: WorkUnit, read: dict | None = None) -> Lines | None:
+    """A pack's files as one buffer of lines (each file ending with a newline), or None where a
+    file is not clean JSONL (or the unit has plan-time drops); ``read`` (url -> bytes) gets every
+    file read."""
+    if unit.format != "jsonl" or unit.drop_rows:
+        return None
     so, datas, counts, starts, digests, at = spec.storage_options, [], [], [], [], 0
     for url in unit.files:
         with reading(url), open_input(url, so, compression_of(url)) as f:
@@ -444,7 +430,11 @@ def _pack_bytes(spec: InputSpec, unit: WorkUnit, read: dict | None = None) -> tu
         datas.append(data)
         counts.append(n)
         at += len(data)
-    return b"".join(datas), counts, np.append(np.concatenate(starts), at), np.concatenate(digests)
+    counts = np.asarray(counts, dtype=np.int64)
+    file_of = np.repeat(np.arange(len(counts), dtype=np.int32), counts)
+    rows = np.arange(len(file_of), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+    return Lines(np.frombuffer(b"".join(datas), dtype=np.uint8), np.append(np.concatenate(starts), at),
+                 np.concatenate(digests), unit.files, file_of, rows)
 
 
 def _pack_fast(spec: InputSpec, unit: WorkUnit, out: Out, read: dict[str, bytes]) -> bool:
@@ -452,20 +442,11 @@ def _pack_fast(spec: InputSpec, unit: WorkUnit, out: Out, read: dict[str, bytes]
     set of column checks for the pack, not per file), with each row's file and row.  False
     (nothing added) where any file is unusual or an id repeats: the files are then read one by
     one, from the bytes this left in ``read`` (url -> bytes) for those it read."""
-    if unit.format != "jsonl" or unit.drop_rows:
-        return False
-    packed = _pack_bytes(spec, unit, read)
-    if packed is None:
-        return False
-    joined, counts, _, digests = packed
-    total = sum(counts)
-    columns = _fast_columns(spec, joined, total) if total else None
+    lines = _pack_lines(spec, unit, read)
+    columns = _fast_columns(spec, lines.data, len(lines.rows)) if lines is not None and len(lines.rows) else None
     if columns is None:
         return False
-    counts_np = np.array(counts, dtype=np.int64)
-    file_of = np.repeat(np.arange(len(counts), dtype=np.int32), counts_np)
-    rows = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(counts_np) - counts_np, counts_np)
-    out.add_table(_canonical(columns, unit.files, file_of, rows, digests), "jsonl")
+    out.add_table(_canonical(columns, lines), "jsonl")
     return True
 
 

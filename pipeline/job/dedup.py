@@ -21,6 +21,7 @@ from pipeline.io import readers
 from pipeline.io.canonical import location
 from pipeline.io.input_spec import WorkUnit
 from pipeline.job.scores import key_hashes
+from pipeline.stats.poisson import any_equal
 
 
 class HashCollisionError(RuntimeError):
@@ -39,8 +40,7 @@ def later_duplicates(units: list, *hashes: np.ndarray) -> dict[int, tuple]:
     if sizes.sum() < 2:
         return {}
     h = np.concatenate([np.asarray(x, dtype=np.uint64) for x in hashes])
-    ordered = np.sort(h)
-    if not (ordered[1:] == ordered[:-1]).any():
+    if not any_equal(h):
         return {}   # the usual case, found by one plain sort (the lexsort below costs several)
     owner = np.repeat(np.arange(len(hashes), dtype=np.int64), sizes)  # position in ``units``
     order = np.lexsort((owner, h))   # by hash, then by unit: a run's first is its earliest unit

@@ -125,6 +125,11 @@ class ReuseIndex:
     lines: tuple[Sorted, ...]   # one per group of parts (built in parallel: :func:`join_index`)
     _texts: dict = field(default_factory=dict, compare=False, repr=False)
 
+    @property
+    def has_lines(self) -> bool:
+        """Whether any row can be found by its line."""
+        return any(len(g.digests) for g in self.lines)
+
     def texts(self) -> Sorted:
         """Read and sorted on first use, where a unit is read whole: a run whose units are all
         read by their lines never reads the text digests."""
@@ -144,11 +149,22 @@ def _read(previous: Previous, k: int, columns, check: bool = True) -> pa.Table:
     rel, rows, digest = previous.parts[k]
     fs, path = get_fs(f"{previous.url.rstrip('/')}/{rel}", previous.storage_options)
     with fs.open(path, "rb") as f:
-        data = f.read() if check else None
-        table = pq.read_table(f if data is None else pa.BufferReader(data), columns=columns)
-    if data is not None and content_hash(data) != digest:
-        raise RunFolderError(f"--reuse {previous.url}: {rel} changed since the run wrote it (its content hash "
-                             "differs); the run is not whole: nothing is reused from it")
+        if not check:
+            try:
+                table = pq.read_table(f, columns=columns)
+            except (pa.ArrowException, OSError) as e:   # the index reads parts unhashed: say what it is
+                raise RunFolderError(f"--reuse {previous.url}: {rel} cannot be read as the run wrote it ({e}); "
+                                     "the run is not whole: nothing is reused from it") from None
+        else:
+            data = f.read()
+            # the bytes first: a changed part is refused in one line, never parsed
+            if content_hash(data) != digest:
+                raise RunFolderError(f"--reuse {previous.url}: {rel} changed since the run wrote it (its content "
+                                     "hash differs); the run is not whole: nothing is reused from it")
+            if columns is not None:   # those it holds: the caller's schema check names a missing one
+                held = set(pq.read_schema(pa.BufferReader(data)).names)
+                columns = [c for c in columns if c in held]
+            table = pq.read_table(pa.BufferReader(data), columns=columns)
     if rows is not None and table.num_rows != rows:
         raise RunFolderError(f"--reuse {previous.url}: {rel} holds {table.num_rows} rows, the run wrote {rows}; "
                              "the run is not whole: nothing is reused from it")
@@ -194,10 +210,11 @@ def join_index(*pieces: ReuseIndex) -> ReuseIndex:
     return ReuseIndex(pieces[0].previous, tuple(s for p in pieces for s in p.lines))
 
 
-def _find(index: Sorted, digests: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(found, at)``: whether each digest is in ``index``, and where (the first such entry)."""
+def _find(index: Sorted, digests: np.ndarray, order: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(found, at)``: whether each digest is in ``index``, and where (the first such entry);
+    ``order``: the digests' argsort, if known."""
     digests = np.asarray(digests, dtype=np.uint64)
-    order = np.argsort(digests)   # ascending queries: the binary searches stay in cache
+    order = np.argsort(digests) if order is None else order   # ascending queries: searches stay in cache
     pos = np.empty(len(digests), dtype=np.int64)
     pos[order] = np.searchsorted(index.digests, digests[order])
     inside = pos < len(index.digests)
@@ -218,12 +235,14 @@ def lookup_lines(index: ReuseIndex, digests: np.ndarray):
     """``(found, part, row, cost)``: whether each line digest is a row of the previous run, and
     the found ones' row (the first such: an unchanged line is the same example) and cost."""
     digests = np.asarray(digests, dtype=np.uint64)
+    order = np.argsort(digests)
     found = np.zeros(len(digests), dtype=bool)
     part, row, cost = (np.zeros(len(digests), dtype=t) for t in (np.int32, np.int64, np.int64))
     for group in index.lines:   # groups hold different rows; a line is in one group at most
-        hit, at = _find(group, digests)
+        hit, at = _find(group, digests, order)
         new = hit & ~found
-        part[new], row[new], cost[new] = group.part[at[new[hit]]], group.row[at[new[hit]]], group.cost[at[new[hit]]]
+        at = at[new[hit]]
+        part[new], row[new], cost[new] = group.part[at], group.row[at], group.cost[at]
         found |= hit
     return found, part[found], row[found], cost[found]
 
@@ -242,7 +261,7 @@ def take_rows(index: ReuseIndex, part: np.ndarray, row: np.ndarray, schema: pa.S
     pieces, where = [], []
     for k in wanted:
         if k not in cache:
-            table = _read(index.previous, k, None)
+            table = _read(index.previous, k, [*schema.names, *([by] if by not in schema.names else [])])
             if table.select([n for n in schema.names if n in table.column_names]).schema.remove_metadata() != schema:
                 raise RunFolderError(f"--reuse {index.previous.url}: {index.previous.parts[k][0]} has other "
                                      "columns than this run writes; its rows are not reused")

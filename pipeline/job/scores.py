@@ -29,7 +29,8 @@ TEXT_FIELDS = [pa.field("candidate", pa.string()), pa.field("references", pa.lis
 
 def scores_schema(rouge_types, diagnostics: bool = True, keep_texts: bool = False) -> pa.Schema:
     """The per-example scores' columns: keys, counts, ``text_digest`` (:mod:`pipeline.job.digest`),
-    ``line_digest`` (:mod:`pipeline.io.linedigest`) and ``cost`` (:func:`estimate_costs`), the scores, the status, the diagnostics, and with ``keep_texts`` the texts scored."""
+    ``line_digest`` (:mod:`pipeline.io.linedigest`) and ``cost`` (:func:`estimate_costs`), the
+    scores, the status, the diagnostics, and with ``keep_texts`` the texts scored."""
     fields = [
         pa.field("id", pa.string(), nullable=False),
         pa.field("system", pa.string(), nullable=False),

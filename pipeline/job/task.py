@@ -27,6 +27,7 @@ from pipeline.runfolder import META_SIGNATURE, RunStopped, check_stop, pause_poi
 from pipeline.job.plan import estimate_costs, split_by_cost
 from pipeline.job.resume import load_done
 from pipeline.job.results import Brief, TaskResult, empty_result, merge_results
+from pipeline.stats.poisson import any_equal
 from pipeline.job.scores import (ScoringSettings, _reason_counts, key_hashes, row_digests,
                                  score_table, scores_schema, split_blocks_for, unit_stats)
 
@@ -185,8 +186,13 @@ def _reused_rows(table: pa.Table, quarantine: pa.Table, ctx: UnitContext, fmt: s
     own_cols = {**{c: own.column(c) for c in own.column_names}, "text_digest": pa.array(digests[hit_at], pa.uint64()),
                 "cost": pa.array(estimate_costs(table, source=ctx.scoring.diagnostics)[hit_at], pa.int64())}
     cols = {f.name: copied.column(f.name) if f.name not in reuse.OWN_COLUMNS else own_cols[f.name] for f in schema}
-    both = pa.concat_tables([fresh, pa.table(cols, schema=schema)])
-    return both.take(pa.array(np.argsort(np.concatenate([kept, hit_at]), kind="stable"))), quarantine, len(hit_at)
+    return _in_order(fresh, kept, pa.table(cols, schema=schema), hit_at), quarantine, len(hit_at)
+
+
+def _in_order(fresh: pa.Table, fresh_at: np.ndarray, copied: pa.Table, copied_at: np.ndarray) -> pa.Table:
+    """Scored and copied rows, each at its position in the input (``fresh_at``, ``copied_at``)."""
+    both = pa.concat_tables([fresh, copied])
+    return both.take(pa.array(np.argsort(np.concatenate([fresh_at, copied_at]), kind="stable")))
 
 
 def _reusable(rows: pa.Table, ctx: UnitContext, index) -> bool:
@@ -330,8 +336,8 @@ def _line_input(spec, unit: WorkUnit, ctx: UnitContext, work: UnitWork, index) -
     the lines (``line_digest``), the others parsed; None where the unit is read whole instead
     (no previous run, a resume, duplicates dropped, texts kept, not one clean JSONL unit, an
     unusual line, an oversized example to score, a key repeated in the unit)."""
-    if index is None or work.again or work.done or ctx.keep_texts:
-        return None
+    if index is None or not index.has_lines or work.again or work.done or ctx.keep_texts:
+        return None   # (no line of the previous run to find: the lines are not read twice)
     lines = readers.read_lines(spec, unit)
     if lines is None:
         return None
@@ -354,8 +360,7 @@ def _line_input(spec, unit: WorkUnit, ctx: UnitContext, work: UnitWork, index) -
     keys = pa.concat_tables([rows.select(["system", "id"]), copied.select(["system", "id"])])
     order = np.argsort(np.concatenate([fresh_at, hit_at]), kind="stable")
     hashes = _hashes(keys)[order]
-    ordered = np.sort(hashes)
-    if (ordered[1:] == ordered[:-1]).any():
+    if any_equal(hashes):
         return None   # a key repeated in the unit: the line-by-line reader words it
     return LinedUnit(rows, fresh_at, copied, hit_at, slices, hashes)
 
@@ -379,9 +384,9 @@ def _score_lines(unit: WorkUnit, ctx: UnitContext, work: UnitWork, lined: LinedU
         # rows scored away (too long) are those whose line is not among the scores'
         at = lined.fresh[fa:fb]
         kept = at[np.isin(rows.column("line_digest").to_numpy(), fresh.column("line_digest").to_numpy())]
-        both = pa.concat_tables([fresh, lined.copied.slice(ha, hb - ha)])
-        scores = both.take(pa.array(np.argsort(np.concatenate([kept, lined.hit[ha:hb]]), kind="stable")))
-        keys = pa.concat_tables([rows.select(["system", "id"]), lined.copied.slice(ha, hb - ha).select(["system", "id"])])
+        copied = lined.copied.slice(ha, hb - ha)
+        scores = _in_order(fresh, kept, copied, lined.hit[ha:hb])
+        keys = pa.concat_tables([rows.select(["system", "id"]), copied.select(["system", "id"])])
         results.append(_write_slice(keys, scores, q, unit, k, len(lined.slices), ctx, lined.hashes[lo:hi], int(hb - ha)))
     return _unit_result(unit, len(lined.slices), results, lined.hashes if wave1 else None, left)
 

@@ -306,14 +306,7 @@ def key_hashes_utf8(buf: np.ndarray, offs: np.ndarray) -> np.ndarray:
     """:func:`key_hashes` of keys given as UTF-8 bytes ``buf[offs[i]:offs[i+1]]`` (e.g. an
     Arrow string column's buffers), compiled: no Python object per key."""
     offs = np.ascontiguousarray(offs, dtype=np.int64)
-    out = np.empty(max(offs.shape[0] - 1, 0), dtype=np.uint64)
-    if _numba is None:  # pragma: no cover
-        raw = bytes(np.asarray(buf, dtype=np.uint8))
-        blake = hashlib.blake2b
-        return np.array([int.from_bytes(blake(raw[offs[i]:offs[i + 1]], digest_size=8).digest(), "little")
-                         for i in range(out.shape[0])], dtype=np.uint64)
-    _blake2b64_kernel(np.ascontiguousarray(buf, dtype=np.uint8), offs[:-1], offs[1:], _B2_IV, out)
-    return out
+    return blake2b64_spans(buf, offs[:-1], offs[1:])
 
 
 def blake2b64_spans(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:

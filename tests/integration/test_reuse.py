@@ -254,6 +254,25 @@ def test_a_part_edited_since_the_previous_run_wrote_it_is_not_reused(previous, t
     assert len(line) == 1 and "changed since the run wrote it (its content hash differs)" in line[0], err
 
 
+def test_a_part_damaged_in_place_is_refused_as_not_whole(previous, tmp_path, capsys):
+    """Bytes overwritten at the end of a part (its size unchanged): the index, which reads parts
+    without hashing them, refuses the run in one line (it printed Arrow's error, exit 2)."""
+    prev = tmp_path / "prev"
+    shutil.copytree(previous["run"], prev)
+    part = sorted((prev / "scores").rglob("part-*.parquet"))[0]
+    data = bytearray(part.read_bytes())
+    data[-12:-4] = b"XXXXXXXX"   # the footer's length
+    part.write_bytes(bytes(data))
+    out = tmp_path / "new"
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps(config({"layout": "records", "paths": previous["paths"]}, out, execution=EX)))
+    status = main(["score", "--config", str(cfg), "--reuse", str(prev), "--no-progress"])
+    err = capsys.readouterr().err
+    assert status == 4 and not (out / "_SUCCESS").exists(), err
+    line = [ln for ln in err.splitlines() if ln.startswith("rouge-pipeline: ")]
+    assert len(line) == 1 and "cannot be read as the run wrote it" in line[0] and "is not whole" in line[0], err
+
+
 def _nightly_job(tmp_path: Path) -> tuple[Path, Path, Path]:
     import yaml
 
