@@ -144,13 +144,14 @@ def test_the_index_in_groups_finds_what_one_index_finds(previous):
     found in the same row, with the same cost."""
     import numpy as np
 
+    from pipeline.io.input_spec import InputSpec
     from pipeline.job import reuse
     from pipeline.runfolder.read import open_run
 
     info = open_run(str(previous["run"]), {}).info
+    fields = reuse.reader_fields(InputSpec.from_config({"layout": "records", "paths": "x"}))
     prev, why = reuse.open_previous(str(previous["run"]), {}, info["signature"], True, str(previous["root"] / "x"),
-                                    reuse.reader_fields(RunConfig.from_dict(config(
-                                        {"layout": "records", "paths": "x"}, previous["root"] / "x")).input_spec()))
+                                    fields)
     assert not why and prev.lines
     one = reuse.build_index(prev)
     groups = reuse.join_index(*(reuse.build_index(prev, k, 3) for k in range(3)))
