@@ -96,7 +96,8 @@ class Waves:
     def _reuse_index(self, previous):
         """The index of a previous run's rows: its parts in one group a worker, built in
         parallel (every unit's task waits for it), then joined."""
-        n = max(1, min(self.workers if self.ex.distributed else 1, len(previous.parts)))
+        # (one task when no row can be found by its line: that index is empty)
+        n = max(1, min(self.workers if self.ex.distributed and previous.lines else 1, len(previous.parts)))
         pieces = [self._submit(job.build_index, previous, k, n, key=self._key("reuse-index", k)) for k in range(n)]
         return pieces[0] if n == 1 else self._submit(job.join_index, *pieces, key=self._key("reuse-index"))
 
