@@ -240,10 +240,8 @@ def _edit_keeping_the_listing(prev: Path) -> None:
     (prev / "_summary.json").write_text(json.dumps(summary))
 
 
-def test_a_part_edited_since_the_previous_run_wrote_it_is_not_reused(previous, tmp_path, capsys):
-    prev = tmp_path / "prev"
-    shutil.copytree(previous["run"], prev)
-    _edit_keeping_the_listing(prev)
+def _stops_on(prev: Path, previous, tmp_path, capsys) -> str:
+    """The one error line of a --reuse of ``prev`` that stops with exit 4, writing no _SUCCESS."""
     out = tmp_path / "new"
     cfg = tmp_path / "c.json"
     cfg.write_text(json.dumps(config({"layout": "records", "paths": previous["paths"]}, out, execution=EX)))
@@ -251,7 +249,15 @@ def test_a_part_edited_since_the_previous_run_wrote_it_is_not_reused(previous, t
     err = capsys.readouterr().err
     assert status == 4 and not (out / "_SUCCESS").exists(), err
     line = [ln for ln in err.splitlines() if ln.startswith("rouge-pipeline: ")]
-    assert len(line) == 1 and "changed since the run wrote it (its content hash differs)" in line[0], err
+    assert len(line) == 1, err
+    return line[0]
+
+
+def test_a_part_edited_since_the_previous_run_wrote_it_is_not_reused(previous, tmp_path, capsys):
+    prev = tmp_path / "prev"
+    shutil.copytree(previous["run"], prev)
+    _edit_keeping_the_listing(prev)
+    assert "changed since the run wrote it (its content hash differs)" in _stops_on(prev, previous, tmp_path, capsys)
 
 
 def test_a_part_damaged_in_place_is_refused_as_not_whole(previous, tmp_path, capsys):
@@ -263,14 +269,8 @@ def test_a_part_damaged_in_place_is_refused_as_not_whole(previous, tmp_path, cap
     data = bytearray(part.read_bytes())
     data[-12:-4] = b"XXXXXXXX"   # the footer's length
     part.write_bytes(bytes(data))
-    out = tmp_path / "new"
-    cfg = tmp_path / "c.json"
-    cfg.write_text(json.dumps(config({"layout": "records", "paths": previous["paths"]}, out, execution=EX)))
-    status = main(["score", "--config", str(cfg), "--reuse", str(prev), "--no-progress"])
-    err = capsys.readouterr().err
-    assert status == 4 and not (out / "_SUCCESS").exists(), err
-    line = [ln for ln in err.splitlines() if ln.startswith("rouge-pipeline: ")]
-    assert len(line) == 1 and "cannot be read as the run wrote it" in line[0] and "is not whole" in line[0], err
+    line = _stops_on(prev, previous, tmp_path, capsys)
+    assert "cannot be read as the run wrote it" in line and "is not whole" in line
 
 
 def _nightly_job(tmp_path: Path) -> tuple[Path, Path, Path]:
