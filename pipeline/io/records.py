@@ -20,8 +20,10 @@ from pipeline.io.canonical import (BadRecord, BadText, Out, get_id, get_refs, ge
 from pipeline.io.paths import compression_of, expand, infer_format
 from pipeline.io.linedigest import line_digest, line_digests
 from pipeline.io.input_spec import CANONICAL_SCHEMA, ROW_KEY_BITS, InputSpec, UnreadableFileError, WorkUnit
-from pipeline.io.streams import iter_lines, lines_of, open_input, reading, row_ranges, scan_lines, size_of
+from pipeline.io.streams import (iter_lines, lines_of, open_input, open_input_as, read_pooled, reading, row_ranges,
+                                 scan_lines, size_of)
 from pipeline.stats.keys import KEY_SEPARATOR, example_keys
+from pipeline.text.intrinsics import HIGH, load_u64
 
 # Small files are packed into units of about this many (listed) bytes: a unit costs a task and a
 # result on the scheduler and the client whatever its size, so thousands of tiny shards would
@@ -184,12 +186,25 @@ def plan_records(spec: InputSpec, target_rows):
     return units
 
 
+_ONES = np.uint64(0x0101010101010101)
+_NL, _CR, _BACKSLASH = _ONES * np.uint64(10), _ONES * np.uint64(13), _ONES * np.uint64(92)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _specials(w):
+    """Nonzero when one of the eight bytes of ``w`` is a newline, a CR or a backslash (a byte
+    equal to ``c`` is a zero byte of ``w ^ c``, found by the borrow of the subtraction)."""
+    a, b, c = w ^ _NL, w ^ _CR, w ^ _BACKSLASH
+    return (((a - _ONES) & ~a) | ((b - _ONES) & ~b) | ((c - _ONES) & ~c)) & HIGH
+
+
 @njit(cache=True, nogil=True)
 def _jsonl_scan(buf):
     """One pass over a JSONL unit's bytes: (newlines, newlines followed by ``{``, a CR,
     a ``\\u`` escape of a UTF-16 surrogate (``\\u[dD][89a-fA-F]``, as a regex would find it),
     each line's start, the last line's end + 1 last); line ``i`` is ``buf[starts[i]:starts[i+1]-1]``.
-    One compiled pass instead of four ``bytes`` scans and a search for the lines."""
+    One compiled pass instead of four ``bytes`` scans and a search for the lines; eight bytes
+    are skipped at once while none of them is one of the three bytes that matter."""
     n = buf.shape[0]
     nl = 0
     nl_brace = 0
@@ -197,22 +212,28 @@ def _jsonl_scan(buf):
     sur = False
     s = 0
     starts = np.empty(n // 64 + 16, np.int64)
-    for i in range(n):
-        b = buf[i]
-        if b == 10:
-            if nl + 2 >= starts.shape[0]:   # grown by doubling: no counting pass first
-                starts = np.concatenate((starts, np.empty(starts.shape[0], np.int64)))
-            starts[nl] = s
-            nl += 1
-            s = i + 1
-            if i + 1 < n and buf[i + 1] == 123:
-                nl_brace += 1
-        elif b == 13:
-            cr = True
-        elif b == 92 and i + 3 < n and buf[i + 1] == 117 and (buf[i + 2] == 100 or buf[i + 2] == 68):
-            c = buf[i + 3]
-            if c == 56 or c == 57 or 97 <= c <= 102 or 65 <= c <= 70:
-                sur = True
+    i = 0
+    while i < n:
+        while i + 8 <= n and _specials(load_u64(buf, i)) == 0:
+            i += 8
+        stop = min(i + 8, n)
+        for j in range(i, stop):
+            b = buf[j]
+            if b == 10:
+                if nl + 2 >= starts.shape[0]:   # grown by doubling: no counting pass first
+                    starts = np.concatenate((starts, np.empty(starts.shape[0], np.int64)))
+                starts[nl] = s
+                nl += 1
+                s = j + 1
+                if j + 1 < n and buf[j + 1] == 123:
+                    nl_brace += 1
+            elif b == 13:
+                cr = True
+            elif b == 92 and j + 3 < n and buf[j + 1] == 117 and (buf[j + 2] == 100 or buf[j + 2] == 68):
+                c = buf[j + 3]
+                if c == 56 or c == 57 or 97 <= c <= 102 or 65 <= c <= 70:
+                    sur = True
+        i = stop
     lines = nl
     if s < n:   # a last line without a newline
         starts[nl] = s
@@ -226,19 +247,20 @@ def _jsonl_shape(buf):
     return _jsonl_scan(buf)[:4]
 
 
-def _unit_bytes(spec: InputSpec, unit: WorkUnit) -> bytes | None:
+def _unit_bytes(spec: InputSpec, unit: WorkUnit) -> bytes | pa.Buffer | None:
     """The bytes of a JSONL unit the fast path can take (a whole file, or a byte range of an
     uncompressed one), else None."""
     if unit.byte_start is None and (unit.row_start or unit.row_stop):
         return None
     url, so = unit.file, spec.storage_options
     comp = compression_of(url)
-    with reading(url), open_input(url, so, comp) as f:
+    with reading(url), open_input_as(url, so, comp) as (f, found):
         if unit.byte_start is not None and comp is None:
             f.seek(unit.byte_start)
-            return f.read(unit.byte_stop - unit.byte_start) if unit.byte_stop is not None else f.read()
+            n = unit.byte_stop - unit.byte_start if unit.byte_stop is not None else None
+            return read_pooled(f, n) if found is None else (f.read() if n is None else f.read(n))
         if unit.byte_start is None:
-            return f.read()
+            return read_pooled(f) if found is None else f.read()
     return None
 
 
@@ -291,7 +313,7 @@ def _file_lines(spec: InputSpec, unit: WorkUnit, data: bytes | None = None) -> L
     if unit.format != "jsonl" or unit.drop_rows:
         return None
     data = _unit_bytes(spec, unit) if data is None else data
-    clean = _clean_lines(data) if data else None
+    clean = _clean_lines(data) if data is not None and len(data) else None
     if clean is None or (unit.row_stop is not None and unit.row_stop - unit.row_start < clean[0]):
         return None
     n_lines, starts, digests = clean
@@ -333,14 +355,14 @@ def _joined_lines(buf: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> bytes:
 def _clean_lines(data: bytes) -> tuple[int, np.ndarray, np.ndarray] | None:
     """``(lines, starts, digests)`` of a JSONL buffer the fast path can take (:func:`_jsonl_scan`),
     else None."""
-    if not data:
+    if not len(data):
         return None
     buf = np.frombuffer(data, dtype=np.uint8)
     n_nl, n_nl_brace, has_cr, has_surrogate, starts = _jsonl_scan(buf)
-    n_lines = n_nl + (0 if data.endswith(b"\n") else 1)
+    n_lines = n_nl + (0 if buf[-1] == 10 else 1)
     # every line but the first must follow a newline and open an object (no blank line, and
     # Arrow's reader crashes on a bare `null` line)
-    if has_cr or has_surrogate or not data.startswith(b"{") or n_nl_brace != n_lines - 1:
+    if has_cr or has_surrogate or buf[0] != 123 or n_nl_brace != n_lines - 1:
         return None
     return n_lines, starts, line_digests(buf, starts)
 

@@ -133,6 +133,26 @@ def sniff_compression(head: bytes) -> str | None:
     return "bz2" if _BZ2_MAGIC.match(head) else None
 
 
+def read_pooled(f, n: int | None = None):
+    """The next ``n`` bytes of the raw (undecoded) stream ``f`` (fewer at its end; all the rest
+    when ``n`` is None) in a buffer of Arrow's memory pool.  The pool reuses its memory between
+    units; a new ``bytes`` of a shard's size is page-faulted in afresh by every read, which cost
+    more than the read itself."""
+    if n is None:
+        at = f.tell()
+        n = max(0, f.seek(0, 2) - at)
+        f.seek(at)
+    buf = pa.allocate_buffer(n)
+    view, got = memoryview(buf), 0
+    while got < n:
+        k = f.readinto(view[got:])
+        if not k:
+            break
+        got += k
+    view.release()
+    return buf if got == n else buf.slice(0, got)
+
+
 @contextmanager
 def open_input(url: str, so: dict, compression: str | None = None):
     """``url`` opened for binary reading, decompressed by ``compression`` (or by its content
