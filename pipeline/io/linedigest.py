@@ -14,7 +14,7 @@ import hashlib
 
 import numpy as np
 
-from pipeline.stats.poisson import blake2b64_spans
+from pipeline.stats.blake2b import blake2b64_spans
 
 
 def line_digests(buf: np.ndarray, starts: np.ndarray) -> np.ndarray:

@@ -37,6 +37,8 @@ from typing import Sequence
 
 import numpy as np
 
+from pipeline.stats.blake2b import blake2b64_spans
+
 GAMMA = 0x9E3779B97F4A7C15
 C1 = 0xBF58476D1CE4E5B9
 C2 = 0x94D049BB133111EB
@@ -148,8 +150,6 @@ except Exception:  # pragma: no cover
     _numba = None
 
 if _numba is not None:
-    from pipeline.text.intrinsics import load_u64   # numba's unaligned 8-byte load (only with numba)
-
     @_numba.njit(cache=True, nogil=True)
     def _weights_kernel(bases, n_boot, thresholds, lut, out):  # pragma: no cover - compiled
         n = bases.shape[0]
@@ -167,134 +167,6 @@ if _numba is not None:
                 out[b, i] = k
 
 
-_B2_IV = np.array([0x6A09E667F3BCC908, 0xBB67AE8584CAA73B, 0x3C6EF372FE94F82B, 0xA54FF53A5F1D36F1,
-                   0x510E527FADE682D1, 0x9B05688C2B3E6C1F, 0x1F83D9ABFB41BD6B, 0x5BE0CD19137E2179],
-                  dtype=np.uint64)
-_B2_SIGMA = np.array([
-    [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15],
-    [14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3],
-    [11, 8, 12, 0, 5, 2, 15, 13, 10, 14, 3, 6, 7, 1, 9, 4],
-    [7, 9, 3, 1, 13, 12, 11, 14, 2, 6, 5, 10, 4, 0, 15, 8],
-    [9, 0, 5, 7, 2, 4, 10, 15, 14, 1, 11, 12, 6, 8, 3, 13],
-    [2, 12, 6, 10, 0, 11, 8, 3, 4, 13, 7, 5, 15, 14, 1, 9],
-    [12, 5, 1, 15, 14, 13, 4, 10, 0, 7, 6, 3, 9, 2, 8, 11],
-    [13, 11, 7, 14, 12, 1, 3, 9, 5, 0, 15, 4, 8, 6, 2, 10],
-    [6, 15, 14, 9, 11, 3, 0, 8, 12, 2, 13, 7, 1, 4, 10, 5],
-    [10, 2, 8, 4, 7, 6, 1, 5, 15, 11, 9, 14, 3, 12, 13, 0]], dtype=np.int64)
-
-if _numba is not None:
-
-    @_numba.njit(cache=True, nogil=True, inline="always")
-    def _rotr(x, n):  # pragma: no cover - compiled
-        return (x >> np.uint64(n)) | (x << np.uint64(64 - n))
-
-    @_numba.njit(cache=True, nogil=True, inline="always")
-    def _g(a, b, c, d, x, y):  # pragma: no cover - compiled
-        a = a + b + x
-        d = _rotr(d ^ a, 32)
-        c = c + d
-        b = _rotr(b ^ c, 24)
-        a = a + b + y
-        d = _rotr(d ^ a, 16)
-        c = c + d
-        b = _rotr(b ^ c, 63)
-        return a, b, c, d
-
-    @_numba.njit(cache=True, nogil=True)
-    def _round(v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15,
-               x0, x1, x2, x3, x4, x5, x6, x7, x8, x9, x10, x11, x12, x13, x14, x15):  # pragma: no cover
-        """One BLAKE2b round, the message words ``x`` already in the round's SIGMA order."""
-        v0, v4, v8, v12 = _g(v0, v4, v8, v12, x0, x1)
-        v1, v5, v9, v13 = _g(v1, v5, v9, v13, x2, x3)
-        v2, v6, v10, v14 = _g(v2, v6, v10, v14, x4, x5)
-        v3, v7, v11, v15 = _g(v3, v7, v11, v15, x6, x7)
-        v0, v5, v10, v15 = _g(v0, v5, v10, v15, x8, x9)
-        v1, v6, v11, v12 = _g(v1, v6, v11, v12, x10, x11)
-        v2, v7, v8, v13 = _g(v2, v7, v8, v13, x12, x13)
-        v3, v4, v9, v14 = _g(v3, v4, v9, v14, x14, x15)
-        return v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15
-
-    @_numba.njit(cache=True, nogil=True)
-    def _blake2b64_kernel(buf, starts, ends, iv, out):  # pragma: no cover - compiled
-        """BLAKE2b with an 8-byte digest (RFC 7693; no key) of ``buf[starts[i]:ends[i]]``, as
-        the little-endian uint64 :func:`key_hashes` takes from hashlib.  The state and the
-        message live in scalars, and the twelve rounds are written out with their SIGMA
-        permutations (``_B2_SIGMA``) as constants: looping over the rounds and indexing the
-        message through SIGMA is about twice as slow, and wave 1 hashes every key of the input."""
-        block = np.zeros(128, dtype=np.uint8)
-        m = block.view(np.uint64)  # little-endian words (as is every platform numba targets)
-        for i in range(starts.shape[0]):
-            start = starts[i]
-            length = ends[i] - start
-            h0 = iv[0] ^ np.uint64(0x01010008)  # digest length 8, no key, fanout 1, depth 1
-            h1, h2, h3, h4, h5, h6, h7 = iv[1], iv[2], iv[3], iv[4], iv[5], iv[6], iv[7]
-            n_blocks = max(1, (length + 127) // 128)
-            for blk in range(n_blocks):
-                lo = 128 * blk
-                hi = min(length, lo + 128)
-                full = (hi - lo) >> 3
-                for w in range(full):   # whole words loaded as words, then the tail's bytes
-                    m[w] = load_u64(buf, start + lo + 8 * w)
-                for w in range(full, 16):
-                    m[w] = 0
-                for q in range(8 * full, hi - lo):
-                    block[q] = buf[start + lo + q]
-                m0, m1, m2, m3, m4, m5, m6, m7 = m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7]
-                m8, m9, m10, m11, m12, m13, m14, m15 = m[8], m[9], m[10], m[11], m[12], m[13], m[14], m[15]
-                last = blk == n_blocks - 1
-                v0, v1, v2, v3, v4, v5, v6, v7 = h0, h1, h2, h3, h4, h5, h6, h7
-                v8, v9, v10, v11 = iv[0], iv[1], iv[2], iv[3]
-                v12 = iv[4] ^ np.uint64(hi)  # bytes compressed so far (the high word stays 0)
-                v13 = iv[5]
-                v14 = ~iv[6] if last else iv[6]
-                v15 = iv[7]
-                v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15 = _round(
-                    v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15,
-                    m0, m1, m2, m3, m4, m5, m6, m7, m8, m9, m10, m11, m12, m13, m14, m15)
-                v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15 = _round(
-                    v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15,
-                    m14, m10, m4, m8, m9, m15, m13, m6, m1, m12, m0, m2, m11, m7, m5, m3)
-                v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15 = _round(
-                    v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15,
-                    m11, m8, m12, m0, m5, m2, m15, m13, m10, m14, m3, m6, m7, m1, m9, m4)
-                v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15 = _round(
-                    v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15,
-                    m7, m9, m3, m1, m13, m12, m11, m14, m2, m6, m5, m10, m4, m0, m15, m8)
-                v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15 = _round(
-                    v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15,
-                    m9, m0, m5, m7, m2, m4, m10, m15, m14, m1, m11, m12, m6, m8, m3, m13)
-                v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15 = _round(
-                    v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15,
-                    m2, m12, m6, m10, m0, m11, m8, m3, m4, m13, m7, m5, m15, m14, m1, m9)
-                v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15 = _round(
-                    v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15,
-                    m12, m5, m1, m15, m14, m13, m4, m10, m0, m7, m6, m3, m9, m2, m8, m11)
-                v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15 = _round(
-                    v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15,
-                    m13, m11, m7, m14, m12, m1, m3, m9, m5, m0, m15, m4, m8, m6, m2, m10)
-                v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15 = _round(
-                    v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15,
-                    m6, m15, m14, m9, m11, m3, m0, m8, m12, m2, m13, m7, m1, m4, m10, m5)
-                v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15 = _round(
-                    v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15,
-                    m10, m2, m8, m4, m7, m6, m1, m5, m15, m11, m9, m14, m3, m12, m13, m0)
-                v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15 = _round(
-                    v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15,
-                    m0, m1, m2, m3, m4, m5, m6, m7, m8, m9, m10, m11, m12, m13, m14, m15)
-                v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15 = _round(
-                    v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14, v15,
-                    m14, m10, m4, m8, m9, m15, m13, m6, m1, m12, m0, m2, m11, m7, m5, m3)
-                h0 ^= v0 ^ v8
-                h1 ^= v1 ^ v9
-                h2 ^= v2 ^ v10
-                h3 ^= v3 ^ v11
-                h4 ^= v4 ^ v12
-                h5 ^= v5 ^ v13
-                h6 ^= v6 ^ v14
-                h7 ^= v7 ^ v15
-            out[i] = h0
-
-
 def any_equal(hashes: np.ndarray) -> bool:
     """Whether two of ``hashes`` are equal.  By a sort: ``np.unique`` (a hash table) took
     1.4 ms for 12,500 uint64 against 0.1 ms."""
@@ -307,19 +179,6 @@ def key_hashes_utf8(buf: np.ndarray, offs: np.ndarray) -> np.ndarray:
     Arrow string column's buffers), compiled: no Python object per key."""
     offs = np.ascontiguousarray(offs, dtype=np.int64)
     return blake2b64_spans(buf, offs[:-1], offs[1:])
-
-
-def blake2b64_spans(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """BLAKE2b-64 (as :func:`key_hashes_utf8`) of ``buf[starts[i]:ends[i]]`` (spans need not touch)."""
-    starts = np.ascontiguousarray(starts, dtype=np.int64)
-    ends = np.ascontiguousarray(ends, dtype=np.int64)
-    out = np.empty(starts.shape[0], dtype=np.uint64)
-    if _numba is None:  # pragma: no cover
-        raw = bytes(np.asarray(buf, dtype=np.uint8))
-        return np.array([int.from_bytes(hashlib.blake2b(raw[a:b], digest_size=8).digest(), "little")
-                         for a, b in zip(starts.tolist(), ends.tolist())], dtype=np.uint64)
-    _blake2b64_kernel(np.ascontiguousarray(buf, dtype=np.uint8), starts, ends, _B2_IV, out)
-    return out
 
 
 def poisson_weights(bases: np.ndarray, n_boot: int, out: np.ndarray | None = None) -> np.ndarray:
