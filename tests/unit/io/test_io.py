@@ -407,6 +407,20 @@ def test_escape_is_injective_and_long_names_hashed():
         unescape_system(escape_system("x" * 200))
 
 
+def test_columns_unique_per_row_are_written_without_a_dictionary(tmp_path):
+    """The ids and digests (one value a row: a dictionary only grows the file); the others keep one."""
+    n = 5000
+    t = pa.table({"id": [f"ex-{i}" for i in range(n)], "text_digest": pa.array(range(n), pa.uint64()),
+                  "line_digest": pa.array(range(7, n + 7), pa.uint64()), "status": ["ok"] * n})
+    path = tmp_path / "p.parquet"
+    write_parquet_atomic(t, str(path))
+    chunks = pq.ParquetFile(path).metadata.row_group(0)
+    dictionary = {chunks.column(i).path_in_schema: "RLE_DICTIONARY" in chunks.column(i).encodings
+                  for i in range(chunks.num_columns)}
+    assert dictionary == {"id": False, "text_digest": False, "line_digest": False, "status": True}
+    assert pq.read_table(path).equals(t)
+
+
 def test_write_parquet_atomic_and_success(tmp_path):
     run = f"file://{tmp_path}/run"
     t = pa.table({"id": ["a", "b"], "x": [1.0, 2.0]})
