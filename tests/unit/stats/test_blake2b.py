@@ -37,3 +37,24 @@ def test_lanes_of_very_different_lengths_take_spans_as_they_finish():
 def test_a_span_outside_the_buffer_is_refused(starts, ends):
     with pytest.raises(ValueError, match="outside the buffer"):
         blake2b.blake2b64_spans(np.zeros(10, np.uint8), np.array(starts), np.array(ends))
+
+
+@pytest.mark.parametrize("lanes", [2, 4, 8])
+def test_every_lane_width_gives_hashlib_s_digests(lanes):
+    """The width is the machine's (8 with AVX-512, else 4): the kernel built at each width here,
+    from this module's source (not cached), as another machine would build it."""
+    import inspect
+    import types
+
+    src = inspect.getsource(blake2b)
+    line = next(ln for ln in src.splitlines() if ln.strip().startswith("LANES = "))
+    src = src.replace(line, line.split("LANES")[0] + f"LANES = {lanes}").replace("cache=True", "cache=False")
+    mod = types.ModuleType(f"blake2b_{lanes}_lanes")
+    exec(compile(src, mod.__name__, "exec"), mod.__dict__)
+    assert mod.LANES == lanes
+    rng = np.random.default_rng(lanes)
+    buf = rng.integers(0, 256, 5000, dtype=np.uint8)
+    lengths = [int(x) for x in rng.integers(0, 400, 200)] + [0, 127, 128, 129, 256, 3000]
+    starts = rng.integers(0, 5000 - 3000, len(lengths))
+    ends = starts + np.array(lengths)
+    assert mod.blake2b64_spans(buf, starts, ends).tolist() == _want(buf, starts, ends)
