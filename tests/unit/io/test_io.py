@@ -488,3 +488,21 @@ def test_every_layout_the_spec_accepts_has_one_reader():
     from pipeline.io.input_spec import LAYOUTS
     from pipeline.io.readers import READERS
     assert tuple(READERS) == LAYOUTS
+
+
+def test_read_pooled_reads_what_the_stream_holds_through_short_reads():
+    import io
+
+    from pipeline.io.streams import read_pooled
+
+    class Trickle(io.BytesIO):   # a stream that returns at most 3 bytes a call, as a socket may
+        def readinto(self, b):
+            return super().readinto(memoryview(b)[:3])
+
+    data = bytes(range(256)) * 4
+    f = Trickle(data)
+    f.seek(10)
+    assert bytes(read_pooled(f, 100)) == data[10:110]
+    assert bytes(read_pooled(f)) == data[110:]          # the rest, its size found by seeking
+    f.seek(1000)
+    assert bytes(read_pooled(f, 500)) == data[1000:]    # a file shorter than asked: what it holds
