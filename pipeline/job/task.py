@@ -81,13 +81,17 @@ def _test_sleep(var: str = TEST_TASK_SLEEP_ENV) -> None:
         time.sleep(float(s))
 
 
-def unit_input(spec, unit: WorkUnit, ctx: UnitContext, target_cost: float, full: pa.Table | None = None):
+def unit_input(spec, unit: WorkUnit, ctx: UnitContext, target_cost: float, full: pa.Table | None = None,
+               read: pa.Table | None = None):
     """``(table, quarantine, slices, bounds)`` of a unit: its canonical rows (without its
     ``drop_rows``), its quarantine rows, its cost split (:class:`pipeline.job.plan.Slice`, cut
     on the rows read without drops, so a unit's slices are the same whether or not later
     duplicates are dropped) and each slice's row range in ``table``.  ``full``: the rows read
-    without drops, if the caller has them."""
-    if full is None or not unit.drop_rows:
+    without drops, if the caller has them; ``read``: a unit without drops already read whole
+    with no row quarantined (its lines parsed by the fast reader)."""
+    if read is not None and not unit.drop_rows:
+        full, quarantine = read, QUARANTINE_SCHEMA.empty_table()
+    elif full is None or not unit.drop_rows:
         full, quarantine = readers.read_unit(spec, dataclasses.replace(unit, drop_rows=()) if unit.drop_rows else unit)
     costs = estimate_costs(full, source=ctx.scoring.diagnostics)
     slices = split_by_cost([unit], [costs], target_cost)
@@ -275,13 +279,13 @@ def _score_unit(spec, unit: WorkUnit, ctx: UnitContext, work: UnitWork, duplicat
         if resumed is not None:
             return resumed
     lined = _line_input(spec, unit, ctx, work, index)
-    if lined is not None:
+    if isinstance(lined, LinedUnit):
         return _score_lines(unit, ctx, work, lined)
     full = None
     if work.again:
         full, _ = readers.read_unit(spec, dataclasses.replace(unit, drop_rows=()))
         unit = dedup.confirm_drops(spec, unit, full, duplicates[unit.index])
-    table, quarantine, slices, bounds = unit_input(spec, unit, ctx, work.target_cost, full)
+    table, quarantine, slices, bounds = unit_input(spec, unit, ctx, work.target_cost, full, read=lined)
     if work.again:
         # what the unit wrote goes first (its markers first of all): a rerun after a kill
         # part-way reads the unit again rather than trust slices of both kinds
@@ -331,11 +335,13 @@ class LinedUnit:
     hashes: np.ndarray
 
 
-def _line_input(spec, unit: WorkUnit, ctx: UnitContext, work: UnitWork, index) -> LinedUnit | None:
+def _line_input(spec, unit: WorkUnit, ctx: UnitContext, work: UnitWork, index) -> LinedUnit | pa.Table | None:
     """The unit read by lines: the rows of lines the previous run scored copied without parsing
-    the lines (``line_digest``), the others parsed; None where the unit is read whole instead
-    (no previous run, a resume, duplicates dropped, texts kept, not one clean JSONL unit, an
-    unusual line, an oversized example to score, a key repeated in the unit)."""
+    the lines (``line_digest``), the others parsed; the unit's rows (a canonical table) where
+    no line is the previous run's (the unit is then scored whole from them, not read again);
+    None where the unit is read whole instead (no previous run, a resume, duplicates dropped,
+    texts kept, not one clean JSONL unit, an unusual line, an oversized example to score, a key
+    repeated in the unit)."""
     if index is None or not index.has_lines or work.again or work.done or ctx.keep_texts:
         return None   # (no line of the previous run to find: the lines are not read twice)
     lines = readers.read_lines(spec, unit)
@@ -343,7 +349,7 @@ def _line_input(spec, unit: WorkUnit, ctx: UnitContext, work: UnitWork, index) -
         return None
     found, part, row, cost = reuse.lookup_lines(index, lines.digests)
     if not found.any():
-        return None
+        return readers.parse_lines(spec, unit, lines, np.arange(len(found)))
     fresh_at, hit_at = np.flatnonzero(~found), np.flatnonzero(found)
     rows = readers.parse_lines(spec, unit, lines, fresh_at)
     if rows is None:

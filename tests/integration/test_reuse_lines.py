@@ -94,6 +94,26 @@ def test_lines_moved_added_and_removed(previous, tmp_path, parsed):
     assert sum(parsed) == len(new)
 
 
+def test_units_with_no_line_of_the_previous_run_are_read_once(previous, tmp_path, parsed, monkeypatch):
+    """Every candidate changed (a new model's outputs): each unit is scored whole from the lines
+    it read (not read again), its rows still looked up by their texts."""
+    opened = []
+    for name in {"open_input", "open_input_as"} & set(vars(records_reader)):   # how the readers open a file
+        real = getattr(records_reader, name)
+        monkeypatch.setattr(records_reader, name, lambda url, *a, _real=real, **k: opened.append(url) or _real(url, *a, **k))
+    recs = [dict(r, candidate=r["candidate"] + " and a little more") for r in previous["recs"]]
+    paths = _write(tmp_path / "in", recs)
+    _run(paths, tmp_path / "full", previous["ex"])
+    full_opens = sorted(opened)
+    opened.clear()
+    parsed.clear()
+    again = _run(paths, tmp_path / "reused", previous["ex"], reuse=previous["run"])
+    assert run_outputs(tmp_path / "reused", markers=True) == run_outputs(tmp_path / "full", markers=True)
+    assert again.summary["rows_reused"] == 0
+    assert sorted(opened) == full_opens, "units were read twice"
+    assert sum(parsed) == len(recs)
+
+
 def test_a_changed_oversized_example_reads_its_unit_whole(previous, tmp_path, parsed):
     recs = [dict(r) for r in previous["recs"]]
     long = next(r for r in recs if r["id"] in LONG)
