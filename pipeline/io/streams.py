@@ -137,7 +137,9 @@ def read_pooled(f, n: int | None = None):
     """The next ``n`` bytes of the raw (undecoded) stream ``f`` (fewer at its end; all the rest
     when ``n`` is None) in a buffer of Arrow's memory pool.  The pool reuses its memory between
     units; a new ``bytes`` of a shard's size is page-faulted in afresh by every read, which cost
-    more than the read itself."""
+    more than the read itself.  A stream that cannot seek is read as it is when ``n`` is None."""
+    if n is None and not f.seekable():
+        return f.read()
     if n is None:
         at = f.tell()
         n = max(0, f.seek(0, 2) - at)

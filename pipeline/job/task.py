@@ -349,7 +349,7 @@ def _line_input(spec, unit: WorkUnit, ctx: UnitContext, work: UnitWork, index) -
         return None
     found, part, row, cost = reuse.lookup_lines(index, lines.digests)
     if not found.any():
-        return readers.parse_lines(spec, unit, lines, np.arange(len(found)))
+        return readers.parse_lines(spec, unit, lines, np.arange(len(found))) if len(found) else None
     fresh_at, hit_at = np.flatnonzero(~found), np.flatnonzero(found)
     rows = readers.parse_lines(spec, unit, lines, fresh_at)
     if rows is None:

@@ -506,3 +506,12 @@ def test_read_pooled_reads_what_the_stream_holds_through_short_reads():
     assert bytes(read_pooled(f)) == data[110:]          # the rest, its size found by seeking
     f.seek(1000)
     assert bytes(read_pooled(f, 500)) == data[1000:]    # a file shorter than asked: what it holds
+
+    class Pipe(Trickle):   # no seeking: read to its end as it is
+        def seekable(self):
+            return False
+
+        def seek(self, *a):
+            raise io.UnsupportedOperation("seek")
+
+    assert bytes(read_pooled(Pipe(data))) == data
