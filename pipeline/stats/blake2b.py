@@ -34,16 +34,21 @@ _PARAM = 0x01010008  # digest length 8, no key, fanout 1, depth 1 (the first par
 
 def blake2b64_spans(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """BLAKE2b-64 of ``buf[starts[i]:ends[i]]`` (uint8 ``buf``; spans may overlap or leave gaps)."""
+    buf = np.asarray(buf)
     starts = np.ascontiguousarray(starts, dtype=np.int64)
     ends = np.ascontiguousarray(ends, dtype=np.int64)
+    # the kernel reads unchecked: one end a start, and bytes (a wider dtype would be cast, not read)
+    if buf.ndim != 1 or buf.dtype != np.uint8 or starts.ndim != 1 or ends.shape != starts.shape:
+        raise ValueError("blake2b64_spans: a one-dimensional uint8 buffer and as many starts as ends, "
+                         f"not {buf.dtype}{list(buf.shape)}, {list(starts.shape)} and {list(ends.shape)}")
     out = np.empty(starts.shape[0], dtype=np.uint64)
     if len(starts) and (starts.min() < 0 or (ends < starts).any() or ends.max() > len(buf)):
-        raise ValueError("blake2b64_spans: a span outside the buffer")   # the kernel reads unchecked
+        raise ValueError("blake2b64_spans: a span outside the buffer")
     if _numba is None:  # pragma: no cover
-        raw = bytes(np.asarray(buf, dtype=np.uint8))
+        raw = buf.tobytes()
         return np.array([int.from_bytes(hashlib.blake2b(raw[a:b], digest_size=8).digest(), "little")
                          for a, b in zip(starts.tolist(), ends.tolist())], dtype=np.uint64)
-    _spans_kernel(np.ascontiguousarray(buf, dtype=np.uint8), starts, ends, _IV, out)
+    _spans_kernel(np.ascontiguousarray(buf), starts, ends, _IV, out)
     return out
 
 

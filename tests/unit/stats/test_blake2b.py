@@ -39,6 +39,18 @@ def test_a_span_outside_the_buffer_is_refused(starts, ends):
         blake2b.blake2b64_spans(np.zeros(10, np.uint8), np.array(starts), np.array(ends))
 
 
+@pytest.mark.parametrize("buf, starts, ends", [
+    (np.zeros(10, np.uint8), np.arange(9), np.array([9])),      # one end for nine starts: the kernel read past it
+    (np.zeros(10, np.uint8), np.array([0, 1]), np.array([5, 6, 7])),
+    (np.zeros(10, np.uint8), np.array([[0, 1]]), np.array([[5, 6]])),
+    (np.arange(4, dtype=np.uint64), np.array([0]), np.array([4])),   # 32 bytes, not 4: not silently cast
+    (np.zeros((4, 4), np.uint8), np.array([0]), np.array([4])),
+], ids=["one-end-broadcast", "more-ends", "2-d-spans", "uint64-buffer", "2-d-buffer"])
+def test_spans_and_buffers_of_other_shapes_are_refused(buf, starts, ends):
+    with pytest.raises(ValueError, match="blake2b64_spans: "):
+        blake2b.blake2b64_spans(buf, starts, ends)
+
+
 @pytest.mark.parametrize("lanes", [2, 4, 8])
 def test_every_lane_width_gives_hashlib_s_digests(lanes):
     """The width is the machine's (8 with AVX-512, else 4): the kernel built at each width here,
