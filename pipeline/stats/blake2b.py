@@ -58,14 +58,18 @@ except Exception:  # pragma: no cover
     _numba = None
 
 if _numba is not None:
-    from llvmlite import binding as _llvm, ir as _ir
+    from llvmlite import ir as _ir
+    from numba.core import codegen as _codegen, config as _config
     from numba import types as _types
     from numba.extending import intrinsic as _intrinsic
 
     from pipeline.text.intrinsics import load_u64   # numba's unaligned 8-byte load (only with numba)
 
-    # eight 64-bit lanes fill an AVX-512 register; four an AVX2 one (eight there would spill)
-    LANES = 8 if "+avx512f" in _llvm.get_host_cpu_features().flatten() else 4
+    # eight 64-bit lanes fill an AVX-512 register; four an AVX2 one (eight there would spill). The
+    # features numba compiles for, not the host's: NUMBA_CPU_NAME=generic (a shared cache),
+    # NUMBA_CPU_FEATURES and NUMBA_ENABLE_AVX=0 take AVX-512 away
+    _FEATURES = _config.CPU_FEATURES if _config.CPU_FEATURES is not None else _codegen.get_host_cpu_features()
+    LANES = 8 if "+avx512f" in _FEATURES.split(",") else 4
     _I64 = _ir.IntType(64)
     _VEC = _ir.VectorType(_I64, LANES)
 
