@@ -355,12 +355,13 @@ def _joined_lines(buf: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> bytes:
     return out.tobytes()
 
 
-def _clean_lines(data: bytes) -> tuple[int, np.ndarray, np.ndarray] | None:
+def _clean_lines(data: bytes | pa.Buffer) -> tuple[int, np.ndarray, np.ndarray] | None:
     """``(lines, starts, digests)`` of a JSONL buffer the fast path can take (:func:`_jsonl_scan`),
     else None."""
     if not len(data):
         return None
     buf = np.frombuffer(data, dtype=np.uint8)
+    buf.flags.writeable = False   # a pooled buffer too: the kernels' one compiled signature, the warm-up's
     n_nl, n_nl_brace, has_cr, has_surrogate, starts = _jsonl_scan(buf)
     n_lines = n_nl + (0 if buf[-1] == 10 else 1)
     # every line but the first must follow a newline and open an object (no blank line, and

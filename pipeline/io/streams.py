@@ -145,7 +145,7 @@ def read_pooled(f, n: int | None = None):
         n = max(0, f.seek(0, 2) - at)
         f.seek(at)
     buf = pa.allocate_buffer(n)
-    view, got = memoryview(buf), 0
+    view, got = memoryview(buf).cast("B"), 0   # unsigned bytes: a readinto may assign ``bytes`` to it
     while got < n:
         k = f.readinto(view[got:])
         if not k:

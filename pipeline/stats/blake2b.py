@@ -34,16 +34,21 @@ _PARAM = 0x01010008  # digest length 8, no key, fanout 1, depth 1 (the first par
 
 def blake2b64_spans(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """BLAKE2b-64 of ``buf[starts[i]:ends[i]]`` (uint8 ``buf``; spans may overlap or leave gaps)."""
+    buf = np.asarray(buf)
     starts = np.ascontiguousarray(starts, dtype=np.int64)
     ends = np.ascontiguousarray(ends, dtype=np.int64)
+    # the kernel reads unchecked: one end a start, and bytes (a wider dtype would be cast, not read)
+    if buf.ndim != 1 or buf.dtype != np.uint8 or starts.ndim != 1 or ends.shape != starts.shape:
+        raise ValueError("blake2b64_spans: a one-dimensional uint8 buffer and as many starts as ends, "
+                         f"not {buf.dtype}{list(buf.shape)}, {list(starts.shape)} and {list(ends.shape)}")
     out = np.empty(starts.shape[0], dtype=np.uint64)
     if len(starts) and (starts.min() < 0 or (ends < starts).any() or ends.max() > len(buf)):
-        raise ValueError("blake2b64_spans: a span outside the buffer")   # the kernel reads unchecked
+        raise ValueError("blake2b64_spans: a span outside the buffer")
     if _numba is None:  # pragma: no cover
-        raw = bytes(np.asarray(buf, dtype=np.uint8))
+        raw = buf.tobytes()
         return np.array([int.from_bytes(hashlib.blake2b(raw[a:b], digest_size=8).digest(), "little")
                          for a, b in zip(starts.tolist(), ends.tolist())], dtype=np.uint64)
-    _spans_kernel(np.ascontiguousarray(buf, dtype=np.uint8), starts, ends, _IV, out)
+    _spans_kernel(np.ascontiguousarray(buf), starts, ends, _IV, out)
     return out
 
 
@@ -53,14 +58,18 @@ except Exception:  # pragma: no cover
     _numba = None
 
 if _numba is not None:
-    from llvmlite import binding as _llvm, ir as _ir
+    from llvmlite import ir as _ir
+    from numba.core import codegen as _codegen, config as _config
     from numba import types as _types
     from numba.extending import intrinsic as _intrinsic
 
     from pipeline.text.intrinsics import load_u64   # numba's unaligned 8-byte load (only with numba)
 
-    # eight 64-bit lanes fill an AVX-512 register; four an AVX2 one (eight there would spill)
-    LANES = 8 if "+avx512f" in _llvm.get_host_cpu_features().flatten() else 4
+    # eight 64-bit lanes fill an AVX-512 register; four an AVX2 one (eight there would spill). The
+    # features numba compiles for, not the host's: NUMBA_CPU_NAME=generic (a shared cache),
+    # NUMBA_CPU_FEATURES and NUMBA_ENABLE_AVX=0 take AVX-512 away
+    _FEATURES = _config.CPU_FEATURES if _config.CPU_FEATURES is not None else _codegen.get_host_cpu_features()
+    LANES = 8 if "+avx512f" in _FEATURES.split(",") else 4
     _I64 = _ir.IntType(64)
     _VEC = _ir.VectorType(_I64, LANES)
 

@@ -515,3 +515,36 @@ def test_read_pooled_reads_what_the_stream_holds_through_short_reads():
             raise io.UnsupportedOperation("seek")
 
     assert bytes(read_pooled(Pipe(data))) == data
+
+
+def test_read_pooled_through_a_readinto_that_assigns_bytes():
+    """``readinto`` written as ``b[:n] = data`` (paramiko's SFTP files, urllib3's responses): it
+    needs a view of unsigned bytes (Arrow's buffer exports signed chars, which refuse ``bytes``)."""
+    import io
+
+    from pipeline.io.streams import read_pooled
+
+    class Assigning(io.RawIOBase):
+        def __init__(self, data):
+            self.f = io.BytesIO(data)
+
+        def readable(self):
+            return True
+
+        def seekable(self):
+            return True
+
+        def seek(self, *a):
+            return self.f.seek(*a)
+
+        def tell(self):
+            return self.f.tell()
+
+        def readinto(self, b):
+            data = self.f.read(min(len(b), 7))
+            b[:len(data)] = data
+            return len(data)
+
+    data = bytes(range(256)) * 2
+    assert bytes(read_pooled(Assigning(data), 300)) == data[:300]
+    assert bytes(read_pooled(Assigning(data))) == data

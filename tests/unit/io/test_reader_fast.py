@@ -119,6 +119,20 @@ def test_jsonl_shape_equals_the_bytes_definitions(seed):
     assert sur == bool(re.search(rb"\\u[dD][89a-fA-F]", data))
 
 
+def test_a_pooled_unit_is_scanned_as_the_warm_up_s_read_only_bytes(monkeypatch):
+    """A unit read into Arrow's pool is a writable buffer: scanned as it is, it compiled the
+    kernels again (another signature than the warm-up's read-only bytes) in a run's first task."""
+    import io
+
+    from pipeline.io.streams import read_pooled
+
+    seen, real = [], records._jsonl_scan
+    monkeypatch.setattr(records, "_jsonl_scan", lambda buf: seen.append(buf.flags.writeable) or real(buf))
+    data = read_pooled(io.BytesIO(b'{"id": "a"}\n{"id": "b"}\n'))
+    assert records._clean_lines(data)[0] == 2
+    assert seen == [False]
+
+
 def test_jsonl_shape_surrogate_escape_at_every_byte_value():
     import re
 

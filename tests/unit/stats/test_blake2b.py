@@ -39,6 +39,18 @@ def test_a_span_outside_the_buffer_is_refused(starts, ends):
         blake2b.blake2b64_spans(np.zeros(10, np.uint8), np.array(starts), np.array(ends))
 
 
+@pytest.mark.parametrize("buf, starts, ends", [
+    (np.zeros(10, np.uint8), np.arange(9), np.array([9])),      # one end for nine starts: the kernel read past it
+    (np.zeros(10, np.uint8), np.array([0, 1]), np.array([5, 6, 7])),
+    (np.zeros(10, np.uint8), np.array([[0, 1]]), np.array([[5, 6]])),
+    (np.arange(4, dtype=np.uint64), np.array([0]), np.array([4])),   # 32 bytes, not 4: not silently cast
+    (np.zeros((4, 4), np.uint8), np.array([0]), np.array([4])),
+], ids=["one-end-broadcast", "more-ends", "2-d-spans", "uint64-buffer", "2-d-buffer"])
+def test_spans_and_buffers_of_other_shapes_are_refused(buf, starts, ends):
+    with pytest.raises(ValueError, match="blake2b64_spans: "):
+        blake2b.blake2b64_spans(buf, starts, ends)
+
+
 @pytest.mark.parametrize("lanes", [2, 4, 8])
 def test_every_lane_width_gives_hashlib_s_digests(lanes):
     """The width is the machine's (8 with AVX-512, else 4): the kernel built at each width here,
@@ -58,3 +70,24 @@ def test_every_lane_width_gives_hashlib_s_digests(lanes):
     starts = rng.integers(0, 5000 - 3000, len(lengths))
     ends = starts + np.array(lengths)
     assert mod.blake2b64_spans(buf, starts, ends).tolist() == _want(buf, starts, ends)
+
+
+@pytest.mark.parametrize("env", [{"NUMBA_CPU_NAME": "generic"}, {"NUMBA_ENABLE_AVX": "0"},
+                                 {"NUMBA_CPU_FEATURES": "-avx512f"}], ids=lambda e: next(iter(e)))
+def test_the_width_is_that_of_the_instructions_numba_compiles_for(env, tmp_path):
+    """Numba told to compile for another CPU than the host's (a cache shared between machines):
+    four lanes without AVX-512 (eight would be split in narrower registers), and hashlib's digests."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import hashlib, numpy as np\nfrom pipeline.stats import blake2b\n"
+            "buf = np.frombuffer(bytes(range(256)) * 3, np.uint8)\n"
+            "starts, ends = np.arange(0, 300, 7), np.arange(0, 300, 7) + np.arange(0, 430, 10)\n"
+            "want = [int.from_bytes(hashlib.blake2b(buf[a:b].tobytes(), digest_size=8).digest(), 'little')"
+            " for a, b in zip(starts, ends)]\n"
+            "assert blake2b.blake2b64_spans(buf, starts, ends).tolist() == want\nprint(blake2b.LANES)\n")
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path), **env}
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["4"]
