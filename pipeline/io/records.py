@@ -334,7 +334,7 @@ def parse_lines(spec: InputSpec, unit: WorkUnit, lines: Lines, which: np.ndarray
     which = np.asarray(which, dtype=np.int64)
     if not len(which):
         return CANONICAL_SCHEMA.empty_table()
-    if len(which) == len(lines.rows):   # every line: the unit's bytes as they are
+    if len(which) == len(lines.rows) and which[-1] == len(which) - 1:   # every line: the bytes as they are
         columns = _fast_columns(spec, lines.data, len(which))
         return None if columns is None else _canonical(columns, lines)
     lo, hi = lines.starts[which], lines.starts[which + 1] - 1

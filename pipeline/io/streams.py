@@ -133,17 +133,25 @@ def sniff_compression(head: bytes) -> str | None:
     return "bz2" if _BZ2_MAGIC.match(head) else None
 
 
+# The pool keeps what it held for a worker's next unit: reads larger than this take a ``bytes``,
+# given back to the system when the unit is done.
+POOLED_MAX = 256 << 20
+
+
 def read_pooled(f, n: int | None = None):
     """The next ``n`` bytes of the raw (undecoded) stream ``f`` (fewer at its end; all the rest
     when ``n`` is None) in a buffer of Arrow's memory pool.  The pool reuses its memory between
     units; a new ``bytes`` of a shard's size is page-faulted in afresh by every read, which cost
-    more than the read itself.  A stream that cannot seek is read as it is when ``n`` is None."""
+    more than the read itself.  A stream that cannot seek, or more than :data:`POOLED_MAX` bytes,
+    is read as it is."""
     if n is None and not f.seekable():
         return f.read()
     if n is None:
         at = f.tell()
         n = max(0, f.seek(0, 2) - at)
         f.seek(at)
+    if n > POOLED_MAX:
+        return f.read(n)
     buf = pa.allocate_buffer(n)
     view, got = memoryview(buf).cast("B"), 0   # unsigned bytes: a readinto may assign ``bytes`` to it
     while got < n:

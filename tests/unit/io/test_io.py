@@ -517,6 +517,24 @@ def test_read_pooled_reads_what_the_stream_holds_through_short_reads():
     assert bytes(read_pooled(Pipe(data))) == data
 
 
+def test_a_read_larger_than_the_pool_keeps_is_a_plain_bytes(monkeypatch):
+    import io
+
+    import pyarrow as pa
+
+    from pipeline.io import streams
+
+    data = bytes(range(256)) * 4
+    assert isinstance(streams.read_pooled(io.BytesIO(data)), pa.Buffer)
+    monkeypatch.setattr(streams, "POOLED_MAX", 1000)
+    f = io.BytesIO(data)
+    assert streams.read_pooled(f, 1000).to_pybytes() == data[:1000]
+    assert streams.read_pooled(f).to_pybytes() == data[1000:]   # 24 bytes left
+    f.seek(0)
+    got = streams.read_pooled(f)
+    assert isinstance(got, bytes) and got == data
+
+
 def test_read_pooled_through_a_readinto_that_assigns_bytes():
     """``readinto`` written as ``b[:n] = data`` (paramiko's SFTP files, urllib3's responses): it
     needs a view of unsigned bytes (Arrow's buffer exports signed chars, which refuse ``bytes``)."""
