@@ -1,13 +1,13 @@
-"""Pass 1 of the default (rouge-score) tokenizer: UTF-8 bytes -> lowercased token bytes,
-token bounds and sentence starts, eight ASCII bytes at a time (see
-:mod:`pipeline.text.encoder` for the whole path).
+"""Pass 1 of the default (rouge-score) tokenizer: UTF-8 bytes (:func:`scan_tokens`) or a
+str's code points (:func:`scan_str`) -> lowercased token bytes, token bounds and sentence
+starts, eight ASCII units at a time (see :mod:`pipeline.text.encoder` for the whole path).
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
-from pipeline.text.intrinsics import HIGH, load_u64, store_u64
+from pipeline.text.intrinsics import HIGH, get_code_point, load_u64, read8, store_u64
 
 # code point < 128 -> lowercase token byte, or 0 (separator), 1 (newline: sentence end).
 # Every code point >= 0x80 separates except the two whose lowercase is ASCII
@@ -60,33 +60,7 @@ def scan_tokens(buf, offs, lower_to_ascii, low, tstart, tend, tnl, doc_tok, doc_
             if skip == 0 and i + 8 <= end:
                 x = load_u64(buf, i)
                 if (x & HIGH) == 0:
-                    upper = _ge(x, 0x41) & ~_ge(x, 0x5B) & HIGH
-                    x |= upper >> np.uint64(2)  # A-Z -> a-z
-                    tok = ((_ge(x, 0x30) & ~_ge(x, 0x3A)) | (_ge(x, 0x61) & ~_ge(x, 0x7B))) & HIGH
-                    y = x ^ (_ONES * np.uint64(0x0A))  # newline bytes -> 0
-                    nl = ~((((y & _LOW7) + _LOW7) | y)) & HIGH
-                    out = (x & ((tok >> np.uint64(7)) * np.uint64(0xFF))) | (nl >> np.uint64(7))
-                    store_u64(low, w, out)  # w + 8 <= i + 8 - offs[0]: within low
-                    bm = np.int64((((tok >> np.uint64(7)) * _GATHER) >> np.uint64(56)) & np.uint64(0xFF))
-                    nlm = np.int64((((nl >> np.uint64(7)) * _GATHER) >> np.uint64(56)) & np.uint64(0xFF))
-                    before = ((bm << 1) | prev) & 0xFF  # bit k: unit k - 1 is a token byte
-                    starts = bm & ~before
-                    ends = before & ~bm
-                    while starts:
-                        k = _CTZ8[starts]
-                        below = (1 << k) - 1
-                        tstart[ntok] = w + k
-                        tnl[ntok] = np.uint8(pending | np.int64((nlm & below) != 0))
-                        ntok += 1
-                        pending = 0
-                        nlm &= ~below
-                        starts &= starts - 1
-                    pending |= np.int64(nlm != 0)
-                    while ends:
-                        tend[nend] = w + _CTZ8[ends]
-                        nend += 1
-                        ends &= ends - 1
-                    prev = (bm >> 7) & 1
+                    ntok, nend, prev, pending = _word(x, w, prev, pending, ntok, nend, low, tstart, tend, tnl)
                     w += 8
                     i += 8
                     continue
@@ -129,11 +103,108 @@ def scan_tokens(buf, offs, lower_to_ascii, low, tstart, tend, tnl, doc_tok, doc_
             tend[nend] = w
             nend += 1
         doc_tok[d + 1] = ntok
-    # A token starts a sentence when it is its document's first or a newline lies between
-    # it and the token before.
+    return ntok, _sentences(ntok, tnl, doc_tok, doc_sent, sent_tok)
+
+
+@njit(cache=True, nogil=True)
+def scan_str(text, offs, lower_to_ascii, low, tstart, tend, tnl, doc_tok, doc_sent, sent_tok):
+    """:func:`scan_tokens` over the documents ``text[offs[d]:offs[d+1]]`` of a str (offsets in
+    code points), read in place from its 1-, 2- or 4-byte buffer: runs of eight ASCII code
+    units are packed into one word and classified as in :func:`scan_tokens`, other code
+    points go one at a time (``low`` gets one unit per code point)."""
+    kind = text._kind
+    data = text._data
+    w = 0
+    ntok = 0
+    nend = 0
+    for d in range(offs.shape[0] - 1):
+        end = offs[d + 1]
+        prev = 0
+        pending = 0
+        i = offs[d]
+        while i < end:
+            if i + 8 <= end:
+                ok, x = read8(data, kind, i)
+                if ok:
+                    ntok, nend, prev, pending = _word(x, w, prev, pending, ntok, nend, low, tstart, tend, tnl)
+                    w += 8
+                    i += 8
+                    continue
+            cp = get_code_point(text, i)
+            brk = False
+            if cp < 128:
+                c = _BYTE_CLASS[cp]
+            elif lower_to_ascii and cp == 0x212A:
+                c = np.uint8(107)  # KELVIN SIGN lowercases to "k"
+            elif lower_to_ascii and cp == 0x130:
+                c = np.uint8(105)  # U+0130 lowercases to "i" + U+0307: "i", then the token ends
+                brk = True
+            else:
+                c = np.uint8(0)
+            low[w] = c
+            t = np.int64(c > 1)
+            start = t & (1 - prev)
+            tstart[ntok] = w
+            tnl[ntok] = np.uint8(pending)
+            ntok += start
+            pending = (pending | np.int64(c == 1)) & (1 - start)
+            tend[nend] = w
+            nend += prev & (1 - t)
+            prev = t
+            w += 1
+            i += 1
+            if brk:
+                tend[nend] = w
+                nend += 1
+                prev = 0
+        if prev:
+            tend[nend] = w
+            nend += 1
+        doc_tok[d + 1] = ntok
+    return ntok, _sentences(ntok, tnl, doc_tok, doc_sent, sent_tok)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _word(x, w, prev, pending, ntok, nend, low, tstart, tend, tnl):
+    """Eight ASCII units ``x`` at ``low[w:w+8]``: classified, lowercased and stored, their
+    token starts and ends recorded.  Returns (ntok, nend, prev, pending)."""
+    upper = _ge(x, 0x41) & ~_ge(x, 0x5B) & HIGH
+    x |= upper >> np.uint64(2)  # A-Z -> a-z
+    tok = ((_ge(x, 0x30) & ~_ge(x, 0x3A)) | (_ge(x, 0x61) & ~_ge(x, 0x7B))) & HIGH
+    y = x ^ (_ONES * np.uint64(0x0A))  # newline bytes -> 0
+    nl = ~((((y & _LOW7) + _LOW7) | y)) & HIGH
+    out = (x & ((tok >> np.uint64(7)) * np.uint64(0xFF))) | (nl >> np.uint64(7))
+    store_u64(low, w, out)  # w + 8 <= i + 8 - offs[0]: within low
+    bm = np.int64((((tok >> np.uint64(7)) * _GATHER) >> np.uint64(56)) & np.uint64(0xFF))
+    nlm = np.int64((((nl >> np.uint64(7)) * _GATHER) >> np.uint64(56)) & np.uint64(0xFF))
+    before = ((bm << 1) | prev) & 0xFF  # bit k: unit k - 1 is a token byte
+    starts = bm & ~before
+    ends = before & ~bm
+    while starts:
+        k = _CTZ8[starts]
+        below = (1 << k) - 1
+        tstart[ntok] = w + k
+        tnl[ntok] = np.uint8(pending | np.int64((nlm & below) != 0))
+        ntok += 1
+        pending = 0
+        nlm &= ~below
+        starts &= starts - 1
+    pending |= np.int64(nlm != 0)
+    while ends:
+        tend[nend] = w + _CTZ8[ends]
+        nend += 1
+        ends &= ends - 1
+    return ntok, nend, (bm >> 7) & 1, pending
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _sentences(ntok, tnl, doc_tok, doc_sent, sent_tok):
+    """Sentence starts from the tokens' newline flags; returns the number of sentences.  A token
+    starts a sentence when it is its document's first or a newline lies between it and the
+    token before."""
     nsent = 0
     t = 0
-    for d in range(offs.shape[0] - 1):
+    for d in range(doc_tok.shape[0] - 1):
         first = 1
         while t < doc_tok[d + 1]:
             sent_tok[nsent] = t
@@ -142,7 +213,7 @@ def scan_tokens(buf, offs, lower_to_ascii, low, tstart, tend, tnl, doc_tok, doc_
             t += 1
         doc_sent[d + 1] = nsent
     sent_tok[nsent] = ntok
-    return ntok, nsent
+    return nsent
 
 
 class Scratch:
