@@ -107,6 +107,27 @@ def test_eight_byte_ascii_words_tokenize_as_rouge_score(seed):
             assert np.array_equal(getattr(ea, name), getattr(eb, name)), (name, texts)
 
 
+def test_texts_scanned_in_groups_encode_as_in_one(monkeypatch):
+    """A batch larger than a group is joined and scanned group by group (a text longer than a
+    group alone), the parts' offsets shifted: the same ids, documents and sentences as one group."""
+    import random
+
+    from pipeline.text.encoder import DefaultEncoder
+
+    rng = random.Random(7)
+    words = ["a", "Bc", "d\u00e9f", "\u0130x", "\u212a", "12", "\n", "\u2019", "\U0001f600"]
+    texts = ["".join(rng.choice(words) + rng.choice(" \n,") for _ in range(rng.randint(0, 30))) for _ in range(400)]
+    refs = texts[1::2]
+    enc = DefaultEncoder(True)
+    one = enc.encode_examples(texts[0::2], refs, np.ones(len(refs), dtype=np.int64))
+    monkeypatch.setattr(DefaultEncoder, "GROUP_UNITS", 97)
+    enc.cache.clear()
+    grouped = enc.encode_examples(texts[0::2], refs, np.ones(len(refs), dtype=np.int64))
+    for name in ("tokens", "doc_tok", "sent_tok", "doc_sent"):
+        assert np.array_equal(getattr(one, name), getattr(grouped, name)), name
+    assert len(one.doc_tok) == 401 and one.sent_tok.shape[0] > 401
+
+
 @pytest.mark.parametrize("widest", ["", "\u00e9", "\u2019", "\U0001f600"])
 def test_str_scan_reads_1_2_4_byte_buffers_as_rouge_score(widest):
     """Lists of str are scanned in the joined str's own 1-, 2- or 4-byte buffer, eight code units
