@@ -14,6 +14,11 @@ round as ``bench_core.py``'s: the trees' reference caches emptied first, the sam
 of its per-round ratios to rouge-score-rs, and each tree's per-round time relative to tree 0.
 Every tree's scores are checked ``==`` against tree 0's and rouge-score-rs's first.
 The first run of a tree compiles its kernels (``--keep DIR`` reuses the copies and their cache).
+
+``--per-batch``: no rouge-score-rs rounds; the trees alternate at every 5,000-pair batch (order
+reversed at every batch), each batch timed in process CPU time (time the process is descheduled
+is not counted), and each tree's time is given relative to tree 0's on the same batch (median and
+quartiles): on a shared machine this resolves differences of a few percent that whole rounds do not.
 """
 from __future__ import annotations
 
@@ -116,6 +121,7 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--cpu", type=int, default=None, help="CPU to pin to (default: the last allowed)")
     ap.add_argument("--keep", default=None, help="folder for the extracted trees, kept (default: a temp folder)")
+    ap.add_argument("--per-batch", action="store_true", help="trees alternating per batch, CPU time, no rouge-score-rs")
     args = ap.parse_args(argv)
     n = args.pairs or (20_000 if args.kind == "short" else 100)
     batch = 5_000 if args.kind == "short" else 100
@@ -133,6 +139,18 @@ def main(argv=None) -> int:
     scorers = [m.RougeScorer(TYPES, use_stemmer=True) for m in mods]
     rs = rouge_score_rs.RougeScorer(TYPES, use_stemmer=True)
     check([run(sc, m, refs, cands, batch) for sc, m in zip(scorers, mods)], run(rs, None, refs, cands, batch))
+    if args.per_batch:
+        per_batch(args, names, scorers, mods, refs, cands, batch)
+    else:
+        rounds(args, names, scorers, mods, rs, refs, cands, batch, root)
+    if args.keep is None:
+        shutil.rmtree(root, ignore_errors=True)
+    return 0
+
+
+def rounds(args, names, scorers, mods, rs, refs, cands, batch, root) -> None:
+    """Whole rounds, each tree then rouge-score-rs (see module docstring)."""
+    n = len(refs)
     per_pair = {name: [] for name in names}
     ratio = {name: [] for name in names}
     kept = []  # round 1's results stay alive, as in bench_core
@@ -151,9 +169,31 @@ def main(argv=None) -> int:
         print(f"{rev:>12}: {statistics.median(per_pair[name]):.2f} us a pair (min {min(per_pair[name]):.2f}); "
               f"x{statistics.median(ratio[name]):.2f} rouge-score-rs (per round {', '.join(f'{x:.2f}' for x in ratio[name])}); "
               f"time / {args.revs[0]}'s: median {statistics.median(rel):.3f}")
-    if args.keep is None:
-        shutil.rmtree(root, ignore_errors=True)
-    return 0
+
+
+def per_batch(args, names, scorers, mods, refs, cands, batch) -> None:
+    """The trees alternating at every batch, process CPU time per batch (see module docstring)."""
+    cpu = {name: [] for name in names}
+    k = 0
+    for _ in range(args.rounds):
+        for mod in mods:
+            forget(mod)  # every round reads new references, as bench_core's
+        gc.collect()
+        for a in range(0, len(refs), batch):
+            order = list(zip(names, scorers))
+            for name, sc in (order if k % 2 == 0 else order[::-1]):
+                t0 = time.process_time()
+                sc.score_batch(refs[a:a + batch], cands[a:a + batch])
+                cpu[name].append(time.process_time() - t0)
+            k += 1
+    print(f"{len(refs)} {args.kind} pairs, {args.rounds} rounds, {k} batches per tree alternating, process CPU time, "
+          f"load average {os.getloadavg()[0]:.2f}")
+    for rev, name in zip(args.revs, names):
+        rel = [a / b for a, b in zip(cpu[name], cpu[names[0]])]
+        q = statistics.quantiles(rel, n=4)
+        print(f"{rev:>12}: {statistics.median(cpu[name]) / batch * 1e6:.2f} us a pair (CPU, median batch); "
+              f"time / {args.revs[0]}'s on the same batch: median {statistics.median(rel):.3f} "
+              f"(quartiles {q[0]:.3f}-{q[2]:.3f})")
 
 
 if __name__ == "__main__":

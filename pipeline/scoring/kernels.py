@@ -325,7 +325,7 @@ def _sentence_union(lid, r0, mr, sent_tok, cs0, cs1, c_off, row, peq, Vs, um, ma
     return True, peq, Vs, um
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _sentence_union_1(lid, r0, mr, sent_tok, cs0, cs1, c_off, pm, Vs, max_cells):
     """:func:`_sentence_union` for a reference sentence of at most 64 tokens (the
     common case): one word per column, match masks indexed by local id (``pm``,
@@ -378,7 +378,7 @@ def _sentence_union_1(lid, r0, mr, sent_tok, cs0, cs1, c_off, pm, Vs, max_cells)
     return ok, Vs, um
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _union_word(lid, sent_tok, rs0, rs1, r_off, cs0, cs1, c_off, pm, Vs, max_cells):
     """The union masks of every reference sentence at once, when the whole reference has at
     most 64 tokens: sentence ``rs`` owns bits ``[sent_tok[rs] - base, sent_tok[rs + 1] - base)``
@@ -452,7 +452,9 @@ def _union_word(lid, sent_tok, rs0, rs1, r_off, cs0, cs1, c_off, pm, Vs, max_cel
     return ok, Vs, um
 
 
-@njit(cache=True, nogil=True)
+# inlined (as _union_word and _sentence_union_1): a call of a compiled function takes a reference
+# on each array argument (an atomic increment and decrement), which a short pair pays every time
+@njit(cache=True, nogil=True, inline="always")
 def _union_lcs_hits(lid, sent_tok, rs0, rs1, r_off, cs0, cs1, c_off, cand_cnt, ucnt, row, peq, pm, Vs, um,
                     max_cells):
     """rougeLsum hits for one pair (see module docstring); returns (hits, peq, Vs, um).

@@ -3,10 +3,11 @@
 The default rouge-score tokenizer runs here as a compiled scan, so a batch of
 texts costs one ``str.join`` and a few numba calls:
 
-1. Texts are joined; an ASCII batch is its own UTF-8 (encoding it is one copy), any other
-   is encoded once and its document offsets converted to bytes.  Arrow columns are read
-   in their own UTF-8 buffers.
-2. Pass 1 reads eight bytes at a time while they are ASCII: one 64-bit word is lowercased
+1. Texts are joined, and the joined str is scanned in its own 1-, 2- or 4-byte buffer
+   (:func:`~pipeline.text.scan.scan_str`: no UTF-8 copy).  Arrow columns are read in their
+   own UTF-8 buffers (:func:`~pipeline.text.scan.scan_tokens`), as are the texts the
+   reference cache hashes (converted to UTF-8 once).
+2. Pass 1 reads eight units at a time while they are ASCII: one 64-bit word is lowercased
    and classified without a branch per byte (SWAR), and token starts and ends, newlines
    and sentence starts come from its 8-bit masks.  Other bytes go one at a time and map
    the two code points whose lowercase is ASCII alphanumeric (U+0130 -> ``i`` + a break,
@@ -48,7 +49,7 @@ from pipeline.text.csr import (BREAK, DOC_MARK, END, LINE_MARK, EncodedDocs, che
                                compact_texts, concat_parts, drop_negative, empty_docs, gather, gather_two, interleave,
                                map_ids, split_marked, text_groups)
 from pipeline.text.intrinsics import get_code_point, str_to_utf8
-from pipeline.text.scan import Scratch, scan_tokens
+from pipeline.text.scan import Scratch, scan_str, scan_tokens
 from pipeline.text.textcache import TextCache
 from pipeline.text.vocabulary import Vocabulary
 
@@ -75,10 +76,11 @@ class DefaultEncoder:
         # against the same references (bounded: TextCache.MAX_BYTES)
         self.cache = TextCache()
 
-    # Texts are scanned in groups of about this many code units, so that the scan's
-    # working arrays stay in cache and are reused and no multi-megabyte str is built
-    # (fresh large allocations cost a page fault per 4 KiB on first touch).
-    GROUP_UNITS = 1 << 20
+    # Texts are scanned in groups of about this many code units, so that the scan's working
+    # arrays are reused (fresh large allocations cost a page fault per 4 KiB on first touch) and
+    # bounded, and the joined str stays within tens of megabytes; a 5,000-pair batch of short
+    # texts is one group (fewer calls and no concatenation).
+    GROUP_UNITS = 1 << 22
 
     def encode(self, texts: Sequence[str]) -> EncodedDocs:
         texts = texts if isinstance(texts, list) else list(texts)
@@ -86,7 +88,7 @@ class DefaultEncoder:
             return empty_docs()
         with self._lock:
             self._check_size()
-            return self._finish(*self._encode_texts(texts, self._encode_units))
+            return self._finish(*self._encode_strs(texts))
 
     def encode_examples(self, candidates: list[str], references: list[str], n_refs: np.ndarray) -> EncodedDocs:
         """Examples in the batch layout (cand, refs..., ...): candidate ``e`` has the next
@@ -101,10 +103,19 @@ class DefaultEncoder:
             self._check_size()
             if not self.cache.seen_texts(references):  # all new: scanned once, in the batch layout
                 docs = _layout(candidates, references, ref_off)
-                return self._finish(*self._encode_texts(docs, self._encode_units))
+                return self._finish(*self._encode_strs(docs))
             c = self._encode_texts(candidates, self._encode_units)
             r = self._encode_texts(references, functools.partial(self._encode_cached, admit_all=True))
             return self._finish(*interleave(*c, *r, ref_off))
+
+    def _encode_strs(self, texts: list[str]):
+        """(tokens, doc_tok, doc_sent, sent_tok) of ``texts``, each group of them joined and
+        scanned in the str's own buffer (no UTF-8 copy); under the lock."""
+        if get_code_point is None:  # pragma: no cover - numba moved its str accessor
+            return self._encode_texts(texts, self._encode_units)
+        ends, groups = text_groups(texts, self.GROUP_UNITS)
+        parts = [self._encode_units("".join(texts[a:b]), ends[a:b + 1] - ends[a], scan_str) for a, b in groups]
+        return parts[0] if len(parts) == 1 else concat_parts(parts)
 
     def _encode_texts(self, texts: list[str], encode_units):
         """(tokens, doc_tok, doc_sent, sent_tok) of ``texts`` by ``encode_units`` on their UTF-8
@@ -187,16 +198,16 @@ class DefaultEncoder:
         cache.add(buf, offs, miss_at, miss_hash, new, admit)
         return out
 
-    def _encode_units(self, buf, offs):
+    def _encode_units(self, buf, offs, scan=scan_tokens):
         """Raw token ids and (doc_tok, doc_sent, sent_tok) of documents ``buf[offs[d]:offs[d+1]]``
-        (UTF-8 bytes); under the lock."""
+        (UTF-8 bytes; with ``scan=scan_str``, a str's code points); under the lock."""
         n_docs = offs.shape[0] - 1
         start, stop = int(offs[0]), int(offs[-1])
-        low, tstart, tend, tnl, sent_tok = self._scratch.get(stop - start, n_docs)
+        low, tstart, tend, nl_tok, sent_tok = self._scratch.get(stop - start, n_docs)
         doc_tok = np.zeros(n_docs + 1, dtype=np.int64)
         doc_sent = np.zeros(n_docs + 1, dtype=np.int64)
-        ntok, nsent = scan_tokens(buf, np.asarray(offs, dtype=np.int64), not self.ascii_only, low,
-                            tstart, tend, tnl, doc_tok, doc_sent, sent_tok)
+        ntok, nsent = scan(buf, np.asarray(offs, dtype=np.int64), not self.ascii_only, low,
+                           tstart, tend, nl_tok, doc_tok, doc_sent, sent_tok)
         tokens = self.vocab.ids(low, tstart[:ntok], tend[:ntok])
         return tokens, doc_tok, doc_sent, sent_tok[: nsent + 1].copy()
 

@@ -19,6 +19,7 @@ except ImportError:  # pragma: no cover - numba moved it: scan UTF-8 bytes inste
 
 HIGH = np.uint64(0x8080808080808080)  # the high bit of every byte
 _HIGH16 = np.uint64(0xFF80FF80FF80FF80)  # a UCS-2 unit >= 0x80
+_HIGH32 = np.uint64(0xFFFFFF80FFFFFF80)  # a UCS-4 unit >= 0x80
 
 
 @intrinsic
@@ -89,6 +90,32 @@ def _pack_ucs2(x):
     """Four UCS-2 units, each < 0x80, as four bytes (the low half of the result)."""
     y = x | (x >> np.uint64(8))
     return (y & np.uint64(0xFFFF)) | ((y >> np.uint64(16)) & np.uint64(0xFFFF0000))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _pack_ucs4(x):
+    """Two UCS-4 units, each < 0x80, as two bytes (the low 16 bits of the result)."""
+    return (x & np.uint64(0xFF)) | ((x >> np.uint64(24)) & np.uint64(0xFF00))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def read8(data, kind, i):
+    """(all ASCII, their bytes as one word) of the eight code units from code unit ``i`` of a
+    str's buffer ``data`` of ``kind`` bytes a unit; the caller keeps ``i + 8`` within the str."""
+    if kind == 1:
+        x = _load_u64_ptr(data, i)
+        return (x & HIGH) == 0, x
+    if kind == 2:
+        x = _load_u64_ptr(data, 2 * i)
+        z = _load_u64_ptr(data, 2 * i + 8)
+        return ((x | z) & _HIGH16) == 0, _pack_ucs2(x) | (_pack_ucs2(z) << np.uint64(32))
+    a = _load_u64_ptr(data, 4 * i)
+    b = _load_u64_ptr(data, 4 * i + 8)
+    c = _load_u64_ptr(data, 4 * i + 16)
+    e = _load_u64_ptr(data, 4 * i + 24)
+    ok = ((a | b | c | e) & _HIGH32) == 0
+    return ok, (_pack_ucs4(a) | (_pack_ucs4(b) << np.uint64(16)) | (_pack_ucs4(c) << np.uint64(32))
+                | (_pack_ucs4(e) << np.uint64(48)))
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -179,6 +179,29 @@ def _rehash(old, new):
             new[2 * slot + 1] = e
 
 
+@njit(cache=True, nogil=True)
+def _add_hashes(table, hashes):
+    """Add ``hashes`` (0 taken as 1: 0 marks a free slot) to the set ``table`` (slots as
+    :func:`_rehash_set`'s, at most half full after); returns how many were in it already
+    (seen before, or repeated in ``hashes``)."""
+    mask = table.shape[0] - 1
+    found = 0
+    for i in range(hashes.shape[0]):
+        h = hashes[i]
+        h = h if h != 0 else np.uint64(1)
+        slot = np.int64(h >> np.uint64(32)) & mask
+        while True:
+            k = table[slot]
+            if k == h:
+                found += 1
+                break
+            if k == 0:
+                table[slot] = h
+                break
+            slot = (slot + 1) & mask
+    return found
+
+
 def _grown_set(seen: np.ndarray, size: int) -> np.ndarray:
     """The hash set ``seen`` in ``size`` slots."""
     out = np.zeros(size, dtype=np.uint64)
@@ -210,7 +233,7 @@ class TextCache:
     MAX_BYTES = 64 << 20
     # The most slots of the set of texts seen once (8 bytes each: 8 MiB); emptied when half full.
     MAX_SEEN = 1 << 20
-    # The most hashes of str texts seen (seen_texts; about 60 bytes each in a Python set: 8 MiB)
+    # The most hashes of str texts seen (seen_texts; a set of 8-byte slots at most half full: 2 MiB)
     MAX_SEEN_STR = 1 << 17
 
     def __init__(self, max_bytes: int | None = None):
@@ -220,7 +243,10 @@ class TextCache:
         self._first_nbytes = self.nbytes
         self.seen = np.zeros(1 << 12, dtype=np.uint64)  # hashes of texts seen once (admit_misses)
         self._n_seen = 0
-        self._str_seen: set[int] = set()  # Python hashes of the str texts seen (seen_texts)
+        # Python hashes of the str texts seen (seen_texts), in a set like ``seen``: no Python int is
+        # kept per text (a set of them cost more to fill and to empty than the rest of the check)
+        self._str_seen = np.zeros(1 << 12, dtype=np.uint64)
+        self._n_str_seen = 0
 
     def _allocate(self) -> None:
         """No entry, in arrays of their first (small) sizes; they grow by doubling within the bound."""
@@ -238,7 +264,8 @@ class TextCache:
         self._forget_entries()
         self.seen.fill(0)
         self._n_seen = 0
-        self._str_seen = set()
+        self._str_seen.fill(0)
+        self._n_str_seen = 0
 
     def _forget_entries(self) -> None:
         """Forget every entry.  The arrays are kept (they are within the bound): refilling them
@@ -267,11 +294,19 @@ class TextCache:
         scanned as before, without a copy."""
         if self.max_bytes <= 0:  # nothing is kept: only repeats within the batch matter
             return len(set(map(hash, texts))) < len(texts)
-        if len(self._str_seen) + len(texts) > self.MAX_SEEN_STR:
-            self._str_seen = set()
-        before = len(self._str_seen)
-        self._str_seen.update(map(hash, texts))  # one pass: a repeat in the batch or seen before adds less
-        return len(self._str_seen) < before + len(texts)
+        n = len(texts)
+        if self._n_str_seen + n > self.MAX_SEEN_STR:
+            self._str_seen.fill(0)
+            self._n_str_seen = 0
+        size = self._str_seen.shape[0]
+        while 2 * (self._n_str_seen + n) > size:  # at half load at most
+            size *= 2
+        if size > self._str_seen.shape[0]:
+            self._str_seen = _grown_set(self._str_seen, size)
+        hashes = np.fromiter(map(hash, texts), dtype=np.int64, count=n).view(np.uint64)
+        found = _add_hashes(self._str_seen, hashes)  # a repeat in the batch or seen before
+        self._n_str_seen += n - found
+        return found > 0
 
     def probe(self, buf: np.ndarray, offs: np.ndarray, admit_all: bool = False):
         """Texts ``buf[offs[d]:offs[d+1]]`` looked up: (where, miss_at, miss_hash) of

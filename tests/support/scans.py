@@ -15,9 +15,9 @@ def scanned_texts(monkeypatch, fresh_encoders: bool = False) -> list[int]:
     seen: list[int] = []
     original = DefaultEncoder._encode_units
 
-    def spy(self, buf, offs):
+    def spy(self, buf, offs, *scan):
         seen.append(len(offs) - 1)
-        return original(self, buf, offs)
+        return original(self, buf, offs, *scan)
 
     monkeypatch.setattr(DefaultEncoder, "_encode_units", spy)
     return seen

@@ -107,6 +107,72 @@ def test_eight_byte_ascii_words_tokenize_as_rouge_score(seed):
             assert np.array_equal(getattr(ea, name), getattr(eb, name)), (name, texts)
 
 
+def test_texts_scanned_in_groups_encode_as_in_one(monkeypatch):
+    """A batch larger than a group is joined and scanned group by group (a text longer than a
+    group alone), the parts' offsets shifted: the same ids, documents and sentences as one group."""
+    import random
+
+    from pipeline.text.encoder import DefaultEncoder
+
+    rng = random.Random(7)
+    words = ["a", "Bc", "d\u00e9f", "\u0130x", "\u212a", "12", "\n", "\u2019", "\U0001f600"]
+    texts = ["".join(rng.choice(words) + rng.choice(" \n,") for _ in range(rng.randint(0, 30))) for _ in range(400)]
+    refs = texts[1::2]
+    enc = DefaultEncoder(True)
+    one = enc.encode_examples(texts[0::2], refs, np.ones(len(refs), dtype=np.int64))
+    monkeypatch.setattr(DefaultEncoder, "GROUP_UNITS", 97)
+    enc.cache.clear()
+    grouped = enc.encode_examples(texts[0::2], refs, np.ones(len(refs), dtype=np.int64))
+    for name in ("tokens", "doc_tok", "sent_tok", "doc_sent"):
+        assert np.array_equal(getattr(one, name), getattr(grouped, name)), name
+    assert len(one.doc_tok) == 401 and one.sent_tok.shape[0] > 401
+
+
+@pytest.mark.parametrize("widest", ["", "\u00e9", "\u2019", "\U0001f600"])
+def test_str_scan_reads_1_2_4_byte_buffers_as_rouge_score(widest):
+    """Lists of str are scanned in the joined str's own 1-, 2- or 4-byte buffer, eight code units
+    packed into one word while they are ASCII: code points whose low byte is ASCII (U+0141 is
+    0x41 'A' in its low byte, U+0130 '0', U+212A '*', U+10041 'A' in its low 16 bits) must
+    separate (or map to "i" / "k") at every lane of the word and every alignment, as
+    rouge-score's tokenizer and the UTF-8 scan of the same texts (Arrow) say."""
+    import random
+
+    import pyarrow as pa
+    from rouge_score import tokenize
+
+    from pipeline.text.encoder import DefaultEncoder
+
+    rng = random.Random(len(widest) and ord(widest))
+    width_max = 0x7F if not widest else (0xFF if ord(widest) < 0x100 else (0xFFFF if ord(widest) < 0x10000 else 0x10FFFF))
+    aliasing = ["\u00c1", "\u0141", "\u0130", "\u212a", "\u2041", "\u0a30", "\ud841", "\U00010041", "\U00020130"]
+    aliasing = [c for c in aliasing if ord(c) <= width_max]
+    ascii_chars = "abcXYZ019 ,.\n\x00"
+    enc = DefaultEncoder(False)
+    for _ in range(300):
+        texts = []
+        for _ in range(rng.randint(1, 6)):
+            n = rng.choice((0, 7, 8, 9, 16, 17, rng.randint(0, 40)))
+            chars = [rng.choice(ascii_chars) for _ in range(n)]
+            for _ in range(rng.randint(0, 2) if aliasing and n else 0):  # a code point in any lane
+                chars[rng.randrange(n)] = rng.choice(aliasing)
+            texts.append("".join(chars))
+        texts[0] += widest  # the joined str has this buffer width
+        e = enc.encode(texts)
+        for d, t in enumerate(texts):
+            assert [enc.vocab.token(x) for x in e.tokens[e.doc_tok[d]:e.doc_tok[d + 1]]] == \
+                tokenize.tokenize(t, None), repr(t)
+            sents = [s for s in (tokenize.tokenize(line, None) for line in t.split("\n")) if s]
+            got = [[enc.vocab.token(x) for x in e.tokens[e.sent_tok[s]:e.sent_tok[s + 1]]]
+                   for s in range(e.doc_sent[d], e.doc_sent[d + 1])]
+            assert got == sents, repr(t)
+        utf8 = [t.encode("utf-8", "surrogatepass") for t in texts]
+        if all(b"\xed" not in b for b in utf8):  # Arrow holds valid UTF-8 only (no lone surrogate)
+            ea, _ = enc.encode_arrow(pa.array(texts), pa.array(texts))
+            eb = enc.encode([t for t in texts for _ in (0, 1)])
+            for name in ("tokens", "doc_tok", "sent_tok", "doc_sent"):
+                assert np.array_equal(getattr(ea, name), getattr(eb, name)), (name, texts)
+
+
 @pytest.mark.parametrize("widest", ["\u00e9", "\u2019", "\U0001f600"])
 def test_str_buffers_to_utf8_as_str_encode(widest):
     """Every str is scanned as UTF-8, converted in place from its 1-, 2- or 4-byte buffer

@@ -147,7 +147,7 @@ def test_references_that_never_repeat_are_not_kept(path, encoders, monkeypatch):
         _score(scorer, path, refs[a:a + 500], cands[a:a + 500])
         cache = engine.default_encoder(False).cache
         assert cache.n_entries == 0 and cache.seen.shape[0] <= 1 << 12
-        sizes.append(cache._n_seen if path == "arrow" else len(cache._str_seen))
+        sizes.append(cache._n_seen if path == "arrow" else cache._n_str_seen)
     assert sizes[:4] == [500, 1000, 1500, 2000] and sizes[4] == 500   # emptied
     again = _score(scorer, path, refs[2500:], cands[2500:])             # seen before: now kept
     assert engine.default_encoder(False).cache.n_entries == 500
