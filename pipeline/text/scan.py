@@ -86,22 +86,9 @@ def scan_tokens(buf, offs, lower_to_ascii, low, tstart, tend, nl_tok, doc_tok, d
                 brk = True
             else:  # the bytes of every other code point separate
                 c = np.uint8(0)
-            low[w] = c
-            t = np.int64(c > 1)
-            start = t & (1 - prev)
-            tstart[ntok] = w
-            ntok += start
-            nl_tok[nnl] = ntok  # a newline: the next token starts a sentence
-            nnl += np.int64(c == 1) & np.int64(ntok > nl_tok[nnl - 1])
-            tend[nend] = w
-            nend += prev & (1 - t)
-            prev = t
+            ntok, nend, prev, nnl = _unit(c, brk, w, prev, ntok, nend, nnl, tstart, tend, nl_tok, low)
             w += 1
             i += 1
-            if brk:
-                tend[nend] = w
-                nend += 1
-                prev = 0
         if prev:
             tend[nend] = w
             nend += 1
@@ -145,27 +132,34 @@ def scan_str(text, offs, lower_to_ascii, low, tstart, tend, nl_tok, doc_tok, doc
                 brk = True
             else:
                 c = np.uint8(0)
-            low[w] = c
-            t = np.int64(c > 1)
-            start = t & (1 - prev)
-            tstart[ntok] = w
-            ntok += start
-            nl_tok[nnl] = ntok  # a newline: the next token starts a sentence
-            nnl += np.int64(c == 1) & np.int64(ntok > nl_tok[nnl - 1])
-            tend[nend] = w
-            nend += prev & (1 - t)
-            prev = t
+            ntok, nend, prev, nnl = _unit(c, brk, w, prev, ntok, nend, nnl, tstart, tend, nl_tok, low)
             w += 1
             i += 1
-            if brk:
-                tend[nend] = w
-                nend += 1
-                prev = 0
         if prev:
             tend[nend] = w
             nend += 1
         doc_tok[d + 1] = ntok
     return ntok, _sentences(ntok, nl_tok, nnl, doc_tok, doc_sent, sent_tok)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _unit(c, brk, w, prev, ntok, nend, nnl, tstart, tend, nl_tok, low):
+    """One code unit of class ``c`` at ``low[w]`` (``brk``: a token ends after it): its token
+    start and end and a newline recorded, branch-free.  Returns (ntok, nend, prev, nnl)."""
+    low[w] = c
+    t = np.int64(c > 1)
+    tstart[ntok] = w
+    ntok += t & (1 - prev)
+    nl_tok[nnl] = ntok  # a newline: the next token starts a sentence
+    nnl += np.int64(c == 1) & np.int64(ntok > nl_tok[nnl - 1])
+    tend[nend] = w
+    nend += prev & (1 - t)
+    prev = t
+    if brk:
+        tend[nend] = w + 1
+        nend += 1
+        prev = 0
+    return ntok, nend, prev, nnl
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -18,6 +18,19 @@ class _Plain:
         self.tokenize = inner.tokenize
 
 
+def _same_as_rouge_score(enc, e, texts):
+    """Each text's tokens, and its sentences' (its lines'), as rouge-score's tokenizer gives them."""
+    from rouge_score import tokenize
+
+    for d, t in enumerate(texts):
+        assert [enc.vocab.token(x) for x in e.tokens[e.doc_tok[d]:e.doc_tok[d + 1]]] == \
+            tokenize.tokenize(t, None), repr(t)
+        sents = [s for s in (tokenize.tokenize(line, None) for line in t.split("\n")) if s]
+        got = [[enc.vocab.token(x) for x in e.tokens[e.sent_tok[s]:e.sent_tok[s + 1]]]
+               for s in range(e.doc_sent[d], e.doc_sent[d + 1])]
+        assert got == sents, repr(t)
+
+
 def test_line_composition_matches_whole_text_tokenization(shared_data):
     rows = [json.loads(line) for line in (shared_data / "multi_summeval" / "multi_summeval.jsonl").open()]
     by_lang = {}
@@ -41,7 +54,6 @@ def test_str_and_arrow_utf8_scans_tokenize_as_rouge_score():
     import random
 
     import pyarrow as pa
-    from rouge_score import tokenize
 
     from pipeline.text.encoder import DefaultEncoder
 
@@ -52,12 +64,7 @@ def test_str_and_arrow_utf8_scans_tokenize_as_rouge_score():
     for _ in range(3000):
         texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12))) for _ in range(rng.randint(1, 4))]
         e = enc.encode(texts)
-        for d, t in enumerate(texts):
-            assert [enc.vocab.token(x) for x in e.tokens[e.doc_tok[d]:e.doc_tok[d + 1]]] == tokenize.tokenize(t, None)
-            sents = [s for s in (tokenize.tokenize(line, None) for line in t.split("\n")) if s]
-            got = [[enc.vocab.token(x) for x in e.tokens[e.sent_tok[s]:e.sent_tok[s + 1]]]
-                   for s in range(e.doc_sent[d], e.doc_sent[d + 1])]
-            assert got == sents, repr(t)
+        _same_as_rouge_score(enc, e, texts)
         refs = [texts[1:] or ["x"], texts[::-1]]
         ea, n_refs = enc.encode_arrow(pa.array([texts[0]] * 2), pa.array(refs))
         eb = enc.encode([texts[0]] + refs[0] + [texts[0]] + refs[1])
@@ -74,7 +81,6 @@ def test_eight_byte_ascii_words_tokenize_as_rouge_score(seed):
     import random
 
     import pyarrow as pa
-    from rouge_score import tokenize
 
     from pipeline.text.encoder import DefaultEncoder
 
@@ -94,13 +100,7 @@ def test_eight_byte_ascii_words_tokenize_as_rouge_score(seed):
     for _ in range(300):
         texts = [text() for _ in range(rng.randint(1, 12))]
         e = enc.encode(texts)
-        for d, t in enumerate(texts):
-            assert [enc.vocab.token(x) for x in e.tokens[e.doc_tok[d]:e.doc_tok[d + 1]]] == \
-                tokenize.tokenize(t, None), repr(t)
-            sents = [s for s in (tokenize.tokenize(line, None) for line in t.split("\n")) if s]
-            got = [[enc.vocab.token(x) for x in e.tokens[e.sent_tok[s]:e.sent_tok[s + 1]]]
-                   for s in range(e.doc_sent[d], e.doc_sent[d + 1])]
-            assert got == sents, repr(t)
+        _same_as_rouge_score(enc, e, texts)
         ea, _ = enc.encode_arrow(pa.array(texts), pa.array(texts))
         eb = enc.encode([t for t in texts for _ in (0, 1)])
         for name in ("tokens", "doc_tok", "sent_tok", "doc_sent"):
@@ -138,7 +138,6 @@ def test_str_scan_reads_1_2_4_byte_buffers_as_rouge_score(widest):
     import random
 
     import pyarrow as pa
-    from rouge_score import tokenize
 
     from pipeline.text.encoder import DefaultEncoder
 
@@ -158,13 +157,7 @@ def test_str_scan_reads_1_2_4_byte_buffers_as_rouge_score(widest):
             texts.append("".join(chars))
         texts[0] += widest  # the joined str has this buffer width
         e = enc.encode(texts)
-        for d, t in enumerate(texts):
-            assert [enc.vocab.token(x) for x in e.tokens[e.doc_tok[d]:e.doc_tok[d + 1]]] == \
-                tokenize.tokenize(t, None), repr(t)
-            sents = [s for s in (tokenize.tokenize(line, None) for line in t.split("\n")) if s]
-            got = [[enc.vocab.token(x) for x in e.tokens[e.sent_tok[s]:e.sent_tok[s + 1]]]
-                   for s in range(e.doc_sent[d], e.doc_sent[d + 1])]
-            assert got == sents, repr(t)
+        _same_as_rouge_score(enc, e, texts)
         utf8 = [t.encode("utf-8", "surrogatepass") for t in texts]
         if all(b"\xed" not in b for b in utf8):  # Arrow holds valid UTF-8 only (no lone surrogate)
             ea, _ = enc.encode_arrow(pa.array(texts), pa.array(texts))
