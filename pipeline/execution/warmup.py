@@ -65,7 +65,7 @@ def _warm_job(settings=None, diagnostics: bool = True, stats: bool = True) -> No
         scores = job.score_table(table, s)
         if stats:
             job.unit_stats(scores, job.UnitContext(run_url="", scoring=s, seed=0, n_boot=10))
-    records._jsonl_shape(np.frombuffer(b'{"id": 1}\n', dtype=np.uint8))
+    records._clean_lines(b'{"id": 1}\n')   # the line scan and digests, as a task reads a unit
     from pipeline.stats.mt_bootstrap import bootstrap_means  # numba, likewise: eval's and compute's bootstrap
 
     bootstrap_means(np.random.RandomState(0), np.zeros((2, 3)), 1, [0, 1, 2])
@@ -75,7 +75,6 @@ def _warm_job(settings=None, diagnostics: bool = True, stats: bool = True) -> No
 def warm_encoder() -> None:
     """The default encoder's kernels (texts and Arrow columns, ASCII and not) and the JSONL byte
     check, without the scoring kernel."""
-    import numpy as np
     import pyarrow as pa
 
     from pipeline.io import records  # numba: imported here (see the note at the top)
@@ -87,7 +86,7 @@ def warm_encoder() -> None:
         enc.encode(["a b c \u2014 caf\u00e9"])                     # any other is encoded once
         # a reference repeated: the cache's gather and the Arrow buffer's compaction
         enc.encode_arrow(pa.array(["the cat sat", "caf\u00e9 b"]), pa.array([["a cat"], ["b", "a cat"]]))
-    records._jsonl_shape(np.frombuffer(b'{"id": 1}\n', dtype=np.uint8))
+    records._clean_lines(b'{"id": 1}\n')   # the line scan and digests, as a task reads a unit
 
 
 def warm_split() -> None:

@@ -242,11 +242,6 @@ def _jsonl_scan(buf):
     return nl, nl_brace, cr, sur, starts[:lines + 1].copy()
 
 
-def _jsonl_shape(buf):
-    """:func:`_jsonl_scan`'s first four answers."""
-    return _jsonl_scan(buf)[:4]
-
-
 def _unit_bytes(spec: InputSpec, unit: WorkUnit) -> bytes | pa.Buffer | None:
     """The bytes of a JSONL unit the fast path can take (a whole file, or a byte range of an
     uncompressed one), else None."""

@@ -81,18 +81,15 @@ def _test_sleep(var: str = TEST_TASK_SLEEP_ENV) -> None:
         time.sleep(float(s))
 
 
-def unit_input(spec, unit: WorkUnit, ctx: UnitContext, target_cost: float, full: pa.Table | None = None,
-               read: pa.Table | None = None):
+def unit_input(spec, unit: WorkUnit, ctx: UnitContext, target_cost: float, full: tuple | None = None):
     """``(table, quarantine, slices, bounds)`` of a unit: its canonical rows (without its
     ``drop_rows``), its quarantine rows, its cost split (:class:`pipeline.job.plan.Slice`, cut
     on the rows read without drops, so a unit's slices are the same whether or not later
-    duplicates are dropped) and each slice's row range in ``table``.  ``full``: the rows read
-    without drops, if the caller has them; ``read``: a unit without drops already read whole
-    with no row quarantined (its lines parsed by the fast reader)."""
-    if read is not None and not unit.drop_rows:
-        full, quarantine = read, QUARANTINE_SCHEMA.empty_table()
-    elif full is None or not unit.drop_rows:
-        full, quarantine = readers.read_unit(spec, dataclasses.replace(unit, drop_rows=()) if unit.drop_rows else unit)
+    duplicates are dropped) and each slice's row range in ``table``.  ``full``: ``(rows,
+    quarantine)`` of the unit read without drops, if the caller has them."""
+    if full is None:
+        full = readers.read_unit(spec, dataclasses.replace(unit, drop_rows=()) if unit.drop_rows else unit)
+    full, quarantine = full
     costs = estimate_costs(full, source=ctx.scoring.diagnostics)
     slices = split_by_cost([unit], [costs], target_cost)
     bounds = [(s.lo, full.num_rows if s.hi is None else s.hi) for s in slices]
@@ -281,11 +278,12 @@ def _score_unit(spec, unit: WorkUnit, ctx: UnitContext, work: UnitWork, duplicat
     lined = _line_input(spec, unit, ctx, work, index)
     if isinstance(lined, LinedUnit):
         return _score_lines(unit, ctx, work, lined)
-    full = None
+    # the unit's rows read without drops, when its lines were (none of them the previous run's)
+    full = None if lined is None else (lined, QUARANTINE_SCHEMA.empty_table())
     if work.again:
-        full, _ = readers.read_unit(spec, dataclasses.replace(unit, drop_rows=()))
-        unit = dedup.confirm_drops(spec, unit, full, duplicates[unit.index])
-    table, quarantine, slices, bounds = unit_input(spec, unit, ctx, work.target_cost, full, read=lined)
+        full = readers.read_unit(spec, dataclasses.replace(unit, drop_rows=()))
+        unit = dedup.confirm_drops(spec, unit, full[0], duplicates[unit.index])
+    table, quarantine, slices, bounds = unit_input(spec, unit, ctx, work.target_cost, full)
     if work.again:
         # what the unit wrote goes first (its markers first of all): a rerun after a kill
         # part-way reads the unit again rather than trust slices of both kinds

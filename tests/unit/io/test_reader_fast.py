@@ -112,7 +112,7 @@ def test_jsonl_shape_equals_the_bytes_definitions(seed):
     alphabet = [b"\n", b"{", b"\r", b"\\", b"u", b"d", b"D", b"8", b"9", b"a", b"f", b"F", b"g", b"x", b"\\u",
                 b"A", b"G", b"7", b"`", b":", b"c", b"C", b"e", b"E"]
     data = b"".join(rng.choice(alphabet, size=int(rng.integers(0, 200))))
-    nl, nl_brace, cr, sur = records._jsonl_shape(np.frombuffer(data, dtype=np.uint8))
+    nl, nl_brace, cr, sur = records._jsonl_scan(np.frombuffer(data, dtype=np.uint8))[:4]
     assert nl == data.count(b"\n")
     assert nl_brace == data.count(b"\n{")
     assert cr == (b"\r" in data)
@@ -141,5 +141,5 @@ def test_jsonl_shape_surrogate_escape_at_every_byte_value():
     for prefix in (b"\\ud", b"\\uD", b"\\ue", b"x\\u"):
         for c in range(256):
             data = prefix + bytes([c])
-            sur = records._jsonl_shape(np.frombuffer(data, dtype=np.uint8))[3]
+            sur = records._jsonl_scan(np.frombuffer(data, dtype=np.uint8))[3]
             assert sur == bool(re.search(rb"\\u[dD][89a-fA-F]", data)), data
