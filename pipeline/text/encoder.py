@@ -5,13 +5,13 @@ texts costs one ``str.join`` and a few numba calls:
 
 1. Texts are joined, and the joined str is scanned in its own 1-, 2- or 4-byte buffer
    (:func:`~pipeline.text.scan.scan_str`: no UTF-8 copy).  Arrow columns are read in their
-   own UTF-8 buffers (:func:`~pipeline.text.scan.scan_tokens`), as are the texts the
-   reference cache hashes (converted to UTF-8 once).
+   own UTF-8 buffers (:func:`~pipeline.text.scan.scan_tokens`), as is a batch whose
+   references the cache may hold (converted to UTF-8 once: the cache keeps bytes).
 2. Pass 1 reads eight units at a time while they are ASCII: one 64-bit word is lowercased
-   and classified without a branch per byte (SWAR), and token starts and ends, newlines
-   and sentence starts come from its 8-bit masks.  Other bytes go one at a time and map
-   the two code points whose lowercase is ASCII alphanumeric (U+0130 -> ``i`` + a break,
-   U+212A -> ``k``); every other non-ASCII code point separates.  That is exactly
+   and classified without a branch per byte (SWAR), and token starts and ends and the token
+   after each newline (a sentence start) come from its 8-bit masks.  Other units go one at
+   a time and map the two code points whose lowercase is ASCII alphanumeric
+   (U+0130 -> ``i`` + a break, U+212A -> ``k``); every other non-ASCII code point separates.  That is exactly
    ``str.lower`` followed by rouge-score's ``[^a-z0-9]+`` substitution.  Pass 2 maps each
    token to a dense id through open-addressing tables keyed by the token's own bytes (read
    as whole words), verified byte for byte above 16 bytes, so no collision can merge two

@@ -145,8 +145,8 @@ def put_utf8(out, o, cp):
 def str_to_utf8(text, offs):
     """A str's documents ``text[offs[d]:offs[d+1]]`` (code points) -> (UTF-8 bytes, byte
     offsets), ``surrogatepass`` as ``str.encode``: read in place, runs of ASCII eight code
-    units at a time from 1- and 2-byte str buffers (``str.encode`` of a 2-byte str costs
-    more than the whole scan)."""
+    units at a time (:func:`read8`; ``str.encode`` of a 2-byte str costs more than the whole
+    scan)."""
     kind = text._kind
     n = len(text)
     out = np.empty(n * (2 if kind == 1 else (3 if kind == 2 else 4)) + 8, dtype=np.uint8)
@@ -159,21 +159,12 @@ def str_to_utf8(text, offs):
         end = offs[d + 1]
         while i < end:
             if i + 8 <= end:
-                if kind == 1:
-                    x = _load_u64_ptr(data, i)
-                    if (x & HIGH) == 0:
-                        store_u64(out, o, x)
-                        o += 8
-                        i += 8
-                        continue
-                elif kind == 2:
-                    x = _load_u64_ptr(data, 2 * i)
-                    z = _load_u64_ptr(data, 2 * i + 8)
-                    if ((x | z) & _HIGH16) == 0:
-                        store_u64(out, o, _pack_ucs2(x) | (_pack_ucs2(z) << np.uint64(32)))
-                        o += 8
-                        i += 8
-                        continue
+                ok, x = read8(data, kind, i)
+                if ok:
+                    store_u64(out, o, x)
+                    o += 8
+                    i += 8
+                    continue
             o = put_utf8(out, o, get_code_point(text, i))
             i += 1
         out_offs[d + 1] = o

@@ -103,25 +103,29 @@ def admit_misses(miss_hash, miss_count, seen, admit):
     set of hashes, 0 where empty) or more than once in this batch; the hashes of the others are
     added to ``seen``.  A hash only decides what is kept, never what a text's tokens are.
     Returns the number of hashes added."""
-    mask = seen.shape[0] - 1
     added = 0
     for k in range(miss_hash.shape[0]):
-        h = miss_hash[k] | np.uint64(1)  # never 0 (empty)
-        slot = np.int64(h >> np.uint64(32)) & mask
-        found = False
-        while True:
-            x = seen[slot]
-            if x == h:
-                found = True
-                break
-            if x == 0:
-                break
-            slot = (slot + 1) & mask
+        found = _set_add(seen, miss_hash[k] | np.uint64(1))  # never 0 (empty)
         admit[k] = found or miss_count[k] > 1
         if not found:
-            seen[slot] = h
             added += 1
     return added
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _set_add(seen, h):
+    """Whether the hash ``h`` (not 0: 0 marks a free slot) is in the open-addressing set ``seen``
+    already; added if not."""
+    mask = seen.shape[0] - 1
+    slot = np.int64(h >> np.uint64(32)) & mask
+    while True:
+        x = seen[slot]
+        if x == h:
+            return True
+        if x == 0:
+            seen[slot] = h
+            return False
+        slot = (slot + 1) & mask
 
 
 @njit(cache=True, nogil=True)
@@ -184,21 +188,10 @@ def _add_hashes(table, hashes):
     """Add ``hashes`` (0 taken as 1: 0 marks a free slot) to the set ``table`` (slots as
     :func:`_rehash_set`'s, at most half full after); returns how many were in it already
     (seen before, or repeated in ``hashes``)."""
-    mask = table.shape[0] - 1
     found = 0
     for i in range(hashes.shape[0]):
         h = hashes[i]
-        h = h if h != 0 else np.uint64(1)
-        slot = np.int64(h >> np.uint64(32)) & mask
-        while True:
-            k = table[slot]
-            if k == h:
-                found += 1
-                break
-            if k == 0:
-                table[slot] = h
-                break
-            slot = (slot + 1) & mask
+        found += _set_add(table, h if h != 0 else np.uint64(1))
     return found
 
 

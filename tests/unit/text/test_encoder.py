@@ -109,7 +109,8 @@ def test_eight_byte_ascii_words_tokenize_as_rouge_score(seed):
 
 def test_texts_scanned_in_groups_encode_as_in_one(monkeypatch):
     """A batch larger than a group is joined and scanned group by group (a text longer than a
-    group alone), the parts' offsets shifted: the same ids, documents and sentences as one group."""
+    group alone), the parts' offsets shifted: the same ids, documents and sentences as one group,
+    on both paths (``encode``: the str's own buffer; references some of which repeat: UTF-8)."""
     import random
 
     from pipeline.text.encoder import DefaultEncoder
@@ -119,12 +120,16 @@ def test_texts_scanned_in_groups_encode_as_in_one(monkeypatch):
     texts = ["".join(rng.choice(words) + rng.choice(" \n,") for _ in range(rng.randint(0, 30))) for _ in range(400)]
     refs = texts[1::2]
     enc = DefaultEncoder(True)
+    assert len(set(refs)) < len(refs)  # a reference repeats: encode_examples takes the cache's path
     one = enc.encode_examples(texts[0::2], refs, np.ones(len(refs), dtype=np.int64))
+    one_str = enc.encode(texts)
     monkeypatch.setattr(DefaultEncoder, "GROUP_UNITS", 97)
     enc.cache.clear()
     grouped = enc.encode_examples(texts[0::2], refs, np.ones(len(refs), dtype=np.int64))
-    for name in ("tokens", "doc_tok", "sent_tok", "doc_sent"):
-        assert np.array_equal(getattr(one, name), getattr(grouped, name)), name
+    grouped_str = enc.encode(texts)
+    for a, b in ((one, grouped), (one_str, grouped_str)):
+        for name in ("tokens", "doc_tok", "sent_tok", "doc_sent"):
+            assert np.array_equal(getattr(a, name), getattr(b, name)), name
     assert len(one.doc_tok) == 401 and one.sent_tok.shape[0] > 401
 
 
