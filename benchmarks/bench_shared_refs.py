@@ -30,7 +30,8 @@ the job scores a task's table): pairs/s in process CPU time, every configuration
 back to back (in an order that rotates), and the medians of the per-call ratios; then the share
 of a call's time its references take: the examples' encoding minus the candidates' alone, over
 the whole ``score_arrays`` call, for system 2's first call after systems 0 and 1 (a reference
-text is kept the second time it is seen).
+text is kept the second time it is seen); and the target's own measure: the references of all
+the systems of a run (by system, a new cache) against one system's references tokenized.
 """
 from __future__ import annotations
 
@@ -90,6 +91,7 @@ def main(argv=None) -> int:
     ap.add_argument("--batch", type=int, default=1000, help="pairs per call")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--no-stem", dest="stem", action="store_false", default=True)
+    ap.add_argument("--corpus-only", action="store_true", help="only the last table (the corpus's references)")
     args = ap.parse_args(argv)
 
     import numpy as np
@@ -127,6 +129,9 @@ def main(argv=None) -> int:
     la = os.getloadavg()
     print(f"{args.systems} systems x {args.docs} documents = {n} short pairs, {b}-pair calls, "
           f"stemmed={args.stem}; load average {la[0]:.2f} {la[1]:.2f} {la[2]:.2f}")
+    if args.corpus_only:
+        corpus_references(args, rows["by system"], min(b, args.docs))
+        return 0
     # exactness (and the encoders' vocabularies warmed): every configuration, path and order gives
     # the numbers of distinct references without the cache, on every pair
     want = None
@@ -187,7 +192,60 @@ def main(argv=None) -> int:
         print(f"{label:<26} total {total / k * 1e6:6.2f} | references {ref_t / k * 1e6:6.2f} ({ref_t / total:.0%}) | "
               f"candidates {cand_t / k * 1e6:6.2f} ({cand_t / total:.0%}) | kernels and the rest "
               f"{rest / k * 1e6:6.2f} ({rest / total:.0%})")
+    corpus_references(args, rows["by system"], k)
     return 0
+
+
+def corpus_references(args, order, k: int) -> None:
+    """The target's own measure: the references of all the systems (by system, each system's first
+    ``k`` rows in one call, the cache emptied first, as a new run) against one system's references
+    tokenized (the median system's, by an encoder that keeps nothing, which also gives the whole
+    corpus without the cache).  A call's references: the call minus
+    the same call on its candidates alone (no references), in process CPU time; each system's
+    figure is the median over ``--rounds`` runs of the whole sequence."""
+    import numpy as np
+    import pyarrow as pa
+
+    from pipeline.columns import utf8_buffers
+    from pipeline.text.encoder import DefaultEncoder
+    from pipeline.text.textcache import TextCache
+
+    S = args.systems
+    firsts = [slice(s * args.docs, s * args.docs + k) for s in range(S)]
+
+    def calls(s, path):
+        refs, cands = order["shared"][firsts[s]], order["cands"][firsts[s]]
+        refs = [r.encode().decode() for r in refs]  # new objects every run, as rows read again
+        if path == "arrow":  # the candidates alone: the same scan of their UTF-8 buffers
+            c, r = pa.array(cands), pa.array([[x] for x in refs])
+            return (lambda e: e.encode_arrow(c, r)), (lambda e: e._finish(*e._encode_units(*utf8_buffers(c))))
+        ones = np.ones(k, dtype=np.int64)
+        return (lambda e: e.encode_examples(cands, refs, ones)), (lambda e: e.encode(cands))
+
+    print(f"\n== the corpus's references, by system ({S} systems x {k} rows, one {k}-pair call a system, "
+          f"median of {args.rounds} runs), us/pair ==")
+    print(f"{'path':<8}{'one system (no cache)':>24}{'system 0':>10}{'system 1':>10}{'systems 2..':>13}"
+          f"{'all ' + str(S) + ' systems':>16}{'/ one system':>14}{'without the cache':>19}")
+    for path in ("lists", "arrow"):
+        enc, plain = DefaultEncoder(args.stem), DefaultEncoder(args.stem)
+        plain.cache = TextCache(max_bytes=0)
+        for e in (enc, plain):  # vocabularies warmed: every token has its id and stem
+            for s in range(S):
+                calls(s, path)[0](e)
+        per = [[] for _ in range(S)]
+        per_plain = [[] for _ in range(S)]
+        for _ in range(args.rounds):
+            enc.cache.clear()
+            for s in range(S):
+                both, alone = calls(s, path)
+                # one call each, as a run makes them (a repeated call would find the cache filled)
+                per[s].append(-_cpu(lambda: alone(enc)) + _cpu(lambda: both(enc)))
+                per_plain[s].append(-_cpu(lambda: alone(plain)) + _cpu(lambda: both(plain)))
+        us = [statistics.median(v) / k * 1e6 for v in per]
+        plain_us = [statistics.median(v) / k * 1e6 for v in per_plain]
+        one_us = statistics.median(plain_us)
+        print(f"{path:<8}{one_us:>24.2f}{us[0]:>10.2f}{us[1]:>10.2f}{statistics.median(us[2:]):>13.2f}"
+              f"{sum(us):>16.2f}{'x%.2f' % (sum(us) / one_us):>14}{'x%.2f' % (sum(plain_us) / one_us):>19}")
 
 
 if __name__ == "__main__":

@@ -22,8 +22,10 @@ texts costs one ``str.join`` and a few numba calls:
    through the encoder's :class:`~pipeline.text.textcache.TextCache`: a text repeated in the
    batch is scanned once, and a text the cache keeps (one seen in an earlier batch, task or
    call: every system of a corpus has the same references) is not scanned again, its raw ids
-   are copied from the cache.  Python lists whose references are all new (none repeats, none
-   was given before) are scanned as one stream in the batch layout, as without a cache.
+   are copied from the cache, straight into the batch layout (one copy).  References are
+   looked up by their UTF-8 bytes (a Python list's are converted once); a list whose references
+   are all new (none repeats, none is held) is then scanned as one stream in the batch layout,
+   in the strs' own buffers, as without a cache.
 
 The parts live in their own modules: :mod:`~pipeline.text.intrinsics` (unaligned loads,
 UTF-8 writes), :mod:`~pipeline.text.scan` (pass 1), :mod:`~pipeline.text.vocabulary`
@@ -38,7 +40,6 @@ profile has its own scan, :mod:`pipeline.text.unicode_scan`).
 """
 from __future__ import annotations
 
-import functools
 import threading
 from typing import Callable, Sequence
 
@@ -46,7 +47,7 @@ import numpy as np
 
 from pipeline.columns import utf8_buffers
 from pipeline.text.csr import (BREAK, DOC_MARK, END, LINE_MARK, EncodedDocs, check_reference_counts,
-                               compact_texts, concat_parts, drop_negative, empty_docs, gather, gather_two, interleave,
+                               compact_texts, concat_parts, drop_negative, empty_docs, gather, gather_layout,
                                map_ids, split_marked, text_groups)
 from pipeline.text.intrinsics import get_code_point, str_to_utf8
 from pipeline.text.scan import Scratch, scan_str, scan_tokens
@@ -101,43 +102,20 @@ class DefaultEncoder:
         np.cumsum(n_refs, out=ref_off[1:])
         with self._lock:
             self._check_size()
-            if not self.cache.seen_texts(references):  # all new: scanned once, in the batch layout
-                docs = _layout(candidates, references, ref_off)
-                return self._finish(*self._encode_strs(docs))
-            c = self._encode_texts(candidates, self._encode_units)
-            r = self._encode_texts(references, functools.partial(self._encode_cached, admit_all=True))
-            return self._finish(*interleave(*c, *r, ref_off))
+            ends = text_groups(references, self.GROUP_UNITS)[0]
+            buf, offs = _utf8("".join(references), ends)
+            found = self._probe(buf, offs)
+            if found is None:  # all new: scanned once, in the batch layout, in the str's own buffer
+                return self._finish(*self._encode_strs(_layout(candidates, references, ref_off)))
+            return self._finish(*self._gather(self._encode_strs(candidates), buf, offs, found, ref_off))
 
     def _encode_strs(self, texts: list[str]):
         """(tokens, doc_tok, doc_sent, sent_tok) of ``texts``, each group of them joined and
         scanned in the str's own buffer (no UTF-8 copy); under the lock."""
+        ends, groups = text_groups(texts, self.GROUP_UNITS)
         if get_code_point is None:  # pragma: no cover - numba moved its str accessor
-            return self._encode_texts(texts, self._encode_units)
-        ends, groups = text_groups(texts, self.GROUP_UNITS)
+            return self._encode_bytes(*_utf8("".join(texts), ends))
         parts = [self._encode_units("".join(texts[a:b]), ends[a:b + 1] - ends[a], scan_str) for a, b in groups]
-        return parts[0] if len(parts) == 1 else concat_parts(parts)
-
-    def _encode_texts(self, texts: list[str], encode_units):
-        """(tokens, doc_tok, doc_sent, sent_tok) of ``texts`` by ``encode_units`` on their UTF-8
-        bytes, in groups; under the lock."""
-        ends, groups = text_groups(texts, self.GROUP_UNITS)
-        parts = []
-        for a, b in groups:
-            group = texts[a:b]
-            joined = "".join(group)
-            offs = ends[a:b + 1] - ends[a]
-            # scanned as UTF-8, which scan_tokens reads eight ASCII bytes at a time; ASCII text is
-            # its own UTF-8 (encoding it is a copy), other text is converted in one kernel call
-            if joined.isascii():
-                buf = np.frombuffer(joined.encode("ascii"), dtype=np.uint8)
-            elif get_code_point is not None:
-                buf, offs = str_to_utf8(joined, offs)
-            else:  # pragma: no cover - UTF-8 bytes
-                raw = [t.encode("utf-8", "surrogatepass") for t in group]
-                buf = np.frombuffer(b"".join(raw), dtype=np.uint8)
-                offs = np.zeros(len(raw) + 1, dtype=np.int64)
-                np.cumsum(np.fromiter(map(len, raw), dtype=np.int64, count=len(raw)), out=offs[1:])
-            parts.append(encode_units(buf, offs))
         return parts[0] if len(parts) == 1 else concat_parts(parts)
 
     def encode_arrow(self, candidates, references) -> tuple[EncodedDocs, np.ndarray]:
@@ -163,9 +141,9 @@ class DefaultEncoder:
         with self._lock:
             self._check_size()
             c = self._encode_units(*utf8_buffers(cands))
-            r = self._encode_cached(*utf8_buffers(flat))
-            tokens, doc_tok, doc_sent, sent_tok = interleave(*c, *r, ro)
-            return self._finish(tokens, doc_tok, doc_sent, sent_tok), n_refs
+            buf, offs = utf8_buffers(flat)
+            found = self._probe(buf, offs)
+            return self._finish(*self._gather(c, buf, offs, found, ro)), n_refs
 
     def _check_size(self) -> None:
         if self.vocab.n_ids > Vocabulary.MAX_IDS:
@@ -183,20 +161,48 @@ class DefaultEncoder:
             tokens = stemmed
         return EncodedDocs(tokens, doc_tok, tokens, sent_tok, doc_sent, self.vocab.generation)
 
-    def _encode_cached(self, buf, offs, admit_all: bool = False):
-        """:meth:`_encode_units`, each text the cache holds taken from it and every other distinct
-        text scanned once, and kept if seen before (or ``admit_all``); under the lock."""
+    def _probe(self, buf, offs):
+        """The references ``buf[offs[d]:offs[d+1]]`` looked up in the cache (:meth:`TextCache.probe`):
+        None when none is held and none repeats (nothing to copy: scanned where they are), else
+        (where, miss_at, miss_hash, admit); under the lock."""
         cache = self.cache
         cache.check_generation(self.vocab.generation)
-        where, miss_at, miss_hash, admit = cache.probe(buf, offs, admit_all)
-        if miss_at.shape[0] == where.shape[0]:  # all new and distinct: scanned where they are
-            new = self._encode_units(buf, offs)
-            cache.add(buf, offs, miss_at, miss_hash, new, admit)
-            return new
-        new = self._encode_units(*compact_texts(buf, offs, miss_at)) if miss_at.shape[0] else _NO_DOCS
-        out = gather_two(*cache.stream(), *new, where)
-        cache.add(buf, offs, miss_at, miss_hash, new, admit)
+        found = cache.probe(buf, offs)
+        where, miss_at, _, admit = found
+        if miss_at.shape[0] == where.shape[0] and not admit.any():
+            return None
+        return found
+
+    def _gather(self, cands, buf, offs, found, ref_off):
+        """Candidates' stream ``cands`` and the references of ``buf``/``offs`` in the batch layout:
+        each reference the cache holds copied from it, every other distinct one scanned once and
+        kept if seen before (:meth:`_probe`'s ``found``; None: all of them new); under the lock."""
+        cache = self.cache
+        if found is None:  # all new and distinct: scanned where they are, in order
+            new = self._encode_bytes(buf, offs)
+            where = -1 - np.arange(offs.shape[0] - 1, dtype=np.int64)
+            return gather_layout(*cands, *_NO_DOCS, *new, where, ref_off)
+        where, miss_at, miss_hash, admit = found
+        if miss_at.shape[0] == where.shape[0]:
+            new = self._encode_bytes(buf, offs)
+        else:
+            new = self._encode_bytes(*compact_texts(buf, offs, miss_at)) if miss_at.shape[0] else _NO_DOCS
+        out = gather_layout(*cands, *cache.stream(), *new, where, ref_off)
+        cache.add(buf, offs, miss_at, miss_hash, new, admit)  # after the copy: adding may empty the cache
         return out
+
+    def _encode_bytes(self, buf, offs):
+        """:meth:`_encode_units` of UTF-8 documents, in groups of about :attr:`GROUP_UNITS` bytes."""
+        n = offs.shape[0] - 1
+        if int(offs[-1] - offs[0]) <= self.GROUP_UNITS:
+            return self._encode_units(buf, offs)
+        parts = []
+        a = 0
+        while a < n:
+            b = max(a + 1, int(np.searchsorted(offs, offs[a] + self.GROUP_UNITS, side="right")) - 1)
+            parts.append(self._encode_units(buf, offs[a:b + 1]))
+            a = b
+        return concat_parts(parts)
 
     def _encode_units(self, buf, offs, scan=scan_tokens):
         """Raw token ids and (doc_tok, doc_sent, sent_tok) of documents ``buf[offs[d]:offs[d+1]]``
@@ -230,6 +236,23 @@ def _layout(candidates: list[str], references: list[str], ref_off: np.ndarray) -
         docs.append(candidates[e])
         docs.extend(references[a:b])
     return docs
+
+
+def _utf8(joined: str, ends: np.ndarray):
+    """(UTF-8 bytes, byte offsets) of the documents ``joined[ends[d]:ends[d+1]]``
+    (``surrogatepass``, as ``str.encode``)."""
+    if joined.isascii():  # its own UTF-8: one copy
+        return np.frombuffer(joined.encode("ascii"), dtype=np.uint8), ends
+    if get_code_point is not None:  # read in place, no 2- or 4-byte str.encode
+        return str_to_utf8(joined, ends)
+    return _utf8_per_text(joined, ends)
+
+
+def _utf8_per_text(joined: str, ends: np.ndarray):  # pragma: no cover - numba moved its str accessor
+    raw = [joined[a:b].encode("utf-8", "surrogatepass") for a, b in zip(ends[:-1].tolist(), ends[1:].tolist())]
+    offs = np.zeros(len(raw) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, raw), dtype=np.int64, count=len(raw)), out=offs[1:])
+    return np.frombuffer(b"".join(raw), dtype=np.uint8), offs
 
 
 def _string_array(arr):

@@ -183,18 +183,6 @@ def _rehash(old, new):
             new[2 * slot + 1] = e
 
 
-@njit(cache=True, nogil=True)
-def _add_hashes(table, hashes):
-    """Add ``hashes`` (0 taken as 1: 0 marks a free slot) to the set ``table`` (slots as
-    :func:`_rehash_set`'s, at most half full after); returns how many were in it already
-    (seen before, or repeated in ``hashes``)."""
-    found = 0
-    for i in range(hashes.shape[0]):
-        h = hashes[i]
-        found += _set_add(table, h if h != 0 else np.uint64(1))
-    return found
-
-
 def _grown_set(seen: np.ndarray, size: int) -> np.ndarray:
     """The hash set ``seen`` in ``size`` slots."""
     out = np.zeros(size, dtype=np.uint64)
@@ -226,8 +214,6 @@ class TextCache:
     MAX_BYTES = 64 << 20
     # The most slots of the set of texts seen once (8 bytes each: 8 MiB); emptied when half full.
     MAX_SEEN = 1 << 20
-    # The most hashes of str texts seen (seen_texts; a set of 8-byte slots at most half full: 2 MiB)
-    MAX_SEEN_STR = 1 << 17
 
     def __init__(self, max_bytes: int | None = None):
         self.max_bytes = self.MAX_BYTES if max_bytes is None else max_bytes
@@ -236,10 +222,6 @@ class TextCache:
         self._first_nbytes = self.nbytes
         self.seen = np.zeros(1 << 12, dtype=np.uint64)  # hashes of texts seen once (admit_misses)
         self._n_seen = 0
-        # Python hashes of the str texts seen (seen_texts), in a set like ``seen``: no Python int is
-        # kept per text (a set of them cost more to fill and to empty than the rest of the check)
-        self._str_seen = np.zeros(1 << 12, dtype=np.uint64)
-        self._n_str_seen = 0
 
     def _allocate(self) -> None:
         """No entry, in arrays of their first (small) sizes; they grow by doubling within the bound."""
@@ -257,8 +239,6 @@ class TextCache:
         self._forget_entries()
         self.seen.fill(0)
         self._n_seen = 0
-        self._str_seen.fill(0)
-        self._n_str_seen = 0
 
     def _forget_entries(self) -> None:
         """Forget every entry.  The arrays are kept (they are within the bound): refilling them
@@ -280,31 +260,9 @@ class TextCache:
                 self._forget_entries()
             self.generation = generation
 
-    def seen_texts(self, texts: list[str]) -> bool:
-        """Whether a text of ``texts`` repeats, or was given to this method before (by Python's
-        hash of the str, which a dict of them computes anyway; the answer only chooses a path,
-        never a token).  Python lists take the cache only then: a batch of new references is
-        scanned as before, without a copy."""
-        if self.max_bytes <= 0:  # nothing is kept: only repeats within the batch matter
-            return len(set(map(hash, texts))) < len(texts)
-        n = len(texts)
-        if self._n_str_seen + n > self.MAX_SEEN_STR:
-            self._str_seen.fill(0)
-            self._n_str_seen = 0
-        size = self._str_seen.shape[0]
-        while 2 * (self._n_str_seen + n) > size:  # at half load at most
-            size *= 2
-        if size > self._str_seen.shape[0]:
-            self._str_seen = _grown_set(self._str_seen, size)
-        hashes = np.fromiter(map(hash, texts), dtype=np.int64, count=n).view(np.uint64)
-        found = _add_hashes(self._str_seen, hashes)  # a repeat in the batch or seen before
-        self._n_str_seen += n - found
-        return found > 0
-
-    def probe(self, buf: np.ndarray, offs: np.ndarray, admit_all: bool = False):
+    def probe(self, buf: np.ndarray, offs: np.ndarray):
         """Texts ``buf[offs[d]:offs[d+1]]`` looked up: (where, miss_at, miss_hash) of
-        :func:`probe_texts`, and which misses to keep (:func:`admit_misses`; all of them with
-        ``admit_all``)."""
+        :func:`probe_texts`, and which misses to keep (:func:`admit_misses`)."""
         n = offs.shape[0] - 1
         where = np.empty(n, dtype=np.int64)
         miss_at = np.empty(n, dtype=np.int64)
@@ -313,8 +271,8 @@ class TextCache:
         n_miss = probe_texts(buf, offs, self.slots, self.arena, self.text_off, self.n_entries, where, miss_at,
                              miss_hash, miss_count)
         miss_hash = miss_hash[:n_miss]
-        admit = np.full(n_miss, admit_all, dtype=np.bool_)
-        if n_miss and self.max_bytes > 0 and not admit_all:
+        admit = np.zeros(n_miss, dtype=np.bool_)
+        if n_miss and self.max_bytes > 0:
             if 2 * (self._n_seen + n_miss) > self.seen.shape[0]:  # the set at half load at most
                 size = self.seen.shape[0]
                 while 2 * (self._n_seen + n_miss) > size and size < self.MAX_SEEN:

@@ -136,10 +136,9 @@ def test_the_third_system_does_not_tokenize_its_references_again(path, encoders,
 
 @pytest.mark.parametrize("path", ["lists", "arrow"])
 def test_references_that_never_repeat_are_not_kept(path, encoders, monkeypatch):
-    """Texts seen once leave only their hash; the set of hashes is emptied when half full (Arrow:
-    hashes of the bytes) or full (lists: Python's hashes of the str); seen again, they are kept."""
+    """Texts seen once leave only the hash of their bytes; the set of hashes is emptied when half
+    full; seen again, they are kept."""
     monkeypatch.setattr(TextCache, "MAX_SEEN", 1 << 12)
-    monkeypatch.setattr(TextCache, "MAX_SEEN_STR", 2048)
     scorer = RougeScorer(TYPES)
     refs, cands = make_corpus("short", 3000, 5)
     sizes = []
@@ -147,7 +146,7 @@ def test_references_that_never_repeat_are_not_kept(path, encoders, monkeypatch):
         _score(scorer, path, refs[a:a + 500], cands[a:a + 500])
         cache = engine.default_encoder(False).cache
         assert cache.n_entries == 0 and cache.seen.shape[0] <= 1 << 12
-        sizes.append(cache._n_seen if path == "arrow" else cache._n_str_seen)
+        sizes.append(cache._n_seen)
     assert sizes[:4] == [500, 1000, 1500, 2000] and sizes[4] == 500   # emptied
     again = _score(scorer, path, refs[2500:], cands[2500:])             # seen before: now kept
     assert engine.default_encoder(False).cache.n_entries == 500
@@ -233,3 +232,23 @@ def test_arrays_grown_for_other_texts_start_again_when_a_text_does_not_fit():
     assert put([f"t{i}" for i in range(3000)]) and cache.n_entries == 3000
     assert put(["word " * 20000]) and cache.n_entries == 1 and cache.nbytes <= 400_000
     assert not put(["x " * 300000]) and cache.n_entries == 0 and cache.nbytes <= 400_000
+
+
+def test_the_text_hash_depends_on_the_bytes_alone():
+    """The four-lane hash: equal bytes at any offset hash equally (lengths around the 32-byte
+    blocks and the 8-byte tail), and changing any one byte of a text changes its hash."""
+    rng = np.random.default_rng(3)
+    for length in list(range(0, 70)) + [255, 256, 257]:
+        text = rng.integers(0, 256, length).astype(np.uint8)
+        hashes = set()
+        for pad in range(9):
+            noise = rng.integers(0, 256, pad + 9).astype(np.uint8)
+            buf = np.concatenate([noise[:pad], text, noise[pad:]])
+            hashes.add(int(text_hash(buf, pad, length)))
+        assert len(hashes) == 1, length
+        h = hashes.pop()
+        for i in range(length):
+            other = text.copy()
+            other[i] ^= np.uint8(1 << (i % 8))
+            assert int(text_hash(np.concatenate([other, np.zeros(9, np.uint8)]), 0, length)) != h, (length, i)
+    assert len({int(text_hash(np.zeros(80, np.uint8), 0, n)) for n in range(64)}) == 64  # the length counts
