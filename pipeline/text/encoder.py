@@ -5,8 +5,8 @@ texts costs one ``str.join`` and a few numba calls:
 
 1. Texts are joined, and the joined str is scanned in its own 1-, 2- or 4-byte buffer
    (:func:`~pipeline.text.scan.scan_str`: no UTF-8 copy).  Arrow columns are read in their
-   own UTF-8 buffers (:func:`~pipeline.text.scan.scan_tokens`), as is a batch whose
-   references the cache may hold (converted to UTF-8 once: the cache keeps bytes).
+   own UTF-8 buffers (:func:`~pipeline.text.scan.scan_tokens`), as are the references of a
+   list the cache holds or that repeat (converted to UTF-8 once: the cache keeps bytes).
 2. Pass 1 reads eight units at a time while they are ASCII: one 64-bit word is lowercased
    and classified without a branch per byte (SWAR), and token starts and ends and the token
    after each newline (a sentence start) come from its 8-bit masks.  Other units go one at
@@ -102,10 +102,10 @@ class DefaultEncoder:
         np.cumsum(n_refs, out=ref_off[1:])
         with self._lock:
             self._check_size()
-            ends = text_groups(references, self.GROUP_UNITS)[0]
-            buf, offs = _utf8("".join(references), ends)
+            buf, offs = _utf8_groups(references, *text_groups(references, self.GROUP_UNITS))
             found = self._probe(buf, offs)
             if found is None:  # all new: scanned once, in the batch layout, in the str's own buffer
+                del buf, offs  # not held through the scan
                 return self._finish(*self._encode_strs(_layout(candidates, references, ref_off)))
             return self._finish(*self._gather(self._encode_strs(candidates), buf, offs, found, ref_off))
 
@@ -246,6 +246,20 @@ def _utf8(joined: str, ends: np.ndarray):
     if get_code_point is not None:  # read in place, no 2- or 4-byte str.encode
         return str_to_utf8(joined, ends)
     return _utf8_per_text(joined, ends)
+
+
+def _utf8_groups(texts: list[str], ends: np.ndarray, groups: list[tuple[int, int]]):
+    """:func:`_utf8` of ``texts``, joined and converted a group at a time (a joined str stays
+    within tens of megabytes, as in the scan)."""
+    if len(groups) <= 1:
+        return _utf8("".join(texts), ends)
+    bufs, offs, base = [], [np.zeros(1, dtype=np.int64)], 0
+    for a, b in groups:
+        buf, o = _utf8("".join(texts[a:b]), ends[a:b + 1] - ends[a])
+        bufs.append(buf)
+        offs.append(o[1:] + base)
+        base += int(o[-1])
+    return np.concatenate(bufs), np.concatenate(offs)
 
 
 def _utf8_per_text(joined: str, ends: np.ndarray):  # pragma: no cover - numba moved its str accessor

@@ -252,3 +252,22 @@ def test_the_text_hash_depends_on_the_bytes_alone():
             other[i] ^= np.uint8(1 << (i % 8))
             assert int(text_hash(np.concatenate([other, np.zeros(9, np.uint8)]), 0, length)) != h, (length, i)
     assert len({int(text_hash(np.zeros(80, np.uint8), 0, n)) for n in range(64)}) == 64  # the length counts
+
+
+@pytest.mark.parametrize("path", ["lists", "arrow"])
+def test_held_references_are_copied_before_new_ones_empty_the_cache(path, encoders, monkeypatch):
+    """One call with references the cache holds and new ones that repeat (kept) but do not fit
+    beside them: the cache is emptied and refilled from its first entry, after the held
+    references' ids were copied (copied after, they would be the new texts' ids)."""
+    monkeypatch.setattr(TextCache, "MAX_BYTES", 90_000)
+    scorer = RougeScorer(TYPES, use_stemmer=False)
+    refs, cands = make_corpus("short", 120, 13)
+    held, new = refs[:20], refs[20:120]
+    for _ in range(2):  # kept the second time
+        _score(scorer, path, [_fresh(r) for r in held], cands[:20])
+    cache = engine.default_encoder(False).cache
+    assert cache.n_entries == 20
+    batch = [_fresh(r) for r in held] + [_fresh(r) for r in new + new]  # the new ones repeat: kept
+    got = _score(scorer, path, batch, cands[:20] + cands[20:120] * 2)
+    assert cache.n_entries == 100  # emptied: the held ones gone, the new ones from entry 0
+    assert got.tolist() == _expected(False, batch, cands[:20] + cands[20:120] * 2)
