@@ -103,6 +103,14 @@ def compact_texts(buf, offs, keep):
     return out, out_offs
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _new_stream(n_docs, n_tok, n_sent):
+    """Empty (tokens, doc_tok, doc_sent, sent_tok) for ``n_docs`` documents of ``n_tok`` tokens and
+    ``n_sent`` sentences."""
+    return (np.empty(n_tok, dtype=np.int32), np.zeros(n_docs + 1, dtype=np.int64),
+            np.zeros(n_docs + 1, dtype=np.int64), np.empty(n_sent + 1, dtype=np.int64))
+
+
 @njit(cache=True, nogil=True)
 def gather_docs(tok, doc_tok, sent_toks, sent_tok, doc_sent, same_stream, index):
     """Documents ``index[d]`` of a CSR stream, in that order (a document may repeat): (tokens,
@@ -118,11 +126,8 @@ def gather_docs(tok, doc_tok, sent_toks, sent_tok, doc_sent, same_stream, index)
         n_sent += doc_sent[k + 1] - doc_sent[k]
         if not same_stream:
             n_stok += sent_tok[doc_sent[k + 1]] - sent_tok[doc_sent[k]]
-    tokens = np.empty(n_tok, dtype=np.int32)
+    tokens, out_doc_tok, out_doc_sent, out_sent_tok = _new_stream(n, n_tok, n_sent)
     stokens = np.empty(n_stok, dtype=np.int32)
-    out_doc_tok = np.zeros(n + 1, dtype=np.int64)
-    out_doc_sent = np.zeros(n + 1, dtype=np.int64)
-    out_sent_tok = np.empty(n_sent + 1, dtype=np.int64)
     t = 0
     st = 0
     ns = 0
@@ -157,8 +162,12 @@ def gather(enc: EncodedDocs, index: np.ndarray) -> EncodedDocs:
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _doc_size(dt, ds, k):
-    return dt[k + 1] - dt[k], ds[k + 1] - ds[k]
+def _size_of(a_doc_tok, a_doc_sent, b_doc_tok, b_doc_sent, w):
+    """(tokens, sentences) of document ``w`` of stream ``a`` if ``w >= 0``, else ``-w-1`` of ``b``."""
+    if w >= 0:
+        return a_doc_tok[w + 1] - a_doc_tok[w], a_doc_sent[w + 1] - a_doc_sent[w]
+    w = -w - 1
+    return b_doc_tok[w + 1] - b_doc_tok[w], b_doc_sent[w + 1] - b_doc_sent[w]
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -174,6 +183,15 @@ def _copy_doc(tok, dt, ds, st, k, tokens, sent_tok, t, ns):
     return t, ns
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _copy_of(a_tok, a_doc_tok, a_doc_sent, a_sent_tok, b_tok, b_doc_tok, b_doc_sent, b_sent_tok, w,
+             tokens, sent_tok, t, ns):
+    """:func:`_copy_doc` of document ``w`` of stream ``a`` if ``w >= 0``, else ``-w-1`` of ``b``."""
+    if w >= 0:
+        return _copy_doc(a_tok, a_doc_tok, a_doc_sent, a_sent_tok, w, tokens, sent_tok, t, ns)
+    return _copy_doc(b_tok, b_doc_tok, b_doc_sent, b_sent_tok, -w - 1, tokens, sent_tok, t, ns)
+
+
 @njit(cache=True, nogil=True)
 def gather_layout(c_tok, c_doc_tok, c_doc_sent, c_sent_tok, a_tok, a_doc_tok, a_doc_sent, a_sent_tok,
                   b_tok, b_doc_tok, b_doc_sent, b_sent_tok, where, ref_off):
@@ -185,18 +203,10 @@ def gather_layout(c_tok, c_doc_tok, c_doc_sent, c_sent_tok, a_tok, a_doc_tok, a_
     n_tok = c_doc_tok[n] - c_doc_tok[0]
     n_sent = c_doc_sent[n] - c_doc_sent[0]
     for k in range(where.shape[0]):
-        w = where[k]
-        if w >= 0:
-            dt, dsn = _doc_size(a_doc_tok, a_doc_sent, w)
-        else:
-            dt, dsn = _doc_size(b_doc_tok, b_doc_sent, -w - 1)
+        dt, dsn = _size_of(a_doc_tok, a_doc_sent, b_doc_tok, b_doc_sent, where[k])
         n_tok += dt
         n_sent += dsn
-    n_out = n + where.shape[0]
-    tokens = np.empty(n_tok, dtype=np.int32)
-    doc_tok = np.zeros(n_out + 1, dtype=np.int64)
-    doc_sent = np.zeros(n_out + 1, dtype=np.int64)
-    sent_tok = np.empty(n_sent + 1, dtype=np.int64)
+    tokens, doc_tok, doc_sent, sent_tok = _new_stream(n + where.shape[0], n_tok, n_sent)
     t = 0
     ns = 0
     d = 0
@@ -206,11 +216,8 @@ def gather_layout(c_tok, c_doc_tok, c_doc_sent, c_sent_tok, a_tok, a_doc_tok, a_
         doc_tok[d] = t
         doc_sent[d] = ns
         for k in range(ref_off[e], ref_off[e + 1]):
-            w = where[k]
-            if w >= 0:
-                t, ns = _copy_doc(a_tok, a_doc_tok, a_doc_sent, a_sent_tok, w, tokens, sent_tok, t, ns)
-            else:
-                t, ns = _copy_doc(b_tok, b_doc_tok, b_doc_sent, b_sent_tok, -w - 1, tokens, sent_tok, t, ns)
+            t, ns = _copy_of(a_tok, a_doc_tok, a_doc_sent, a_sent_tok, b_tok, b_doc_tok, b_doc_sent, b_sent_tok,
+                             where[k], tokens, sent_tok, t, ns)
             d += 1
             doc_tok[d] = t
             doc_sent[d] = ns
@@ -227,25 +234,15 @@ def gather_two(a_tok, a_doc_tok, a_doc_sent, a_sent_tok, b_tok, b_doc_tok, b_doc
     n_tok = 0
     n_sent = 0
     for d in range(n):
-        k = where[d]
-        if k >= 0:
-            dt, dsn = _doc_size(a_doc_tok, a_doc_sent, k)
-        else:
-            dt, dsn = _doc_size(b_doc_tok, b_doc_sent, -k - 1)
+        dt, dsn = _size_of(a_doc_tok, a_doc_sent, b_doc_tok, b_doc_sent, where[d])
         n_tok += dt
         n_sent += dsn
-    tokens = np.empty(n_tok, dtype=np.int32)
-    doc_tok = np.zeros(n + 1, dtype=np.int64)
-    doc_sent = np.zeros(n + 1, dtype=np.int64)
-    sent_tok = np.empty(n_sent + 1, dtype=np.int64)
+    tokens, doc_tok, doc_sent, sent_tok = _new_stream(n, n_tok, n_sent)
     t = 0
     ns = 0
     for d in range(n):
-        k = where[d]
-        if k >= 0:
-            t, ns = _copy_doc(a_tok, a_doc_tok, a_doc_sent, a_sent_tok, k, tokens, sent_tok, t, ns)
-        else:
-            t, ns = _copy_doc(b_tok, b_doc_tok, b_doc_sent, b_sent_tok, -k - 1, tokens, sent_tok, t, ns)
+        t, ns = _copy_of(a_tok, a_doc_tok, a_doc_sent, a_sent_tok, b_tok, b_doc_tok, b_doc_sent, b_sent_tok,
+                         where[d], tokens, sent_tok, t, ns)
         doc_tok[d + 1] = t
         doc_sent[d + 1] = ns
     sent_tok[ns] = t
