@@ -75,6 +75,7 @@ def _warm_job(settings=None, diagnostics: bool = True, stats: bool = True) -> No
 def warm_encoder() -> None:
     """The default encoder's kernels (texts and Arrow columns, ASCII and not) and the JSONL byte
     check, without the scoring kernel."""
+    import numpy as np
     import pyarrow as pa
 
     from pipeline.io import records  # numba: imported here (see the note at the top)
@@ -82,10 +83,12 @@ def warm_encoder() -> None:
     cold.disable()
     for stem in (False, True):
         enc = default_encoder(stem)
-        enc.encode(["The cat sat on the mat.\nIt was happy."])   # an ASCII batch is its own buffer
-        enc.encode(["a b c \u2014 caf\u00e9"])                     # any other is encoded once
+        enc.encode(["The cat sat on the mat.\nIt was happy."])   # scanned in the str's own buffer
+        enc.encode(["a b c \u2014 caf\u00e9"])                     # a 2-byte str
         # a reference repeated: the cache's gather and the Arrow buffer's compaction
         enc.encode_arrow(pa.array(["the cat sat", "caf\u00e9 b"]), pa.array([["a cat"], ["b", "a cat"]]))
+        # and a list's: its references in UTF-8 (converted when not ASCII), looked up, gathered
+        enc.encode_examples(["the cat", "b"], ["a caf\u00e9", "a caf\u00e9"], np.ones(2, dtype=np.int64))
     records._clean_lines(b'{"id": 1}\n')   # the line scan and digests, as a task reads a unit
 
 

@@ -186,7 +186,7 @@ class DefaultEncoder:
         if miss_at.shape[0] == where.shape[0]:
             new = self._encode_bytes(buf, offs)
         else:
-            new = self._encode_bytes(*compact_texts(buf, offs, miss_at)) if miss_at.shape[0] else _NO_DOCS
+            new = self._encode_bytes(*_read_only(*compact_texts(buf, offs, miss_at))) if miss_at.shape[0] else _NO_DOCS
         out = gather_layout(*cands, *cache.stream(), *new, where, ref_off)
         cache.add(buf, offs, miss_at, miss_hash, new, admit)  # after the copy: adding may empty the cache
         return out
@@ -244,8 +244,15 @@ def _utf8(joined: str, ends: np.ndarray):
     if joined.isascii():  # its own UTF-8: one copy
         return np.frombuffer(joined.encode("ascii"), dtype=np.uint8), ends
     if get_code_point is not None:  # read in place, no 2- or 4-byte str.encode
-        return str_to_utf8(joined, ends)
+        return _read_only(*str_to_utf8(joined, ends))
     return _utf8_per_text(joined, ends)
+
+
+def _read_only(buf: np.ndarray, offs: np.ndarray):
+    """``buf`` made read-only, as Arrow's buffers and ``bytes`` are: the scan, probe and cache kernels
+    are then compiled for one array type, not two (a new user's first calls compile fewer)."""
+    buf.flags.writeable = False
+    return buf, offs
 
 
 def _utf8_groups(texts: list[str], ends: np.ndarray, groups: list[tuple[int, int]]):

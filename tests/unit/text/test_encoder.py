@@ -342,3 +342,30 @@ def test_a_vocabulary_rebuilt_between_related_encodings_changes_no_number(case, 
     job.scorer_for.cache_clear()
     assert max(v.generation for v in vocabs()) >= 1   # a rebuild did happen mid-batch
     assert got == want
+
+
+def test_after_the_warm_up_the_encoders_paths_compile_nothing_more():
+    """The warm-up compiles every signature a list's or an Arrow column's references take (new,
+    repeated, held; ASCII and not), so a new user's first calls after it compile nothing."""
+    import pyarrow as pa
+    from numba.core.registry import CPUDispatcher
+
+    from pipeline.execution import warmup
+    from pipeline.text import csr, intrinsics, scan, textcache, vocabulary
+    from pipeline.text.encoder import DefaultEncoder
+
+    def signatures():
+        return {(m.__name__, k): len(v.signatures) for m in (csr, intrinsics, scan, textcache, vocabulary)
+                for k, v in vars(m).items() if isinstance(v, CPUDispatcher)}
+
+    warmup.warm_encoder()
+    before = signatures()
+    one = np.ones(2, dtype=np.int64)
+    for stem in (False, True):
+        enc = DefaultEncoder(stem)
+        for refs in (["a cat sat", "a dog"], ["caf\u00e9 sat", "a d\u00f6g"], ["x y", "x y"], ["\u00e9 q", "\u00e9 q"]):
+            for _ in range(3):  # new, seen once (kept), held
+                enc.encode_examples(["the cat", "a dog"], [r.encode().decode() for r in refs], one)
+                enc.encode_arrow(pa.array(["the cat", "a dog"]), pa.array(refs))
+    grown = {k: (n, signatures()[k]) for k, n in before.items() if signatures()[k] != n}
+    assert not grown
