@@ -104,8 +104,10 @@ class DefaultEncoder:
             self._check_size()
             buf, offs = _utf8_groups(references, *text_groups(references, self.GROUP_UNITS))
             found = self._probe(buf, offs)
-            if found is None:  # all new: scanned once, in the batch layout, in the str's own buffer
-                del buf, offs  # not held through the scan
+            where, miss_at, _, admit = found
+            if miss_at.shape[0] == where.shape[0] and not admit.any():  # none held, none repeats, none kept:
+                # scanned once, in the batch layout, in the strs' own buffers
+                del buf, offs, found  # not held through the scan
                 return self._finish(*self._encode_strs(_layout(candidates, references, ref_off)))
             return self._finish(*self._gather(self._encode_strs(candidates), buf, offs, found, ref_off))
 
@@ -162,33 +164,22 @@ class DefaultEncoder:
         return EncodedDocs(tokens, doc_tok, tokens, sent_tok, doc_sent, self.vocab.generation)
 
     def _probe(self, buf, offs):
-        """The references ``buf[offs[d]:offs[d+1]]`` looked up in the cache (:meth:`TextCache.probe`):
-        None when none is held and none repeats (nothing to copy: scanned where they are), else
-        (where, miss_at, miss_hash, admit); under the lock."""
-        cache = self.cache
-        cache.check_generation(self.vocab.generation)
-        found = cache.probe(buf, offs)
-        where, miss_at, _, admit = found
-        if miss_at.shape[0] == where.shape[0] and not admit.any():
-            return None
-        return found
+        """The references ``buf[offs[d]:offs[d+1]]`` looked up in the cache: (where, miss_at,
+        miss_hash, admit) of :meth:`TextCache.probe`; under the lock."""
+        self.cache.check_generation(self.vocab.generation)
+        return self.cache.probe(buf, offs)
 
     def _gather(self, cands, buf, offs, found, ref_off):
         """Candidates' stream ``cands`` and the references of ``buf``/``offs`` in the batch layout:
         each reference the cache holds copied from it, every other distinct one scanned once and
-        kept if seen before (:meth:`_probe`'s ``found``; None: all of them new); under the lock."""
-        cache = self.cache
-        if found is None:  # all new and distinct: scanned where they are, in order
-            new = self._encode_bytes(buf, offs)
-            where = -1 - np.arange(offs.shape[0] - 1, dtype=np.int64)
-            return gather_layout(*cands, *_NO_DOCS, *new, where, ref_off)
+        kept if seen before (:meth:`_probe`'s ``found``); under the lock."""
         where, miss_at, miss_hash, admit = found
-        if miss_at.shape[0] == where.shape[0]:
+        if miss_at.shape[0] == where.shape[0]:  # all new and distinct: scanned where they are, in order
             new = self._encode_bytes(buf, offs)
         else:
             new = self._encode_bytes(*compact_texts(buf, offs, miss_at)) if miss_at.shape[0] else _NO_DOCS
-        out = gather_layout(*cands, *cache.stream(), *new, where, ref_off)
-        cache.add(buf, offs, miss_at, miss_hash, new, admit)  # after the copy: adding may empty the cache
+        out = gather_layout(*cands, *self.cache.stream(), *new, where, ref_off)
+        self.cache.add(buf, offs, miss_at, miss_hash, new, admit)  # after the copy: adding may empty the cache
         return out
 
     def _encode_bytes(self, buf, offs):
