@@ -289,18 +289,24 @@ def drop_negative(tokens, doc_tok, doc_sent, sent_tok):
 
 
 def text_groups(texts: list[str], units: int) -> tuple[np.ndarray, list[tuple[int, int]]]:
-    """(``ends``: code-point offsets of the texts joined, ``[(a, b), ...]``: runs of texts
-    ``texts[a:b]`` of about ``units`` code units each, a longer text alone)."""
+    """(``ends``: code-point offsets of the texts joined, :func:`runs` of them)."""
     n = len(texts)
     ends = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=n), out=ends[1:])
+    return ends, runs(ends, units)
+
+
+def runs(ends: np.ndarray, units: int) -> list[tuple[int, int]]:
+    """``[(a, b), ...]``: runs of documents ``a:b`` (document ``d`` spans ``ends[d]:ends[d+1]``)
+    of about ``units`` units each, a longer document alone."""
+    n = ends.shape[0] - 1
     groups = []
     a = 0
     while a < n:
         b = max(int(np.searchsorted(ends, ends[a] + units, side="right")) - 1, a + 1)
         groups.append((a, b))
         a = b
-    return ends, groups
+    return groups
 
 
 def check_reference_counts(n_refs: np.ndarray, n_candidates: int) -> None:

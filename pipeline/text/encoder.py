@@ -48,7 +48,7 @@ import numpy as np
 from pipeline.columns import utf8_buffers
 from pipeline.text.csr import (BREAK, DOC_MARK, END, LINE_MARK, EncodedDocs, check_reference_counts,
                                compact_texts, concat_parts, drop_negative, empty_docs, gather, gather_layout,
-                               map_ids, split_marked, text_groups)
+                               map_ids, runs, split_marked, text_groups)
 from pipeline.text.intrinsics import get_code_point, str_to_utf8
 from pipeline.text.scan import Scratch, scan_str, scan_tokens
 from pipeline.text.textcache import TextCache
@@ -184,16 +184,9 @@ class DefaultEncoder:
 
     def _encode_bytes(self, buf, offs):
         """:meth:`_encode_units` of UTF-8 documents, in groups of about :attr:`GROUP_UNITS` bytes."""
-        n = offs.shape[0] - 1
         if int(offs[-1] - offs[0]) <= self.GROUP_UNITS:
             return self._encode_units(buf, offs)
-        parts = []
-        a = 0
-        while a < n:
-            b = max(a + 1, int(np.searchsorted(offs, offs[a] + self.GROUP_UNITS, side="right")) - 1)
-            parts.append(self._encode_units(buf, offs[a:b + 1]))
-            a = b
-        return concat_parts(parts)
+        return concat_parts([self._encode_units(buf, offs[a:b + 1]) for a, b in runs(offs, self.GROUP_UNITS)])
 
     def _encode_units(self, buf, offs, scan=scan_tokens):
         """Raw token ids and (doc_tok, doc_sent, sent_tok) of documents ``buf[offs[d]:offs[d+1]]``
