@@ -111,11 +111,26 @@ def _new_stream(n_docs, n_tok, n_sent):
             np.zeros(n_docs + 1, dtype=np.int64), np.empty(n_sent + 1, dtype=np.int64))
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _copy_doc(tok, dt, ds, st, k, tokens, sent_tok, t, ns):
+    """Document ``k`` of a stream appended at token ``t`` and sentence ``ns``; returns the next (t, ns)."""
+    base = t - dt[k]
+    for s in range(ds[k], ds[k + 1]):
+        sent_tok[ns] = st[s] + base
+        ns += 1
+    for q in range(dt[k], dt[k + 1]):
+        tokens[t] = tok[q]
+        t += 1
+    return t, ns
+
+
 @njit(cache=True, nogil=True)
 def gather_docs(tok, doc_tok, sent_toks, sent_tok, doc_sent, same_stream, index):
     """Documents ``index[d]`` of a CSR stream, in that order (a document may repeat): (tokens,
     doc_tok, sentence tokens, sent_tok, doc_sent); with ``same_stream`` the sentences index the
     tokens and the sentence tokens returned are empty."""
+    # each document's bounds in the stream its sentences index
+    sdoc_tok = doc_tok if same_stream else sent_tok[doc_sent]
     n = index.shape[0]
     n_tok = 0
     n_sent = 0
@@ -125,7 +140,7 @@ def gather_docs(tok, doc_tok, sent_toks, sent_tok, doc_sent, same_stream, index)
         n_tok += doc_tok[k + 1] - doc_tok[k]
         n_sent += doc_sent[k + 1] - doc_sent[k]
         if not same_stream:
-            n_stok += sent_tok[doc_sent[k + 1]] - sent_tok[doc_sent[k]]
+            n_stok += sdoc_tok[k + 1] - sdoc_tok[k]
     tokens, out_doc_tok, out_doc_sent, out_sent_tok = _new_stream(n, n_tok, n_sent)
     stokens = np.empty(n_stok, dtype=np.int32)
     t = 0
@@ -134,18 +149,12 @@ def gather_docs(tok, doc_tok, sent_toks, sent_tok, doc_sent, same_stream, index)
     for d in range(n):
         k = index[d]
         if same_stream:
-            base = t - doc_tok[k]
-        else:
-            base = st - sent_tok[doc_sent[k]]
-            for q in range(sent_tok[doc_sent[k]], sent_tok[doc_sent[k + 1]]):
-                stokens[st] = sent_toks[q]
-                st += 1
-        for s in range(doc_sent[k], doc_sent[k + 1]):
-            out_sent_tok[ns] = sent_tok[s] + base
-            ns += 1
-        for q in range(doc_tok[k], doc_tok[k + 1]):
-            tokens[t] = tok[q]
-            t += 1
+            t, ns = _copy_doc(tok, doc_tok, doc_sent, sent_tok, k, tokens, out_sent_tok, t, ns)
+        else:  # the sentences copied with their own tokens, then the document's tokens
+            st, ns = _copy_doc(sent_toks, sdoc_tok, doc_sent, sent_tok, k, stokens, out_sent_tok, st, ns)
+            for q in range(doc_tok[k], doc_tok[k + 1]):
+                tokens[t] = tok[q]
+                t += 1
         out_doc_tok[d + 1] = t
         out_doc_sent[d + 1] = ns
     out_sent_tok[ns] = t if same_stream else st
@@ -168,19 +177,6 @@ def _size_of(a_doc_tok, a_doc_sent, b_doc_tok, b_doc_sent, w):
         return a_doc_tok[w + 1] - a_doc_tok[w], a_doc_sent[w + 1] - a_doc_sent[w]
     w = -w - 1
     return b_doc_tok[w + 1] - b_doc_tok[w], b_doc_sent[w + 1] - b_doc_sent[w]
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _copy_doc(tok, dt, ds, st, k, tokens, sent_tok, t, ns):
-    """Document ``k`` of a stream appended at token ``t`` and sentence ``ns``; returns the next (t, ns)."""
-    base = t - dt[k]
-    for s in range(ds[k], ds[k + 1]):
-        sent_tok[ns] = st[s] + base
-        ns += 1
-    for q in range(dt[k], dt[k + 1]):
-        tokens[t] = tok[q]
-        t += 1
-    return t, ns
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -289,18 +285,24 @@ def drop_negative(tokens, doc_tok, doc_sent, sent_tok):
 
 
 def text_groups(texts: list[str], units: int) -> tuple[np.ndarray, list[tuple[int, int]]]:
-    """(``ends``: code-point offsets of the texts joined, ``[(a, b), ...]``: runs of texts
-    ``texts[a:b]`` of about ``units`` code units each, a longer text alone)."""
+    """(``ends``: code-point offsets of the texts joined, :func:`runs` of them)."""
     n = len(texts)
     ends = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=n), out=ends[1:])
+    return ends, runs(ends, units)
+
+
+def runs(ends: np.ndarray, units: int) -> list[tuple[int, int]]:
+    """``[(a, b), ...]``: runs of documents ``a:b`` (document ``d`` spans ``ends[d]:ends[d+1]``)
+    of about ``units`` units each, a longer document alone."""
+    n = ends.shape[0] - 1
     groups = []
     a = 0
     while a < n:
         b = max(int(np.searchsorted(ends, ends[a] + units, side="right")) - 1, a + 1)
         groups.append((a, b))
         a = b
-    return ends, groups
+    return groups
 
 
 def check_reference_counts(n_refs: np.ndarray, n_candidates: int) -> None:

@@ -48,7 +48,7 @@ import numpy as np
 from pipeline.columns import utf8_buffers
 from pipeline.text.csr import (BREAK, DOC_MARK, END, LINE_MARK, EncodedDocs, check_reference_counts,
                                compact_texts, concat_parts, drop_negative, empty_docs, gather, gather_layout,
-                               map_ids, split_marked, text_groups)
+                               map_ids, runs, split_marked, text_groups)
 from pipeline.text.intrinsics import get_code_point, str_to_utf8
 from pipeline.text.scan import Scratch, scan_str, scan_tokens
 from pipeline.text.textcache import TextCache
@@ -104,8 +104,10 @@ class DefaultEncoder:
             self._check_size()
             buf, offs = _utf8_groups(references, *text_groups(references, self.GROUP_UNITS))
             found = self._probe(buf, offs)
-            if found is None:  # all new: scanned once, in the batch layout, in the str's own buffer
-                del buf, offs  # not held through the scan
+            where, miss_at, _, admit = found
+            if miss_at.shape[0] == where.shape[0] and not admit.any():  # none held, none repeats, none kept:
+                # scanned once, in the batch layout, in the strs' own buffers
+                del buf, offs, found  # not held through the scan
                 return self._finish(*self._encode_strs(_layout(candidates, references, ref_off)))
             return self._finish(*self._gather(self._encode_strs(candidates), buf, offs, found, ref_off))
 
@@ -162,47 +164,29 @@ class DefaultEncoder:
         return EncodedDocs(tokens, doc_tok, tokens, sent_tok, doc_sent, self.vocab.generation)
 
     def _probe(self, buf, offs):
-        """The references ``buf[offs[d]:offs[d+1]]`` looked up in the cache (:meth:`TextCache.probe`):
-        None when none is held and none repeats (nothing to copy: scanned where they are), else
-        (where, miss_at, miss_hash, admit); under the lock."""
-        cache = self.cache
-        cache.check_generation(self.vocab.generation)
-        found = cache.probe(buf, offs)
-        where, miss_at, _, admit = found
-        if miss_at.shape[0] == where.shape[0] and not admit.any():
-            return None
-        return found
+        """The references ``buf[offs[d]:offs[d+1]]`` looked up in the cache: (where, miss_at,
+        miss_hash, admit) of :meth:`TextCache.probe`; under the lock."""
+        self.cache.check_generation(self.vocab.generation)
+        return self.cache.probe(buf, offs)
 
     def _gather(self, cands, buf, offs, found, ref_off):
         """Candidates' stream ``cands`` and the references of ``buf``/``offs`` in the batch layout:
         each reference the cache holds copied from it, every other distinct one scanned once and
-        kept if seen before (:meth:`_probe`'s ``found``; None: all of them new); under the lock."""
-        cache = self.cache
-        if found is None:  # all new and distinct: scanned where they are, in order
-            new = self._encode_bytes(buf, offs)
-            where = -1 - np.arange(offs.shape[0] - 1, dtype=np.int64)
-            return gather_layout(*cands, *_NO_DOCS, *new, where, ref_off)
+        kept if seen before (:meth:`_probe`'s ``found``); under the lock."""
         where, miss_at, miss_hash, admit = found
-        if miss_at.shape[0] == where.shape[0]:
+        if miss_at.shape[0] == where.shape[0]:  # all new and distinct: scanned where they are, in order
             new = self._encode_bytes(buf, offs)
         else:
             new = self._encode_bytes(*_read_only(*compact_texts(buf, offs, miss_at))) if miss_at.shape[0] else _NO_DOCS
-        out = gather_layout(*cands, *cache.stream(), *new, where, ref_off)
-        cache.add(buf, offs, miss_at, miss_hash, new, admit)  # after the copy: adding may empty the cache
+        out = gather_layout(*cands, *self.cache.stream(), *new, where, ref_off)
+        self.cache.add(buf, offs, miss_at, miss_hash, new, admit)  # after the copy: adding may empty the cache
         return out
 
     def _encode_bytes(self, buf, offs):
         """:meth:`_encode_units` of UTF-8 documents, in groups of about :attr:`GROUP_UNITS` bytes."""
-        n = offs.shape[0] - 1
         if int(offs[-1] - offs[0]) <= self.GROUP_UNITS:
             return self._encode_units(buf, offs)
-        parts = []
-        a = 0
-        while a < n:
-            b = max(a + 1, int(np.searchsorted(offs, offs[a] + self.GROUP_UNITS, side="right")) - 1)
-            parts.append(self._encode_units(buf, offs[a:b + 1]))
-            a = b
-        return concat_parts(parts)
+        return concat_parts([self._encode_units(buf, offs[a:b + 1]) for a, b in runs(offs, self.GROUP_UNITS)])
 
     def _encode_units(self, buf, offs, scan=scan_tokens):
         """Raw token ids and (doc_tok, doc_sent, sent_tok) of documents ``buf[offs[d]:offs[d+1]]``
