@@ -31,7 +31,7 @@ def compile_kernel() -> None:
 def compile_scoring() -> None:
     """Every path a default-tokenizer call takes (ASCII and other text, rougeLsum on lines, with
     and without the stemmer) compiled into the cache, and stamped."""
-    refs = ["The cat sat on the mat.\nIt was happy.", "a b c \u2014 caf\u00e9"]  # non-ASCII: the UTF-8 kernel
+    refs = ["The cat sat on the mat.\nIt was happy.", "a b c \u2014 caf\u00e9"]  # 1- and 2-byte strs; UTF-8
     cands = ["The cat is sitting on the mat.\nIt is happy.", "b a"]
     for stem in (False, True):
         engine.RougeEngine(list(DEFAULT_TYPES), use_stemmer=stem).score_arrays(refs, cands)
