@@ -32,17 +32,23 @@ def _spans():
 
 
 def main() -> int:
-    import numpy as np
-
-    from pipeline.io import records, streams
-
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workdir", type=Path, help="a folder of shard-*.jsonl (written there if absent)")
     ap.add_argument("--pairs", type=int, default=250_000)
     ap.add_argument("--shards", type=int, default=4)
     ap.add_argument("--rounds", type=int, default=7)
     args = ap.parse_args()
-    root = args.workdir or Path(tempfile.mkdtemp(prefix="bench-lines-"))
+    if args.workdir is not None:
+        return _bench(args.workdir, args)
+    with tempfile.TemporaryDirectory(prefix="bench-lines-") as tmp:   # a fresh corpus is not left behind
+        return _bench(Path(tmp), args)
+
+
+def _bench(root: Path, args) -> int:
+    import numpy as np
+
+    from pipeline.io import records, streams
+
     if not sorted(root.glob("shard-*.jsonl")):
         sys.path.insert(0, str(HERE))
         from soak import write_corpus   # (after pipeline's import: soak puts this checkout first on the path)

@@ -245,18 +245,18 @@ def _jsonl_scan(buf):
 def _unit_bytes(spec: InputSpec, unit: WorkUnit) -> bytes | pa.Buffer | None:
     """The bytes of a JSONL unit the fast path can take (a whole file, or a byte range of an
     uncompressed one), else None."""
-    if unit.byte_start is None and (unit.row_start or unit.row_stop):
-        return None
     url, so = unit.file, spec.storage_options
     comp = compression_of(url)
+    ranged = unit.byte_start is not None
+    if (ranged and comp is not None) or (not ranged and (unit.row_start or unit.row_stop)):
+        return None   # a byte range of a compressed file, or a row slice
+    n = unit.byte_stop - unit.byte_start if ranged and unit.byte_stop is not None else None
     with reading(url), open_input_as(url, so, comp) as (f, found):
-        if unit.byte_start is not None and comp is None:
+        if ranged:
             f.seek(unit.byte_start)
-            n = unit.byte_stop - unit.byte_start if unit.byte_stop is not None else None
-            return read_pooled(f, n) if found is None else (f.read() if n is None else f.read(n))
-        if unit.byte_start is None:
-            return read_pooled(f) if found is None else f.read()
-    return None
+        if found is not None:   # decoded: seeking to its end (read_pooled's size) would decode it all
+            return f.read() if n is None else f.read(n)
+        return read_pooled(f, n)
 
 
 def _records_fast(spec: InputSpec, unit: WorkUnit, out: Out, data: bytes | None = None) -> bool:

@@ -146,9 +146,10 @@ def read_pooled(f, n: int | None = None):
     is read as it is."""
     if n is None and not f.seekable():
         return f.read()
-    if n is None:
+    if n is None:   # the end from tell(): some streams' seek returns None (paramiko's SFTP files)
         at = f.tell()
-        n = max(0, f.seek(0, 2) - at)
+        f.seek(0, 2)
+        n = max(0, f.tell() - at)
         f.seek(at)
     if n > POOLED_MAX:
         return f.read(n)

@@ -566,3 +566,19 @@ def test_read_pooled_through_a_readinto_that_assigns_bytes():
     data = bytes(range(256)) * 2
     assert bytes(read_pooled(Assigning(data), 300)) == data[:300]
     assert bytes(read_pooled(Assigning(data))) == data
+
+
+def test_read_pooled_to_the_end_of_a_stream_whose_seek_returns_nothing():
+    """paramiko's SFTP files (fsspec's sftp) return None from ``seek``: the end is found by ``tell``."""
+    import io
+
+    from pipeline.io.streams import read_pooled
+
+    class SeekReturnsNone(io.BytesIO):
+        def seek(self, *a):
+            super().seek(*a)
+
+    data = bytes(range(256)) * 3
+    f = SeekReturnsNone(data)
+    f.seek(100)
+    assert bytes(read_pooled(f)) == data[100:]
