@@ -152,21 +152,29 @@ def _executor(client, log):
     return DaskExecutor(client, PERMANENT_ERRORS)
 
 
-def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream=None,
-        execution: str | None = None, started: float | None = None, compile_seconds: float | None = None
-        ) -> RunResult:
-    """Run ``cfg`` on ``client`` (``None``: synchronously, in this process), holding the run
-    folder's lease (:class:`pipeline.runfolder.Lease`) throughout; ``execution``: how
-    :func:`run_config` chose where (the summary's ``execution``); ``started``: the
-    ``time.perf_counter()`` the summary's ``seconds`` count from (default: now);
-    ``compile_seconds``: of those, the kernels' compile."""
+def check(cfg, log=_log_default, execution: str | None = None, started: float | None = None):
+    """A run's refusals that cost a listing, not a compile or a cluster: the inputs listed (a
+    missing one leaves nothing in the output location), a ``--reuse`` run opened and checked,
+    the run folder inspected.  Returns what :func:`run` continues from (``checked=``)."""
     r = _Run(cfg, log, execution, started)
-    r.compile_seconds = compile_seconds
-    # the inputs first: a missing one leaves nothing in the output location
     inputs = r.retry("listing the inputs", outputs.list_inputs, r.spec)
     r.open_previous()   # a --reuse run that cannot be trusted is refused before the folder is touched
     r.retry(f"inspecting the run folder {r.run_url}", outputs.precheck_run_folder, r.run_url, r.so,
             cfg.output.overwrite)
+    return r, inputs
+
+
+def run(cfg, client=None, progress: bool | None = True, log=_log_default, stream=None,
+        execution: str | None = None, started: float | None = None, compile_seconds: float | None = None,
+        checked=None) -> RunResult:
+    """Run ``cfg`` on ``client`` (``None``: synchronously, in this process), holding the run
+    folder's lease (:class:`pipeline.runfolder.Lease`) throughout; ``execution``: how
+    :func:`run_config` chose where (the summary's ``execution``); ``started``: the
+    ``time.perf_counter()`` the summary's ``seconds`` count from (default: now);
+    ``compile_seconds``: of those, the kernels' compile; ``checked``: :func:`check`'s result
+    for ``cfg``, when the caller checked first."""
+    r, inputs = checked or check(cfg, log, execution, started)
+    r.compile_seconds = compile_seconds
     lease = outputs.Lease(r.run_url, r.so, log)
     r.retry(f"taking the lease of {r.run_url}", lease.acquire)
     try:
@@ -477,13 +485,14 @@ def run_config(cfg, progress: bool | None = True, log=_log_default, stream=None,
     started = time.perf_counter() if started is None else started
     ex = cfg.execution
     mode, note = choose_mode(cfg, log)
+    checked = check(cfg, log, note, started)   # a refusal before the compile and the cluster
     compiled = None
     if mode != "scheduler":  # this machine compiles once, before any local worker starts
         # a small run in this process scores in pure Python while the scoring kernels compile
         small = mode == "sync" and not warmup.is_compiled() and estimate_input_bytes(cfg) < PYTHON_FIRST_RUN_BYTES
         compiled = warmup.ensure_compiled(job.ScoringSettings.from_config(cfg.scoring), log, progress=bool(progress),
                                           file=stream, scoring=not small)
-    timing = dict(started=started, compile_seconds=compiled)
+    timing = dict(compile_seconds=compiled, checked=checked)
     if mode == "sync":
         return run(cfg, None, progress=progress, log=log, stream=stream, execution=note, **timing)
     from pipeline.execution import dasklogs  # Dask is imported when a cluster opens (sync runs load none)

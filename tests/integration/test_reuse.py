@@ -141,6 +141,17 @@ def test_a_previous_run_that_cannot_be_trusted_is_refused_in_one_line(previous, 
     assert says in _refused(previous, tmp_path, capsys, damage)
 
 
+def test_a_refused_reuse_compiles_no_kernel_first(previous, tmp_path, capsys, monkeypatch):
+    """The refusal comes before the kernels' compile (on a new machine: seconds to minutes, and a
+    notice on stderr before the one line)."""
+    from pipeline.execution import warmup
+
+    compiles = []
+    monkeypatch.setattr(warmup, "ensure_compiled", lambda *a, **k: compiles.append(a))
+    _refused(previous, tmp_path, capsys, lambda p: (p / "_SUCCESS").unlink())
+    assert compiles == []
+
+
 def test_reusing_the_run_folder_itself_is_refused(previous, tmp_path):
     with pytest.raises(ConfigError, match="this run's own folder"):
         _run(previous["paths"], previous["run"], reuse=previous["run"])
