@@ -48,8 +48,15 @@ def blake2b64_spans(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np
         raw = buf.tobytes()
         return np.array([int.from_bytes(hashlib.blake2b(raw[a:b], digest_size=8).digest(), "little")
                          for a, b in zip(starts.tolist(), ends.tolist())], dtype=np.uint64)
-    _spans_kernel(np.ascontiguousarray(buf), starts, ends, _IV, out)
+    # read-only views: one compiled kernel whether the caller's arrays are writable or not
+    _spans_kernel(_readonly(np.ascontiguousarray(buf)), _readonly(starts), _readonly(ends), _IV, out)
     return out
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    view = a.view()
+    view.flags.writeable = False
+    return view
 
 
 try:  # numba is a project dependency; hashlib above is the fallback and the spec.

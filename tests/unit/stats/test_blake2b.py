@@ -91,3 +91,15 @@ def test_the_width_is_that_of_the_instructions_numba_compiles_for(env, tmp_path)
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["4"]
+
+
+def test_writable_and_read_only_arrays_share_one_compiled_kernel():
+    """A run hashes Arrow's read-only buffers and its own writable arrays (text_digests does both):
+    each kind of array compiled the kernel again on an empty cache."""
+    buf = np.arange(300, dtype=np.uint8)
+    starts, ends = np.array([0, 7]), np.array([129, 300])
+    read_only = np.frombuffer(buf.tobytes(), np.uint8)
+    fixed = [np.frombuffer(a.astype(np.int64).tobytes(), np.int64) for a in (starts, ends)]
+    for args in ((buf, starts, ends), (read_only, starts, ends), (buf, *fixed), (read_only, *fixed)):
+        assert blake2b.blake2b64_spans(*args).tolist() == _want(buf, starts, ends)
+    assert len(blake2b._spans_kernel.signatures) == 1
