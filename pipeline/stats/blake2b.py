@@ -18,7 +18,7 @@ import numpy as np
 
 IV = (0x6A09E667F3BCC908, 0xBB67AE8584CAA73B, 0x3C6EF372FE94F82B, 0xA54FF53A5F1D36F1,
       0x510E527FADE682D1, 0x9B05688C2B3E6C1F, 0x1F83D9ABFB41BD6B, 0x5BE0CD19137E2179)
-_IV = np.array(IV, dtype=np.uint64)
+_IV = np.array(IV, dtype=np.uint64)   # a constant in the compiled kernel
 SIGMA = ((0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
          (14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3),
          (11, 8, 12, 0, 5, 2, 15, 13, 10, 14, 3, 6, 7, 1, 9, 4),
@@ -49,7 +49,7 @@ def blake2b64_spans(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np
         return np.array([int.from_bytes(hashlib.blake2b(raw[a:b], digest_size=8).digest(), "little")
                          for a, b in zip(starts.tolist(), ends.tolist())], dtype=np.uint64)
     # read-only views: one compiled kernel whether the caller's arrays are writable or not
-    _spans_kernel(_readonly(np.ascontiguousarray(buf)), _readonly(starts), _readonly(ends), _IV, out)
+    _spans_kernel(_readonly(np.ascontiguousarray(buf)), _readonly(starts), _readonly(ends), out)
     return out
 
 
@@ -155,10 +155,10 @@ if _numba is not None:
         return _types.void(h, addr, t, f), codegen
 
     @_numba.njit(cache=True, nogil=True, inline="always")
-    def _start_lane(h, k, iv):  # pragma: no cover - compiled
-        h[k] = iv[0] ^ np.uint64(_PARAM)
+    def _start_lane(h, k):  # pragma: no cover - compiled
+        h[k] = _IV[0] ^ np.uint64(_PARAM)
         for w in range(1, 8):
-            h[w * LANES + k] = iv[w]
+            h[w * LANES + k] = _IV[w]
 
     @_numba.njit(cache=True, nogil=True, inline="always")
     def _pad_block(buf, p, rest, pad, q):  # pragma: no cover - compiled
@@ -175,7 +175,7 @@ if _numba is not None:
             pad[q + full] = word
 
     @_numba.njit(cache=True, nogil=True)
-    def _spans_kernel(buf, starts, ends, iv, out):  # pragma: no cover - compiled
+    def _spans_kernel(buf, starts, ends, out):  # pragma: no cover - compiled
         n = starts.shape[0]
         h = np.empty(8 * LANES, np.uint64)
         pad = np.zeros(16 * LANES, np.uint64)    # each lane's zero-padded last block
@@ -192,7 +192,7 @@ if _numba is not None:
                 span[k] = nxt
                 nxt += 1
                 active += 1
-                _start_lane(h, k, iv)
+                _start_lane(h, k)
         while active:
             for k in range(LANES):
                 i = span[k]
@@ -223,7 +223,7 @@ if _numba is not None:
                     nxt += 1
                     at[k] = 0
                     t[k] = 0
-                    _start_lane(h, k, iv)
+                    _start_lane(h, k)
                 else:
                     span[k] = -1
                     active -= 1
