@@ -5,10 +5,11 @@ the JSONL lines (``line_digest``): ``hashlib.blake2b(span, digest_size=8)`` read
 little-endian uint64, which is also the readable specification and the fallback without numba.
 
 The compiled path hashes ``LANES`` spans at once, one in each lane of LLVM vectors (AVX-512 or
-AVX2 registers): every lane's next 128-byte block is loaded as it lies in memory (a last block
-from a zero-padded copy), transposed in registers into the message words, and compressed by the
-twelve rounds written out as vector IR (:func:`_compress_lanes`); a lane takes the next span as
-soon as its own ends, so every lane works in every call and the spans are read in order.
+AVX2 registers; one span at a time for the generic CPU): every lane's next 128-byte block is
+loaded as it lies in memory (a last block from a zero-padded copy), transposed in registers into
+the message words, and compressed by the twelve rounds written out as vector IR
+(:func:`_compress_lanes`); a lane takes the next span as soon as its own ends, so every lane
+works in every call and the spans are read in order.
 """
 from __future__ import annotations
 
@@ -72,11 +73,13 @@ if _numba is not None:
 
     from pipeline.text.intrinsics import load_u64   # numba's unaligned 8-byte load (only with numba)
 
-    # eight 64-bit lanes fill an AVX-512 register; four an AVX2 one (eight there would spill). The
-    # features numba compiles for, not the host's: NUMBA_CPU_NAME=generic (a shared cache),
-    # NUMBA_CPU_FEATURES and NUMBA_ENABLE_AVX=0 take AVX-512 away
-    _FEATURES = _config.CPU_FEATURES if _config.CPU_FEATURES is not None else _codegen.get_host_cpu_features()
-    LANES = 8 if "+avx512f" in _FEATURES.split(",") else 4
+    # eight 64-bit lanes fill an AVX-512 register; four an AVX2 one (eight there would spill); one
+    # for the generic CPU (NUMBA_CPU_NAME=generic, a cache shared between machines): four lanes in
+    # its 128-bit registers ran slower than one. The features numba compiles for, not the host's:
+    # NUMBA_CPU_NAME, NUMBA_CPU_FEATURES and NUMBA_ENABLE_AVX=0 take AVX-512 away
+    _FEATURES = (_codegen.get_host_cpu_features() if _config.CPU_FEATURES is None else _config.CPU_FEATURES).split(",")
+    _GENERIC = str(_config.CPU_NAME).lower() == "generic" and "+avx2" not in _FEATURES
+    LANES = 8 if "+avx512f" in _FEATURES else 1 if _GENERIC else 4
     _I64 = _ir.IntType(64)
     _VEC = _ir.VectorType(_I64, LANES)
 
