@@ -5,10 +5,11 @@ the JSONL lines (``line_digest``): ``hashlib.blake2b(span, digest_size=8)`` read
 little-endian uint64, which is also the readable specification and the fallback without numba.
 
 The compiled path hashes ``LANES`` spans at once, one in each lane of LLVM vectors (AVX-512 or
-AVX2 registers): every lane's next 128-byte block is loaded as it lies in memory (a last block
-from a zero-padded copy), transposed in registers into the message words, and compressed by the
-twelve rounds written out as vector IR (:func:`_compress_lanes`); a lane takes the next span as
-soon as its own ends, so every lane works in every call and the spans are read in order.
+AVX2 registers; one span at a time for the generic CPU): every lane's next 128-byte block is
+loaded as it lies in memory (a last block from a zero-padded copy), transposed in registers into
+the message words, and compressed by the twelve rounds written out as vector IR
+(:func:`_compress_lanes`); a lane takes the next span as soon as its own ends, so every lane
+works in every call and the spans are read in order.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import numpy as np
 
 IV = (0x6A09E667F3BCC908, 0xBB67AE8584CAA73B, 0x3C6EF372FE94F82B, 0xA54FF53A5F1D36F1,
       0x510E527FADE682D1, 0x9B05688C2B3E6C1F, 0x1F83D9ABFB41BD6B, 0x5BE0CD19137E2179)
-_IV = np.array(IV, dtype=np.uint64)
+_IV = np.array(IV, dtype=np.uint64)   # a constant in the compiled kernel
 SIGMA = ((0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
          (14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3),
          (11, 8, 12, 0, 5, 2, 15, 13, 10, 14, 3, 6, 7, 1, 9, 4),
@@ -48,8 +49,15 @@ def blake2b64_spans(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np
         raw = buf.tobytes()
         return np.array([int.from_bytes(hashlib.blake2b(raw[a:b], digest_size=8).digest(), "little")
                          for a, b in zip(starts.tolist(), ends.tolist())], dtype=np.uint64)
-    _spans_kernel(np.ascontiguousarray(buf), starts, ends, _IV, out)
+    # read-only views: one compiled kernel whether the caller's arrays are writable or not
+    _spans_kernel(_readonly(np.ascontiguousarray(buf)), _readonly(starts), _readonly(ends), out)
     return out
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    view = a.view()
+    view.flags.writeable = False
+    return view
 
 
 try:  # numba is a project dependency; hashlib above is the fallback and the spec.
@@ -65,11 +73,13 @@ if _numba is not None:
 
     from pipeline.text.intrinsics import load_u64   # numba's unaligned 8-byte load (only with numba)
 
-    # eight 64-bit lanes fill an AVX-512 register; four an AVX2 one (eight there would spill). The
-    # features numba compiles for, not the host's: NUMBA_CPU_NAME=generic (a shared cache),
-    # NUMBA_CPU_FEATURES and NUMBA_ENABLE_AVX=0 take AVX-512 away
-    _FEATURES = _config.CPU_FEATURES if _config.CPU_FEATURES is not None else _codegen.get_host_cpu_features()
-    LANES = 8 if "+avx512f" in _FEATURES.split(",") else 4
+    # eight 64-bit lanes fill an AVX-512 register; four an AVX2 one (eight there would spill); one
+    # for the generic CPU (NUMBA_CPU_NAME=generic, a cache shared between machines): four lanes in
+    # its 128-bit registers ran slower than one. The features numba compiles for, not the host's:
+    # NUMBA_CPU_NAME, NUMBA_CPU_FEATURES and NUMBA_ENABLE_AVX=0 take AVX-512 away
+    _FEATURES = (_codegen.get_host_cpu_features() if _config.CPU_FEATURES is None else _config.CPU_FEATURES).split(",")
+    _GENERIC = str(_config.CPU_NAME).lower() == "generic" and "+avx2" not in _FEATURES
+    LANES = 8 if "+avx512f" in _FEATURES else 1 if _GENERIC else 4
     _I64 = _ir.IntType(64)
     _VEC = _ir.VectorType(_I64, LANES)
 
@@ -148,10 +158,10 @@ if _numba is not None:
         return _types.void(h, addr, t, f), codegen
 
     @_numba.njit(cache=True, nogil=True, inline="always")
-    def _start_lane(h, k, iv):  # pragma: no cover - compiled
-        h[k] = iv[0] ^ np.uint64(_PARAM)
+    def _start_lane(h, k):  # pragma: no cover - compiled
+        h[k] = _IV[0] ^ np.uint64(_PARAM)
         for w in range(1, 8):
-            h[w * LANES + k] = iv[w]
+            h[w * LANES + k] = _IV[w]
 
     @_numba.njit(cache=True, nogil=True, inline="always")
     def _pad_block(buf, p, rest, pad, q):  # pragma: no cover - compiled
@@ -168,7 +178,7 @@ if _numba is not None:
             pad[q + full] = word
 
     @_numba.njit(cache=True, nogil=True)
-    def _spans_kernel(buf, starts, ends, iv, out):  # pragma: no cover - compiled
+    def _spans_kernel(buf, starts, ends, out):  # pragma: no cover - compiled
         n = starts.shape[0]
         h = np.empty(8 * LANES, np.uint64)
         pad = np.zeros(16 * LANES, np.uint64)    # each lane's zero-padded last block
@@ -185,7 +195,7 @@ if _numba is not None:
                 span[k] = nxt
                 nxt += 1
                 active += 1
-                _start_lane(h, k, iv)
+                _start_lane(h, k)
         while active:
             for k in range(LANES):
                 i = span[k]
@@ -216,7 +226,7 @@ if _numba is not None:
                     nxt += 1
                     at[k] = 0
                     t[k] = 0
-                    _start_lane(h, k, iv)
+                    _start_lane(h, k)
                 else:
                     span[k] = -1
                     active -= 1
