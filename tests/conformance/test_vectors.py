@@ -41,6 +41,7 @@ def _cold_on(monkeypatch):
     """The cold tier on with no budget, although this test process has loaded numba."""
     monkeypatch.setenv("ROUGE_PIPELINE_COLD_START", "1")
     monkeypatch.setattr(cold, "_left", 1 << 62)
+    monkeypatch.setattr(cold, "_off", False)  # an in-process warm-up (another test's) turns the tier off
     monkeypatch.setattr(cold, "_numba_loaded", lambda: False)
 
 
