@@ -20,12 +20,12 @@ texts costs one ``str.join`` and a few numba calls:
    Porter, as rouge-score) and extends the raw-id -> stem-id map.
 4. References (:meth:`DefaultEncoder.encode_examples`, :meth:`DefaultEncoder.encode_arrow`) go
    through the encoder's :class:`~pipeline.text.textcache.TextCache`: a text repeated in the
-   batch is scanned once, and a text the cache keeps (one seen in an earlier batch, task or
-   call: every system of a corpus has the same references) is not scanned again, its raw ids
-   are copied from the cache, straight into the batch layout (one copy).  References are
-   looked up by their UTF-8 bytes (a Python list's are converted once); a list whose references
-   are all new (none repeats, none is held) is then scanned as one stream in the batch layout,
-   in the strs' own buffers, as without a cache.
+   batch is scanned once, and a text the cache keeps (every text seen in an earlier batch, task
+   or call: every system of a corpus has the same references) is not scanned again, its ids,
+   stemmed, are copied from the cache straight into the batch layout (one copy, no stem map).
+   References are looked up by their UTF-8 bytes (a Python list's are converted once); a list
+   whose references are all new (none repeats, none is held) is then scanned as one stream in
+   the batch layout, in the strs' own buffers, as without a cache, and kept from there.
 
 The parts live in their own modules: :mod:`~pipeline.text.intrinsics` (unaligned loads,
 UTF-8 writes), :mod:`~pipeline.text.scan` (pass 1), :mod:`~pipeline.text.vocabulary`
@@ -105,11 +105,17 @@ class DefaultEncoder:
             buf, offs = _utf8_groups(references, *text_groups(references, self.GROUP_UNITS))
             found = self._probe(buf, offs)
             where, miss_at, _, admit = found
-            if miss_at.shape[0] == where.shape[0] and not admit.any():  # none held, none repeats, none kept:
-                # scanned once, in the batch layout, in the strs' own buffers
-                del buf, offs, found  # not held through the scan
-                return self._finish(*self._encode_strs(_layout(candidates, references, ref_off)))
-            return self._finish(*self._gather(self._encode_strs(candidates), buf, offs, found, ref_off))
+            if miss_at.shape[0] == where.shape[0]:  # none held, none repeats: scanned once, in the batch
+                # layout, in the strs' own buffers; those to keep are kept from there
+                layout = _layout(candidates, references, ref_off)
+                if not admit.any():
+                    del buf, offs, found  # not held through the scan
+                    return self._finish(*self._encode_strs(layout))
+                out = self._stemmed(*self._encode_strs(layout))
+                ref_docs = np.arange(where.shape[0]) + np.repeat(np.arange(1, len(candidates) + 1), n_refs)
+                self._keep(buf, offs, found, out, ref_docs)
+                return self._docs(*out)
+            return self._docs(*self._gather(self._stemmed(*self._encode_strs(candidates)), buf, offs, found, ref_off))
 
     def _encode_strs(self, texts: list[str]):
         """(tokens, doc_tok, doc_sent, sent_tok) of ``texts``, each group of them joined and
@@ -142,18 +148,22 @@ class DefaultEncoder:
             return empty_docs(), n_refs
         with self._lock:
             self._check_size()
-            c = self._encode_units(*utf8_buffers(cands))
+            c = self._stemmed(*self._encode_units(*utf8_buffers(cands)))
             buf, offs = utf8_buffers(flat)
             found = self._probe(buf, offs)
-            return self._finish(*self._gather(c, buf, offs, found, ro)), n_refs
+            return self._docs(*self._gather(c, buf, offs, found, ro)), n_refs
 
     def _check_size(self) -> None:
         if self.vocab.n_ids > Vocabulary.MAX_IDS:
             self.vocab.reset()
 
     def _finish(self, tokens, doc_tok, doc_sent, sent_tok) -> EncodedDocs:
-        """Raw ids -> stemmed ids (tokens whose stem is no valid token dropped); under the lock."""
-        self._scratch.release()
+        """Raw ids -> :class:`EncodedDocs` of the final ids (:meth:`_stemmed`); under the lock."""
+        return self._docs(*self._stemmed(tokens, doc_tok, doc_sent, sent_tok))
+
+    def _stemmed(self, tokens, doc_tok, doc_sent, sent_tok):
+        """Raw ids -> stemmed ids (tokens whose stem is no valid token dropped), as (tokens,
+        doc_tok, doc_sent, sent_tok); under the lock."""
         if self.use_stemmer:
             stemmed = np.empty_like(tokens)
             if map_ids(tokens, self.vocab.stem_map(), stemmed):
@@ -161,6 +171,11 @@ class DefaultEncoder:
                 stemmed = stemmed[:ntok]
                 sent_tok = sent_tok[: nsent + 1]
             tokens = stemmed
+        return tokens, doc_tok, doc_sent, sent_tok
+
+    def _docs(self, tokens, doc_tok, doc_sent, sent_tok) -> EncodedDocs:
+        """The final ids as :class:`EncodedDocs`; the scan's scratch released; under the lock."""
+        self._scratch.release()
         return EncodedDocs(tokens, doc_tok, tokens, sent_tok, doc_sent, self.vocab.generation)
 
     def _probe(self, buf, offs):
@@ -170,17 +185,26 @@ class DefaultEncoder:
         return self.cache.probe(buf, offs)
 
     def _gather(self, cands, buf, offs, found, ref_off):
-        """Candidates' stream ``cands`` and the references of ``buf``/``offs`` in the batch layout:
-        each reference the cache holds copied from it, every other distinct one scanned once and
-        kept if seen before (:meth:`_probe`'s ``found``); under the lock."""
-        where, miss_at, miss_hash, admit = found
+        """Candidates' stream ``cands`` (final ids) and the references of ``buf``/``offs`` in the
+        batch layout: each reference the cache holds copied from it, every other distinct one
+        scanned once and kept if :meth:`_probe` admits it; under the lock."""
+        where, miss_at = found[:2]
         if miss_at.shape[0] == where.shape[0]:  # all new and distinct: scanned where they are, in order
             new = self._encode_bytes(buf, offs)
         else:
             new = self._encode_bytes(*_read_only(*compact_texts(buf, offs, miss_at))) if miss_at.shape[0] else _NO_DOCS
+        new = self._stemmed(*new)
         out = gather_layout(*cands, *self.cache.stream(), *new, where, ref_off)
-        self.cache.add(buf, offs, miss_at, miss_hash, new, admit)  # after the copy: adding may empty the cache
+        self._keep(buf, offs, found, new, np.arange(miss_at.shape[0]))  # after the copy: it may empty the cache
         return out
+
+    def _keep(self, buf, offs, found, new, new_doc) -> None:
+        """The admitted misses of :meth:`_probe`'s ``found`` added to the cache: miss ``k`` is document
+        ``new_doc[k]`` of the stream ``new`` (final ids); under the lock."""
+        _, miss_at, miss_hash, admit = found
+        ks = np.flatnonzero(admit)
+        if ks.shape[0]:
+            self.cache.add(buf, offs, miss_at[ks], miss_hash[ks], new, new_doc[ks])
 
     def _encode_bytes(self, buf, offs):
         """:meth:`_encode_units` of UTF-8 documents, in groups of about :attr:`GROUP_UNITS` bytes."""

@@ -2,15 +2,19 @@
 
 A multi-system corpus scores every system against the same references, usually in different
 batches and tasks of one worker process.  :class:`TextCache` keeps, per encoder, each reference
-text's UTF-8 bytes and its raw token ids (with its sentence bounds) in one CSR stream, found
-through an open-addressing table keyed by a 64-bit hash of all the text's bytes.  A hit is
-trusted only after the stored bytes are compared with the text's byte for byte, so two texts
-that share a hash can never share tokens.
+text's UTF-8 bytes and its token ids as the encoder returns them (stemmed when it stems), with
+its sentence bounds, in one CSR stream, found through an open-addressing table keyed by a 64-bit
+hash of all the text's bytes.  A hit is trusted only after the stored bytes are compared with
+the text's byte for byte, so two texts that share a hash can never share tokens.
 
-A text is kept the second time it is seen (in an earlier batch, or twice in one): the first
-time only its hash is recorded, in a set of hashes, so a corpus whose references never repeat
-pays a hash-set insert per reference, not a copy of its bytes and tokens.  Of a multi-system
-corpus, the first two systems' references are scanned, the others' are copied from the cache.
+A text is kept the first time it is seen while the kept texts' UTF-8 bytes stay within
+:attr:`TextCache.FIRST_SIGHT_BYTES` (1 MiB: about 3,000 references of 300 bytes), and the second
+time after that (in an earlier batch, or twice in one: the first time only its hash is
+recorded, in a set of hashes).  So the references of a multi-system corpus are scanned for its
+first system only (those past the first MiB, for its first two), and a corpus whose references
+never repeat copies at most that MiB into the cache, once per process, and then pays a hash-set
+insert per reference (copying every reference of such a corpus into a cache of tens of megabytes
+costs ~5-10% of a short pair, in memory traffic).
 
 The ids are those of one vocabulary generation (:attr:`Vocabulary.generation`): the entries are
 forgotten when the vocabulary is rebuilt.  Memory is bounded: the entries' arrays never total
@@ -25,7 +29,7 @@ import numpy as np
 from numba import njit
 
 from pipeline.text.csr import text_hash
-from pipeline.text.intrinsics import load_u64, store_u64
+from pipeline.text.intrinsics import load_u64
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -129,28 +133,21 @@ def _set_add(seen, h):
 
 
 @njit(cache=True, nogil=True)
-def _insert(buf, offs, miss_at, miss_hash, ks, slots, arena, text_off, n_entries,
+def _insert(buf, offs, miss_at, miss_hash, new_doc, slots, arena, text_off, n_entries,
             new_tok, new_doc_tok, new_doc_sent, new_sent_tok, tokens, doc_tok, doc_sent, sent_tok):
-    """The missed texts ``ks`` (bytes, their table entry, their tokens and sentences: document
-    ``k`` of ``new``) appended as entries ``n_entries ..``; every array has room (the caller
-    grew them)."""
+    """The missed texts (bytes, their table entry, their tokens and sentences: document
+    ``new_doc[k]`` of ``new`` for miss ``k``) appended as entries ``n_entries ..``; every array
+    has room (the caller grew them)."""
     mask = (slots.shape[0] >> 1) - 1
     t = doc_tok[n_entries]
     ns = doc_sent[n_entries]
-    for j in range(ks.shape[0]):
-        k = ks[j]
-        e = n_entries + j
+    for k in range(miss_at.shape[0]):
+        e = n_entries + k
         d = miss_at[k]
         s = offs[d]
         length = offs[d + 1] - s
         o = text_off[e]
-        q = 0
-        while q + 8 <= length:
-            store_u64(arena, o + q, load_u64(buf, s + q))
-            q += 8
-        while q < length:
-            arena[o + q] = buf[s + q]
-            q += 1
+        arena[o:o + length] = buf[s:s + length]
         text_off[e + 1] = o + length
         h = miss_hash[k]
         slot = np.int64(h >> np.uint64(32)) & mask
@@ -158,12 +155,13 @@ def _insert(buf, offs, miss_at, miss_hash, ks, slots, arena, text_off, n_entries
             slot = (slot + 1) & mask
         slots[2 * slot] = np.int64(h)
         slots[2 * slot + 1] = e
-        for x in range(new_doc_sent[k], new_doc_sent[k + 1]):
-            sent_tok[ns] = t + new_sent_tok[x] - new_doc_tok[k]
+        w = new_doc[k]
+        for x in range(new_doc_sent[w], new_doc_sent[w + 1]):
+            sent_tok[ns] = t + new_sent_tok[x] - new_doc_tok[w]
             ns += 1
-        for q in range(new_doc_tok[k], new_doc_tok[k + 1]):
-            tokens[t] = new_tok[q]
-            t += 1
+        m = new_doc_tok[w + 1] - new_doc_tok[w]
+        tokens[t:t + m] = new_tok[new_doc_tok[w]:new_doc_tok[w + 1]]
+        t += m
         doc_tok[e + 1] = t
         doc_sent[e + 1] = ns
     sent_tok[ns] = t
@@ -203,15 +201,18 @@ def _rehash_set(old, new):
 
 
 class TextCache:
-    """Texts -> raw token ids of one vocabulary generation, across batches (see module docstring).
+    """Texts -> the encoder's token ids of one vocabulary generation, across batches (see module
+    docstring).
 
     Entry ``e``'s bytes are ``arena[text_off[e]:text_off[e+1]]`` and its tokens, sentences and
     bounds are document ``e`` of the CSR stream (``tokens``, ``doc_tok``, ``doc_sent``,
-    ``sent_tok``), as :meth:`pipeline.text.encoder.DefaultEncoder._encode_units` returns them."""
+    ``sent_tok``), as :meth:`pipeline.text.encoder.DefaultEncoder._stemmed` returns them."""
 
     # The bound on the bytes of the arrays of entries (a worker process has one cache per
     # stemming mode): about 30,000 references of 1 KB each.  0: nothing is kept.
     MAX_BYTES = 64 << 20
+    # Texts are kept at first sight while the kept ones total less than this (module docstring).
+    FIRST_SIGHT_BYTES = 1 << 20
     # The most slots of the set of texts seen once (8 bytes each: 8 MiB); emptied when half full.
     MAX_SEEN = 1 << 20
 
@@ -262,7 +263,9 @@ class TextCache:
 
     def probe(self, buf: np.ndarray, offs: np.ndarray):
         """Texts ``buf[offs[d]:offs[d+1]]`` looked up: (where, miss_at, miss_hash) of
-        :func:`probe_texts`, and which misses to keep (:func:`admit_misses`)."""
+        :func:`probe_texts`, and which misses to keep: in order, those whose bytes fit in
+        :attr:`FIRST_SIGHT_BYTES` with the kept texts' bytes, and of the others those
+        :func:`admit_misses` admits (seen before, or twice in this batch)."""
         n = offs.shape[0] - 1
         where = np.empty(n, dtype=np.int64)
         miss_at = np.empty(n, dtype=np.int64)
@@ -270,37 +273,43 @@ class TextCache:
         miss_count = np.empty(n, dtype=np.int64)
         n_miss = probe_texts(buf, offs, self.slots, self.arena, self.text_off, self.n_entries, where, miss_at,
                              miss_hash, miss_count)
-        miss_hash = miss_hash[:n_miss]
-        admit = np.zeros(n_miss, dtype=np.bool_)
-        if n_miss and self.max_bytes > 0:
-            if 2 * (self._n_seen + n_miss) > self.seen.shape[0]:  # the set at half load at most
+        miss_at, miss_hash = miss_at[:n_miss], miss_hash[:n_miss]
+        if n_miss == 0 or self.max_bytes <= 0:
+            return where, miss_at, miss_hash, np.zeros(n_miss, dtype=np.bool_)
+        room = self.FIRST_SIGHT_BYTES - int(self.text_off[self.n_entries])
+        admit = np.cumsum(offs[miss_at + 1] - offs[miss_at]) <= room  # kept at first sight
+        rest = np.flatnonzero(~admit)
+        if rest.shape[0]:
+            if 2 * (self._n_seen + rest.shape[0]) > self.seen.shape[0]:  # the set at half load at most
                 size = self.seen.shape[0]
-                while 2 * (self._n_seen + n_miss) > size and size < self.MAX_SEEN:
+                while 2 * (self._n_seen + rest.shape[0]) > size and size < self.MAX_SEEN:
                     size *= 2
-                if 2 * (self._n_seen + n_miss) > size:
+                if 2 * (self._n_seen + rest.shape[0]) > size:
                     self.seen.fill(0)
                     self._n_seen = 0
                 else:
                     self.seen = _grown_set(self.seen, size)
-            self._n_seen += admit_misses(miss_hash, miss_count[:n_miss], self.seen, admit)
-        return where, miss_at[:n_miss], miss_hash, admit
+            seen_before = np.zeros(rest.shape[0], dtype=np.bool_)
+            self._n_seen += admit_misses(miss_hash[rest], miss_count[rest], self.seen, seen_before)
+            admit[rest] = seen_before
+        return where, miss_at, miss_hash, admit
 
     def stream(self):
         """The entries' (tokens, doc_tok, doc_sent, sent_tok)."""
         return self.tokens, self.doc_tok, self.doc_sent, self.sent_tok
 
-    def add(self, buf, offs, miss_at, miss_hash, new, admit=None) -> bool:
-        """Keep the missed texts ``miss_at`` of ``buf``/``offs`` that ``admit`` selects (all if
-        None) and their encoding ``new`` (tokens, doc_tok, doc_sent, sent_tok; document ``k`` is
-        text ``miss_at[k]``).  When they do not fit in the bound, the cache is emptied first;
-        False if they do not fit at all."""
-        ks = np.arange(miss_at.shape[0]) if admit is None else np.flatnonzero(admit)
-        if ks.shape[0] == 0:
-            return True
+    def add(self, buf, offs, miss_at, miss_hash, new, new_doc=None) -> bool:
+        """Keep the texts ``miss_at`` of ``buf``/``offs`` (hashes ``miss_hash``) and their
+        encoding: document ``new_doc[k]`` (``k`` if None) of ``new`` (tokens, doc_tok, doc_sent,
+        sent_tok) is text ``miss_at[k]``.  When they do not fit in the bound, the cache is emptied first; False if
+        they do not fit at all."""
+        k = miss_at.shape[0]
+        if k == 0 or self.max_bytes <= 0:
+            return k == 0
         new_tok, new_doc_tok, new_doc_sent, new_sent_tok = new
-        at = miss_at[ks]
-        grow = (ks.shape[0], int((offs[at + 1] - offs[at]).sum()), int((new_doc_tok[ks + 1] - new_doc_tok[ks]).sum()),
-                int((new_doc_sent[ks + 1] - new_doc_sent[ks]).sum()))
+        docs = np.arange(k) if new_doc is None else new_doc
+        grow = (k, int((offs[miss_at + 1] - offs[miss_at]).sum()), int((new_doc_tok[docs + 1] - new_doc_tok[docs]).sum()),
+                int((new_doc_sent[docs + 1] - new_doc_sent[docs]).sum()))
         caps = self._fitting(*grow)
         if caps is None and self.n_entries:
             self._forget_entries()
@@ -320,10 +329,10 @@ class TextCache:
                     grown = np.zeros(items, dtype=arr.dtype)
                     grown[: arr.shape[0]] = arr
                 setattr(self, name, grown)
-        _insert(buf, offs, miss_at, miss_hash, ks, self.slots, self.arena, self.text_off, self.n_entries,
+        _insert(buf, offs, miss_at, miss_hash, docs, self.slots, self.arena, self.text_off, self.n_entries,
                 new_tok, new_doc_tok, new_doc_sent, new_sent_tok, self.tokens, self.doc_tok, self.doc_sent,
                 self.sent_tok)
-        self.n_entries += ks.shape[0]
+        self.n_entries += k
         return True
 
     def _fitting(self, k: int, text_bytes: int, n_tok: int, n_sent: int) -> dict[str, int] | None:

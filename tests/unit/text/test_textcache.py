@@ -101,10 +101,10 @@ def test_references_across_calls_and_batches_equal_rouge_score(stem, path, multi
 
 
 @pytest.mark.parametrize("path", ["lists", "arrow", "task"])
-def test_the_third_system_does_not_tokenize_its_references_again(path, encoders, monkeypatch):
+def test_the_second_system_does_not_tokenize_its_references_again(path, encoders, monkeypatch):
     """Through lists, Arrow columns or a job task's table, one call per system: system 0's
-    references are scanned (their hashes recorded), system 1's scanned and kept, and system 2's
-    call scans its candidates and the one reference no system had before."""
+    references are scanned and kept, system 1's call scans its candidates alone, and system 2's
+    its candidates and the one reference no system had before.  The cache holds the stemmed ids."""
     from pipeline import job
 
     seen = scanned_texts(monkeypatch)
@@ -118,27 +118,35 @@ def test_the_third_system_does_not_tokenize_its_references_again(path, encoders,
             return job.score_matrix(job.score_table(table, settings), TYPES)
         return _score(scorer, "arrow" if path == "arrow" else "lists", refs, cands)
 
-    run(*_system(0, False))
+    refs0, cands0 = _system(0, False)
+    got = run(refs0, cands0)
     # the candidates, then the references (Python lists of new texts: one scan, in the batch layout)
     assert sorted(seen) == ([2 * N_DOCS] if path == "lists" else [N_DOCS, N_DOCS])
-    assert engine.default_encoder(True).cache.n_entries == 0
+    cache = engine.default_encoder(True).cache
+    assert cache.n_entries == N_DOCS
+    assert np.asarray(got).tolist() == _expected(True, refs0, cands0)
+    alone = engine.default_encoder(True)._finish(*engine.default_encoder(True)._encode_strs(REFS))
+    assert cache.tokens[:cache.doc_tok[N_DOCS]].tolist() == alone.tokens.tolist()  # stemmed, as scored
     seen.clear()
-    run(*_system(1, False))
-    assert sorted(seen) == [N_DOCS, N_DOCS]
-    assert engine.default_encoder(True).cache.n_entries == N_DOCS
+    refs1, cands1 = _system(1, False)
+    got = run(refs1, cands1)
+    assert sorted(seen) == [N_DOCS]                   # the candidates alone
+    assert np.asarray(got).tolist() == _expected(True, refs1, cands1)
     seen.clear()
     refs2, cands2 = _system(2, False)
     refs2[4] = "a reference no system had before"
     got = run(refs2, cands2)
     assert sorted(seen) == [1, N_DOCS]                # the candidates and the one new reference
     assert np.asarray(got).tolist() == _expected(True, refs2, cands2)
+    assert cache.n_entries == N_DOCS + 1
 
 
 @pytest.mark.parametrize("path", ["lists", "arrow"])
-def test_references_that_never_repeat_are_not_kept(path, encoders, monkeypatch):
-    """Texts seen once leave only the hash of their bytes; the set of hashes is emptied when half
-    full; seen again, they are kept."""
+def test_past_the_first_sight_budget_references_seen_once_are_not_kept(path, encoders, monkeypatch):
+    """Once the cache holds FIRST_SIGHT_BYTES (here from the start), texts seen once leave only
+    the hash of their bytes; the set of hashes is emptied when half full; seen again, they are kept."""
     monkeypatch.setattr(TextCache, "MAX_SEEN", 1 << 12)
+    monkeypatch.setattr(TextCache, "FIRST_SIGHT_BYTES", 0)
     scorer = RougeScorer(TYPES)
     refs, cands = make_corpus("short", 3000, 5)
     sizes = []
@@ -151,6 +159,29 @@ def test_references_that_never_repeat_are_not_kept(path, encoders, monkeypatch):
     again = _score(scorer, path, refs[2500:], cands[2500:])             # seen before: now kept
     assert engine.default_encoder(False).cache.n_entries == 500
     assert again[:20].tolist() == _expected(False, refs[2500:2520], cands[2500:2520])
+
+
+@pytest.mark.parametrize("path", ["lists", "arrow"])
+def test_references_are_kept_at_first_sight_until_the_budget(path, encoders, monkeypatch):
+    """Texts are kept at first sight, in order, while the kept texts' bytes stay within
+    FIRST_SIGHT_BYTES; the others are only hashed, and kept when seen again."""
+    monkeypatch.setattr(TextCache, "FIRST_SIGHT_BYTES", 50_000)
+    scorer = RougeScorer(TYPES)
+    refs, cands = make_corpus("short", 1500, 9)
+    sizes = np.array([len(r.encode()) for r in refs[:1000]])
+    first = int((np.cumsum(sizes[:500]) <= 50_000).sum())
+    more = int((np.cumsum(sizes[500:]) <= 50_000 - sizes[:first].sum()).sum())  # the room left, in the next call
+    assert 0 < first < 500 and more < 5
+    _score(scorer, path, refs[:500], cands[:500])
+    cache = engine.default_encoder(False).cache
+    assert cache.n_entries == first and cache._n_seen == 500 - first
+    _score(scorer, path, refs[500:1000], cands[500:1000])   # past the budget: hashed only
+    assert cache.n_entries == first + more and cache._n_seen == 1000 - first - more
+    seen = scanned_texts(monkeypatch)
+    got = _score(scorer, path, [_fresh(r) for r in refs[:1000]], cands[:1000])
+    assert cache.n_entries == 1000                           # the others kept at second sight
+    assert sorted(seen) == [1000 - first - more, 1000]       # the candidates, and only they of the references
+    assert got[::50].tolist() == _expected(False, refs[:1000:50], cands[:1000:50])
 
 
 def test_a_vocabulary_rebuild_empties_the_cache(encoders, monkeypatch):
@@ -174,7 +205,7 @@ def test_the_cache_stays_within_its_bound(encoders, monkeypatch):
     refs, cands = make_corpus("short", 160, 11)
     entries = []
     for a in range(0, 160, 20):
-        for path in ("arrow", "arrow", "lists", "lists"):   # each kept the second time it is seen
+        for path in ("arrow", "lists"):   # kept by the first call, found by the second
             got = _score(scorer, path, refs[a:a + 20], cands[a:a + 20])
             assert got.tolist() == _expected(False, refs[a:a + 20], cands[a:a + 20])
         cache = engine.default_encoder(False).cache
@@ -256,18 +287,17 @@ def test_the_text_hash_depends_on_the_bytes_alone():
 
 @pytest.mark.parametrize("path", ["lists", "arrow"])
 def test_held_references_are_copied_before_new_ones_empty_the_cache(path, encoders, monkeypatch):
-    """One call with references the cache holds and new ones that repeat (kept) but do not fit
-    beside them: the cache is emptied and refilled from its first entry, after the held
-    references' ids were copied (copied after, they would be the new texts' ids)."""
+    """One call with references the cache holds and new ones (kept) that do not fit beside them:
+    the cache is emptied and refilled from its first entry, after the held references' ids were
+    copied (copied after, they would be the new texts' ids)."""
     monkeypatch.setattr(TextCache, "MAX_BYTES", 90_000)
     scorer = RougeScorer(TYPES, use_stemmer=False)
     refs, cands = make_corpus("short", 120, 13)
     held, new = refs[:20], refs[20:120]
-    for _ in range(2):  # kept the second time
-        _score(scorer, path, [_fresh(r) for r in held], cands[:20])
+    _score(scorer, path, [_fresh(r) for r in held], cands[:20])
     cache = engine.default_encoder(False).cache
     assert cache.n_entries == 20
-    batch = [_fresh(r) for r in held] + [_fresh(r) for r in new + new]  # the new ones repeat: kept
+    batch = [_fresh(r) for r in held] + [_fresh(r) for r in new + new]
     got = _score(scorer, path, batch, cands[:20] + cands[20:120] * 2)
     assert cache.n_entries == 100  # emptied: the held ones gone, the new ones from entry 0
     assert got.tolist() == _expected(False, batch, cands[:20] + cands[20:120] * 2)
