@@ -93,8 +93,22 @@ def stamp_path(part: str = ALL) -> str:
     return os.path.join(cache_dir(), f"rouge-pipeline-{part}-{key()}")
 
 
+def jit_disabled() -> bool:
+    """numba's debugging switch ``NUMBA_DISABLE_JIT=1``: every kernel runs as Python, so nothing
+    is compiled or waited for, and no stamp is written that a later compiled process would trust."""
+    numba = sys.modules.get("numba")
+    if numba is not None:   # what numba read when it was imported
+        return bool(numba.config.DISABLE_JIT)
+    try:   # read as numba reads it (an int; anything else is off)
+        return bool(int(os.environ.get("NUMBA_DISABLE_JIT", "0")))
+    except ValueError:
+        return False
+
+
 def is_ready(part: str = ALL) -> bool:
     """True when this machine's numba cache holds ``part`` (every kernel, or the scoring ones)."""
+    if jit_disabled():
+        return True
     try:
         if os.path.exists(stamp_path(part)):
             return True
@@ -106,6 +120,8 @@ def is_ready(part: str = ALL) -> bool:
 
 
 def mark(part: str = ALL) -> None:
+    if jit_disabled():
+        return
     try:
         path = stamp_path(part)
         os.makedirs(os.path.dirname(path), exist_ok=True)

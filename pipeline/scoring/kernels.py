@@ -30,7 +30,7 @@ rouge-score's operation order; no fastmath anywhere.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import config, njit
 from numba.cpython.unsafe.numbers import leading_zeros
 
 KIND_N, KIND_L, KIND_LSUM = 0, 1, 2
@@ -119,6 +119,11 @@ def _clear(keys, used, n_used):
 def _highest_bit(x):
     # x != 0
     return 63 - np.int64(leading_zeros(x))
+
+
+if config.DISABLE_JIT:  # pragma: no cover - NUMBA_DISABLE_JIT=1: numba's intrinsic cannot run uncompiled
+    def _highest_bit(x):
+        return int(x).bit_length() - 1
 
 
 @njit(cache=True, nogil=True)

@@ -34,8 +34,13 @@ _PARAM = 0x01010008  # digest length 8, no key, fanout 1, depth 1 (the first par
 
 
 def blake2b64_spans(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """BLAKE2b-64 of ``buf[starts[i]:ends[i]]`` (uint8 ``buf``; spans may overlap or leave gaps)."""
+    """BLAKE2b-64 of ``buf[starts[i]:ends[i]]`` (uint8 ``buf``, integer spans; spans may overlap or
+    leave gaps)."""
     buf = np.asarray(buf)
+    starts, ends = np.asarray(starts), np.asarray(ends)
+    for a in (starts, ends):   # the int64 cast below would truncate a float (or take a bool) silently
+        if a.size and a.dtype.kind not in "iu":
+            raise TypeError(f"blake2b64_spans: integer starts and ends, not {a.dtype}")
     starts = np.ascontiguousarray(starts, dtype=np.int64)
     ends = np.ascontiguousarray(ends, dtype=np.int64)
     # the kernel reads unchecked: one end a start, and bytes (a wider dtype would be cast, not read)
@@ -45,7 +50,7 @@ def blake2b64_spans(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np
     out = np.empty(starts.shape[0], dtype=np.uint64)
     if len(starts) and (starts.min() < 0 or (ends < starts).any() or ends.max() > len(buf)):
         raise ValueError("blake2b64_spans: a span outside the buffer")
-    if _numba is None:  # pragma: no cover
+    if _numba is None or _numba.config.DISABLE_JIT:  # NUMBA_DISABLE_JIT=1: an intrinsic cannot run uncompiled
         raw = buf.tobytes()
         return np.array([int.from_bytes(hashlib.blake2b(raw[a:b], digest_size=8).digest(), "little")
                          for a, b in zip(starts.tolist(), ends.tolist())], dtype=np.uint64)

@@ -6,10 +6,12 @@ profile's (:mod:`pipeline.text.unicode_scan`).
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
-from numba.core import cgutils
+from numba.core import cgutils, config
 from numba.extending import intrinsic
 
 try:  # numba's own code-point read: the scan reads Python's str buffer in place
@@ -83,6 +85,22 @@ def _load_u64_ptr(typingctx, data, offset):
         ptr = builder.bitcast(builder.gep(base, [args[1]]), ir.IntType(64).as_pointer())
         return builder.load(ptr, align=1)
     return types.uint64(types.voidptr, offset), codegen
+
+
+if config.DISABLE_JIT:  # pragma: no cover - NUMBA_DISABLE_JIT=1 runs the kernels as Python, where an
+    # intrinsic cannot run: these do the same in Python, and the encoder scans UTF-8 bytes.
+    # The kernels' uint64 hashes wrap on purpose, as compiled; NumPy scalars would warn each time
+    warnings.filterwarnings("ignore", "overflow encountered", RuntimeWarning, r"pipeline\.")
+    get_code_point = None
+
+    def load_u64(arr, i):
+        return np.uint64(int.from_bytes(arr[i:i + 8].tobytes(), "little"))
+
+    def store_u64(arr, i, value):
+        arr[i:i + 8] = np.frombuffer(int(value).to_bytes(8, "little"), dtype=np.uint8)
+
+    def prefetch(arr, i):
+        pass
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -28,3 +28,17 @@ def test_once_the_compiled_path_is_loaded_here_the_cold_tier_ends(monkeypatch):
     assert not cold.kernels_ready()
     engine._compiled()
     assert cold.kernels_ready()
+
+
+def test_with_numba_jit_disabled_nothing_waits_for_a_compile_and_no_stamp_is_written(monkeypatch, tmp_path):
+    """NUMBA_DISABLE_JIT=1 runs every kernel as Python: a stamp written then would tell a later,
+    compiled process that the kernels are in the cache when none was compiled."""
+    import numba
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(numba.config, "DISABLE_JIT", 1)
+    kernel_cache.mark(kernel_cache.SCORING)
+    assert not (tmp_path / "cache").exists()
+    assert kernel_cache.is_ready(kernel_cache.ALL) and kernel_cache.is_ready(kernel_cache.SCORING)
+    monkeypatch.setattr(numba.config, "DISABLE_JIT", 0)
+    assert not kernel_cache.is_ready(kernel_cache.SCORING)

@@ -51,6 +51,27 @@ def test_spans_and_buffers_of_other_shapes_are_refused(buf, starts, ends):
         blake2b.blake2b64_spans(buf, starts, ends)
 
 
+@pytest.mark.parametrize("starts, ends", [
+    (np.array([0.5]), np.array([4])),          # was read as 0: a span that starts a byte early
+    (np.array([0]), np.array([3.9])),          # was read as 3
+    (np.array([1.0]), np.array([4.0])),        # whole, but floats: a caller's offsets gone wrong
+    (np.array([False]), np.array([True])),
+    ([0, 1], [2.5, 3]),
+], ids=["float-start", "float-end", "whole-floats", "bools", "lists"])
+def test_spans_that_are_not_integers_are_refused_not_truncated(starts, ends):
+    with pytest.raises(TypeError, match=r"^blake2b64_spans: integer starts and ends, not (float64|bool)$"):
+        blake2b.blake2b64_spans(np.arange(10, dtype=np.uint8), starts, ends)
+
+
+def test_integer_spans_of_any_width_and_empty_lists_are_taken():
+    buf = np.arange(10, dtype=np.uint8)
+    want = _want(buf, [1], [7])
+    for dtype in (np.int8, np.uint16, np.int32, np.uint64):
+        assert blake2b.blake2b64_spans(buf, np.array([1], dtype), np.array([7], dtype)).tolist() == want
+    assert blake2b.blake2b64_spans(buf, [1], [7]).tolist() == want
+    assert blake2b.blake2b64_spans(buf, [], []).tolist() == []
+
+
 @pytest.mark.parametrize("lanes", [1, 2, 4, 8])
 def test_every_lane_width_gives_hashlib_s_digests(lanes):
     """The width is the machine's (8 with AVX-512, 1 for the generic CPU, else 4): the kernel built
