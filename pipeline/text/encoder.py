@@ -202,8 +202,10 @@ class DefaultEncoder:
         """The admitted misses of :meth:`_probe`'s ``found`` added to the cache: miss ``k`` is document
         ``new_doc[k]`` of the stream ``new`` (final ids); under the lock."""
         _, miss_at, miss_hash, admit = found
-        ks = np.flatnonzero(admit)
-        if ks.shape[0]:
+        if admit.all():
+            self.cache.add(buf, offs, miss_at, miss_hash, new, new_doc)
+        elif admit.any():
+            ks = np.flatnonzero(admit)
             self.cache.add(buf, offs, miss_at[ks], miss_hash[ks], new, new_doc[ks])
 
     def _encode_bytes(self, buf, offs):

@@ -29,7 +29,7 @@ import numpy as np
 from numba import njit
 
 from pipeline.text.csr import text_hash
-from pipeline.text.intrinsics import load_u64
+from pipeline.text.intrinsics import load_u64, store_u64
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -147,7 +147,13 @@ def _insert(buf, offs, miss_at, miss_hash, new_doc, slots, arena, text_off, n_en
         s = offs[d]
         length = offs[d + 1] - s
         o = text_off[e]
-        arena[o:o + length] = buf[s:s + length]
+        q = 0
+        while q + 8 <= length:  # eight bytes at a time: a uint8 slice assignment copies ~3x slower
+            store_u64(arena, o + q, load_u64(buf, s + q))
+            q += 8
+        while q < length:
+            arena[o + q] = buf[s + q]
+            q += 1
         text_off[e + 1] = o + length
         h = miss_hash[k]
         slot = np.int64(h >> np.uint64(32)) & mask
