@@ -195,9 +195,10 @@ class WorkUnit:
     ``ref_report`` (``paired``) holds the reference rows whose bad records this unit reports
     as quarantine rows; ``id_prefix`` (``lines``) the ids' prefix.
     ``n_rows`` is the number of rows planned (None: not counted); ``n_bytes`` the listed size of
-    ``file`` when planned (a pack: of its files together), ``ref_sizes`` those of ``ref_files``
-    (None or empty: not known).  A reader that finds another size, or other rows in a planned
-    range, raises :class:`~pipeline.errors.InputChangedError` rather than read other rows.
+    ``file`` when planned (a pack: of its files together), ``file_sizes`` those of a pack's
+    ``files``, ``ref_sizes`` those of ``ref_files`` (None or empty: not known).  A reader that
+    finds another size, or other rows in a planned range, raises
+    :class:`~pipeline.errors.InputChangedError` rather than read other rows.
 
     Identity: ``index`` is the unit's position in :func:`pipeline.io.readers.plan_units`'s list,
     which is a function of the sorted input listing and the planning settings only (never of
@@ -228,6 +229,7 @@ class WorkUnit:
     id_prefix: str | None = None
     files: tuple[str, ...] = ()
     ref_sizes: tuple[int | None, ...] = ()
+    file_sizes: tuple[int | None, ...] = ()
 
     @property
     def key(self) -> str:

@@ -166,7 +166,8 @@ def plan_records(spec: InputSpec, target_rows):
                                   n_bytes=pack[0][1]))
         elif pack:
             units.append(WorkUnit(index=len(units), layout="records", file=pack[0][0], format=pack_fmt,
-                                  files=tuple(u for u, _ in pack), n_bytes=sum(n for _, n in pack)))
+                                  files=tuple(u for u, _ in pack), n_bytes=sum(n for _, n in pack),
+                                  file_sizes=tuple(n for _, n in pack)))
         pack.clear()
 
     info: dict = {}
@@ -445,8 +446,8 @@ def _pack_lines(spec: InputSpec, unit: WorkUnit, read: dict | None = None) -> Li
     if unit.format != "jsonl" or unit.drop_rows:
         return None
     so, datas, counts, starts, digests, at = spec.storage_options, [], [], [], [], 0
-    for url in unit.files:
-        with reading(url), open_input(url, so, compression_of(url)) as f:
+    for url, size in zip(unit.files, unit.file_sizes or (None,) * len(unit.files)):
+        with reading(url), open_input(url, so, compression_of(url), size) as f:
             data = f.read()
         if read is not None:
             read[url] = data
@@ -486,8 +487,9 @@ def read_records(spec: InputSpec, unit: WorkUnit, out: Out) -> None:
         return
     for k, url in enumerate(unit.files):  # a pack: its files in order, each as a unit of one whole file
         own = tuple(d for d in unit.drop_rows if int(d[0]) >> ROW_KEY_BITS == k)  # others' keep the fast path
-        _read_file(spec, dataclasses.replace(unit, file=url, files=(), n_rows=None, n_bytes=None, drop_rows=own),
-                   out, read.pop(url, None))
+        size = unit.file_sizes[k] if unit.file_sizes else None
+        _read_file(spec, dataclasses.replace(unit, file=url, files=(), n_rows=None, n_bytes=size, file_sizes=(),
+                                             drop_rows=own), out, read.pop(url, None))
     if not unit.files:
         _read_file(spec, unit, out)
 

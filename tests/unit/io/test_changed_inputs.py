@@ -157,3 +157,13 @@ def test_rows_asked_of_a_file_that_has_fewer_are_not_an_error_unless_planned(tmp
     assert [r for r, _ in iter_lines(str(path), {}, 0, 200)] == [0, 1]   # a head of the file (field hints)
     with pytest.raises(InputChangedError, match="rows 0-200 planned, it has 2 now"):
         list(iter_lines(str(path), {}, 0, 200, planned=True))
+
+
+@pytest.mark.parametrize("crlf", [False, True], ids=["fast-path", "file-by-file"])
+def test_a_packed_file_cut_short_after_planning_fails(tmp_path, crlf):
+    for k in range(3):
+        (tmp_path / f"p{k}.jsonl").write_bytes(b"".join(_lines(4, crlf, 4 * k)))
+    spec, units = _planned(tmp_path, None)
+    assert len(units) == 1 and len(units[0].files) == 3
+    (tmp_path / "p1.jsonl").write_bytes(b"".join(_lines(2, crlf, 4)))
+    _refused(spec, units, tmp_path / "p1.jsonl")
