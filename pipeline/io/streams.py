@@ -197,7 +197,7 @@ def check_range(url: str, data, row_start: int, row_stop: int | None, byte_start
         raise changed_since_planning(url, f"rows {row_start}-{row_stop} planned in bytes {byte_start}-{byte_stop}, "
                                           f"{n_lines} lines there now")
     if open_end and size is not None and byte_stop != size:
-        raise changed_since_planning(url, f"the line before byte {byte_stop} no longer ends there")
+        raise changed_since_planning(url, f"a line no longer ends at byte {byte_stop}")
 
 
 def check_rows(url: str, row_start: int, row_stop: int | None, end: int) -> None:

@@ -92,7 +92,7 @@ def test_two_lines_of_a_byte_range_made_one_fail_though_the_size_is_the_same(tmp
 
 def test_a_range_ending_inside_a_line_is_refused_unless_it_ended_the_file():
     data = b'{"a": 1}\n{"b": 2}'
-    with pytest.raises(InputChangedError, match="the line before byte 17 no longer ends there"):
+    with pytest.raises(InputChangedError, match="a line no longer ends at byte 17"):
         check_range("f.jsonl", data, 0, 2, 0, 17, 100)
     check_range("f.jsonl", data, 0, 2, 0, 17, 17)   # the file's last line, planned without a newline
 
