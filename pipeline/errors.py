@@ -166,6 +166,13 @@ class RunFolderError(PipelineError, RuntimeError):
     label = ""
 
 
+class InputChangedError(RunFolderError):
+    """An input file that is not what the plan saw when a task reads it (another size, fewer or
+    more lines in a planned row or byte range): its rows cannot be matched to the plan, so none
+    is scored as if it were.  The message names the file; exit 4, as for the inputs that the
+    run finds changed at its end."""
+
+
 class NoRowsError(_EndedWithSummary):
     """The run scored no row: the input holds no record, or every record was quarantined.
     The message says why (the most common quarantine reasons, the fields of the first

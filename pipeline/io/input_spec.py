@@ -194,6 +194,11 @@ class WorkUnit:
     ``k << ROW_KEY_BITS | r`` in the ``k``-th file of a pack (:meth:`row_key`, :meth:`locate`).
     ``ref_report`` (``paired``) holds the reference rows whose bad records this unit reports
     as quarantine rows; ``id_prefix`` (``lines``) the ids' prefix.
+    ``n_rows`` is the number of rows planned (None: not counted); ``n_bytes`` the listed size of
+    ``file`` when planned (a pack: of its files together), ``file_sizes`` those of a pack's
+    ``files``, ``ref_sizes`` those of ``ref_files`` (None or empty: not known).  A reader that
+    finds another size, or other rows in a planned range, raises
+    :class:`~pipeline.errors.InputChangedError` rather than read other rows.
 
     Identity: ``index`` is the unit's position in :func:`pipeline.io.readers.plan_units`'s list,
     which is a function of the sorted input listing and the planning settings only (never of
@@ -223,6 +228,8 @@ class WorkUnit:
     # lines: ids are f"{id_prefix}:{k}" (None: the reference file's stem)
     id_prefix: str | None = None
     files: tuple[str, ...] = ()
+    ref_sizes: tuple[int | None, ...] = ()
+    file_sizes: tuple[int | None, ...] = ()
 
     @property
     def key(self) -> str:

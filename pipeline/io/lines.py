@@ -7,6 +7,7 @@ import collections
 import itertools
 import posixpath
 
+from pipeline.errors import InputChangedError
 from pipeline.io.canonical import Out
 from pipeline.io.paths import compression_of, expand, file_stem, infer_format, parent_name
 from pipeline.io.input_spec import InputSpec, WorkUnit
@@ -15,8 +16,9 @@ from pipeline.io.streams import iter_lines, row_ranges, scan_lines
 
 def plan_lines(spec: InputSpec, target_rows):
     so = spec.storage_options
-    cand_files = expand(spec.candidates, so, "input.candidates")
-    ref_files = expand(spec.references, so, "input.references")
+    info: dict = {}   # the listing's entries: each file's size, checked by the reader
+    cand_files = expand(spec.candidates, so, "input.candidates", info=info)
+    ref_files = expand(spec.references, so, "input.references", info=info)
     groups: dict[str, list[str]] = {}
     for url in cand_files:
         if spec.system_from == "stem":
@@ -58,7 +60,8 @@ def plan_lines(spec: InputSpec, target_rows):
                     byte_stop=c_starts[k + 1] if split and c_starts else None,
                     ref_files=(r_url,), ref_format="text", ref_ranges=((0, a, b),),
                     ref_bytes=(r_starts[k], r_starts[k + 1]) if split and r_starts else None,
-                    system=system, n_rows=b - a, id_prefix=prefixes[r_url]))
+                    system=system, n_rows=b - a, id_prefix=prefixes[r_url],
+                    n_bytes=(info.get(c_url) or {}).get("size"), ref_sizes=((info.get(r_url) or {}).get("size"),)))
     return units
 
 
@@ -93,14 +96,16 @@ def read_lines(spec: InputSpec, unit: WorkUnit, out: Out) -> None:
     r_url = unit.ref_files[0]
     _, a, b = unit.ref_ranges[0]
     rb = unit.ref_bytes or (None, None)
-    c_lines = iter_lines(unit.file, so, unit.row_start, unit.row_stop, unit.byte_start, unit.byte_stop)
-    r_lines = iter_lines(r_url, so, a, b if unit.row_stop is not None else None, rb[0], rb[1])
+    r_size = unit.ref_sizes[0] if unit.ref_sizes else None
+    c_lines = iter_lines(unit.file, so, unit.row_start, unit.row_stop, unit.byte_start, unit.byte_stop, unit.n_bytes,
+                         planned=True)
+    r_lines = iter_lines(r_url, so, a, b if unit.row_stop is not None else None, rb[0], rb[1], r_size, planned=True)
     stem = file_stem(r_url) if unit.id_prefix is None else unit.id_prefix
     sentinel = (None, None)
     for (c_row, c_raw), (r_row, r_raw) in itertools.zip_longest(c_lines, r_lines, fillvalue=sentinel):
         if c_row is None or r_row is None:
-            raise ValueError(f"layout 'lines': {unit.file} and {r_url} have different line counts "
-                             "(changed since planning?)")
+            raise InputChangedError(f"layout 'lines': {unit.file} and {r_url} have different line counts "
+                                    "(changed since planning?)")
         id_ = f"{stem}:{c_row + 1}"
         try:
             cand = c_raw.decode("utf-8")

@@ -25,8 +25,11 @@ def _runs(positions: list[tuple[int, int]]) -> tuple[tuple[int, int, int], ...]:
 
 def plan_paired(spec: InputSpec, target_rows):
     so = spec.storage_options
-    cand_files = expand(spec.candidates, so, "input.candidates")
-    ref_files = expand(spec.references, so, "input.references")
+    cand_info: dict = {}
+    ref_info: dict = {}   # the listing's entries: each file's size, checked by the readers
+    cand_files = expand(spec.candidates, so, "input.candidates", info=cand_info)
+    ref_files = expand(spec.references, so, "input.references", info=ref_info)
+    ref_sizes = tuple((ref_info.get(u) or {}).get("size") for u in ref_files)
     id_col, ref_id_col = spec.col("id"), spec.col("reference_id")
 
     # 1. references side: id -> [(file index, row)]; unreadable rows are reported now.
@@ -90,8 +93,17 @@ def plan_paired(spec: InputSpec, target_rows):
             planned.append(dict(layout="paired", file=url, format=fmt, row_start=a,
                                 row_stop=None if (a == 0 and b_eff == n) else b_eff,
                                 byte_start=ba, byte_stop=bb, ref_files=tuple(ref_files), ref_format=ref_fmt,
-                                ref_ranges=_runs(need), ref_report=_runs(report), n_rows=n_rows if n_rows is not None else b_eff - a))
-    # 3. references nobody asks for.
+                                ref_ranges=_runs(need), ref_report=_runs(report),
+                                n_rows=n_rows if n_rows is not None else b_eff - a,
+                                n_bytes=(cand_info.get(url) or {}).get("size"), ref_sizes=ref_sizes))
+    extras = _extras(extra, ref_index, used, ref_files, ref_fmt, len(planned))
+    return [WorkUnit(index=i, extra_quarantine=tuple(extras.get(i, ())), **p) for i, p in enumerate(planned)]
+
+
+def _extras(extra: list, ref_index: dict, used: set, ref_files: list, ref_fmt: str, n_units: int) -> dict:
+    """``{unit index: quarantine rows}``: the references side's bad rows (``extra``) and those
+    of ids no candidate asks for, each reported once, spread over the units by reference file."""
+    extra = list(extra)
     for rid, positions in ref_index.items():
         if rid not in used:
             for fi, row in positions:
@@ -100,8 +112,8 @@ def plan_paired(spec: InputSpec, target_rows):
                                    f"{location(url, row, ref_fmt)}: no candidate for id {rid!r}")))
     extras: dict[int, list[tuple]] = {}
     for fi, q in sorted(extra, key=lambda e: (e[0], e[1][3])):
-        extras.setdefault(fi % len(planned), []).append(q)
-    return [WorkUnit(index=i, extra_quarantine=tuple(extras.get(i, ())), **p) for i, p in enumerate(planned)]
+        extras.setdefault(fi % n_units, []).append(q)
+    return extras
 
 
 def read_paired(spec: InputSpec, unit: WorkUnit, out: Out) -> None:
@@ -114,9 +126,10 @@ def read_paired(spec: InputSpec, unit: WorkUnit, out: Out) -> None:
     rfmt = unit.ref_format
     for fi, a, b in unit.ref_ranges:
         r_url = unit.ref_files[fi]
+        size = unit.ref_sizes[fi] if unit.ref_sizes else None
         for row, rec, err in iter_records(r_url, rfmt, so, [c["reference_id"], c["references"], c["source"]],
                                            [("reference_id", c["reference_id"]), ("references", c["references"])],
-                                           a, b):
+                                           a, b, size=size):
             if err is not None:
                 continue   # reported at plan time
             try:

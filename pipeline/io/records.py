@@ -20,8 +20,8 @@ from pipeline.io.canonical import (BadRecord, BadText, Out, get_id, get_refs, ge
 from pipeline.io.paths import compression_of, expand, infer_format
 from pipeline.io.linedigest import line_digest, line_digests
 from pipeline.io.input_spec import CANONICAL_SCHEMA, ROW_KEY_BITS, InputSpec, UnreadableFileError, WorkUnit
-from pipeline.io.streams import (iter_lines, lines_of, open_input, open_input_as, read_pooled, reading, row_ranges,
-                                 scan_lines, size_of)
+from pipeline.io.streams import (changed_since_planning, check_range, iter_lines, lines_of, open_input, open_input_as,
+                                 read_pooled, reading, row_ranges, scan_lines, size_of)
 from pipeline.stats.keys import KEY_SEPARATOR, example_keys
 from pipeline.text.intrinsics import HIGH, load_u64
 
@@ -56,12 +56,16 @@ def _column_to_pylist(col: pa.ChunkedArray) -> list:
 
 
 def read_parquet(url: str, so: dict, columns: list[str], row_start: int = 0,
-                  row_stop: int | None = None) -> tuple[pa.Table, list[str]]:
-    with reading(url, parquet=True), open_input(url, so) as f:
+                  row_stop: int | None = None, size: int | None = None) -> tuple[pa.Table, list[str]]:
+    """Rows ``[row_start, row_stop)`` of a Parquet file (``size``: its size when planned; a file
+    that no longer has the planned rows raises :class:`~pipeline.errors.InputChangedError`)."""
+    with reading(url, parquet=True), open_input(url, so, size=size) as f:
         pf = pq.ParquetFile(f)
         names = pf.schema_arrow.names
         cols = [c for c in dict.fromkeys(columns) if c in names]
         n = pf.metadata.num_rows
+        if row_stop is not None and row_stop > n:
+            raise changed_since_planning(url, f"rows {row_start}-{row_stop} planned, it has {n} now")
         stop = n if row_stop is None else min(row_stop, n)
         if row_start == 0 and stop == n:
             return pf.read(columns=cols), names
@@ -89,8 +93,8 @@ def require_columns(url: str, names: list[str], required: list[tuple[str, str]])
 
 def iter_records(url: str, fmt: str, so: dict, columns: list[str], required: list[tuple[str, str]],
                   row_start: int = 0, row_stop: int | None = None, byte_start: int | None = None,
-                  byte_stop: int | None = None, data: bytes | None = None, digests: dict | None = None
-                  ) -> Iterator[tuple[int, dict | None, str | None]]:
+                  byte_stop: int | None = None, data: bytes | None = None, digests: dict | None = None,
+                  size: int | None = None) -> Iterator[tuple[int, dict | None, str | None]]:
     """``(row, record, None)`` or ``(row, None, reason)`` for each record of a file slice
     (of a whole JSONL file: from ``data``, its bytes already read and decompressed, if given).
 
@@ -98,15 +102,18 @@ def iter_records(url: str, fmt: str, so: dict, columns: list[str], required: lis
     pretty-printed) is refused as a whole (:class:`UnreadableFileError` "a JSON array, not
     JSONL"; :func:`json_array_start`): read line by line it would be one quarantined record,
     or a quarantined fragment per line.  Convert it (``jq -c '.[]'``).  ``digests``: a dict
-    given by the caller gets each JSONL row's line digest (:mod:`pipeline.io.linedigest`)."""
+    given by the caller gets each JSONL row's line digest (:mod:`pipeline.io.linedigest`).
+    ``size``: the file's size when planned; a file that no longer holds the planned rows raises
+    :class:`~pipeline.errors.InputChangedError` (:func:`pipeline.io.streams.iter_lines`)."""
     if fmt == "jsonl":
         first = row_start == 0 and not byte_start
-        lines = iter_lines(url, so, row_start, row_stop, byte_start, byte_stop) if data is None else lines_of(data)
+        lines = (iter_lines(url, so, row_start, row_stop, byte_start, byte_stop, size, planned=True) if data is None
+                 else lines_of(data))
         if digests is not None:
             lines = _digested(lines, digests)
         yield from json_lines(lines, url, first, UnreadableFileError)
     elif fmt == "parquet":
-        table, names = read_parquet(url, so, columns, row_start, row_stop)
+        table, names = read_parquet(url, so, columns, row_start, row_stop, size)
         require_columns(url, names, required)
         lists = {c: _column_to_pylist(table.column(c)) for c in table.column_names}
         for i in range(table.num_rows):
@@ -159,7 +166,8 @@ def plan_records(spec: InputSpec, target_rows):
                                   n_bytes=pack[0][1]))
         elif pack:
             units.append(WorkUnit(index=len(units), layout="records", file=pack[0][0], format=pack_fmt,
-                                  files=tuple(u for u, _ in pack), n_bytes=sum(n for _, n in pack)))
+                                  files=tuple(u for u, _ in pack), n_bytes=sum(n for _, n in pack),
+                                  file_sizes=tuple(n for _, n in pack)))
         pack.clear()
 
     info: dict = {}
@@ -180,8 +188,7 @@ def plan_records(spec: InputSpec, target_rows):
             size = size_of(url, so)
         for a, b, ba, bb, n in shard_units(url, fmt, so, target_rows):
             units.append(WorkUnit(index=len(units), layout="records", file=url, format=fmt, row_start=a,
-                                  row_stop=b, byte_start=ba, byte_stop=bb, n_rows=n,
-                                  n_bytes=size if b is None else None))
+                                  row_stop=b, byte_start=ba, byte_stop=bb, n_rows=n, n_bytes=size))
     close_pack()
     return units
 
@@ -251,7 +258,7 @@ def _unit_bytes(spec: InputSpec, unit: WorkUnit) -> bytes | pa.Buffer | None:
     if (ranged and comp is not None) or (not ranged and (unit.row_start or unit.row_stop)):
         return None   # a byte range of a compressed file, or a row slice
     n = unit.byte_stop - unit.byte_start if ranged and unit.byte_stop is not None else None
-    with reading(url), open_input_as(url, so, comp) as (f, found):
+    with reading(url), open_input_as(url, so, comp, unit.n_bytes) as (f, found):
         if ranged:
             f.seek(unit.byte_start)
         if found is not None:   # decoded: seeking to its end (read_pooled's size) would decode it all
@@ -309,6 +316,9 @@ def _file_lines(spec: InputSpec, unit: WorkUnit, data: bytes | None = None) -> L
         return None
     data = _unit_bytes(spec, unit) if data is None else data
     clean = _clean_lines(data) if data is not None and len(data) else None
+    if clean is not None and unit.byte_start is not None:   # else the line-by-line reader checks the range
+        check_range(unit.file, data, unit.row_start, unit.row_stop, unit.byte_start, unit.byte_stop, unit.n_bytes,
+                    clean[0])
     if clean is None or (unit.row_stop is not None and unit.row_stop - unit.row_start < clean[0]):
         return None
     n_lines, starts, digests = clean
@@ -436,8 +446,8 @@ def _pack_lines(spec: InputSpec, unit: WorkUnit, read: dict | None = None) -> Li
     if unit.format != "jsonl" or unit.drop_rows:
         return None
     so, datas, counts, starts, digests, at = spec.storage_options, [], [], [], [], 0
-    for url in unit.files:
-        with reading(url), open_input(url, so, compression_of(url)) as f:
+    for url, size in zip(unit.files, unit.file_sizes or (None,) * len(unit.files)):
+        with reading(url), open_input(url, so, compression_of(url), size) as f:
             data = f.read()
         if read is not None:
             read[url] = data
@@ -477,8 +487,9 @@ def read_records(spec: InputSpec, unit: WorkUnit, out: Out) -> None:
         return
     for k, url in enumerate(unit.files):  # a pack: its files in order, each as a unit of one whole file
         own = tuple(d for d in unit.drop_rows if int(d[0]) >> ROW_KEY_BITS == k)  # others' keep the fast path
-        _read_file(spec, dataclasses.replace(unit, file=url, files=(), n_rows=None, n_bytes=None, drop_rows=own),
-                   out, read.pop(url, None))
+        size = unit.file_sizes[k] if unit.file_sizes else None
+        _read_file(spec, dataclasses.replace(unit, file=url, files=(), n_rows=None, n_bytes=size, file_sizes=(),
+                                             drop_rows=own), out, read.pop(url, None))
     if not unit.files:
         _read_file(spec, unit, out)
 
@@ -501,7 +512,7 @@ def each_record(spec: InputSpec, unit: WorkUnit, out: Out, with_refs: bool, data
     url, fmt = unit.file, unit.format
     for row, rec, err in iter_records(url, fmt, spec.storage_options, list(c.values()), [(k, c[k]) for k in keys],
                                        unit.row_start, unit.row_stop, unit.byte_start, unit.byte_stop, data,
-                                       digests):
+                                       digests, unit.n_bytes):
         where = location(url, row, fmt)
         if err is not None:
             out.quarantine(None, None, url, row, f"{where}: {err}")

@@ -18,6 +18,7 @@ import fsspec
 import numpy as np
 import pyarrow as pa
 
+from pipeline.errors import InputChangedError
 from pipeline.io import paths as _paths
 from pipeline.io.paths import compression_of
 from pipeline.io.input_spec import UnreadableFileError
@@ -164,26 +165,70 @@ def read_pooled(f, n: int | None = None):
     return buf if got == n else buf.slice(0, got)
 
 
+def changed_since_planning(url: str, what: str) -> InputChangedError:
+    """The one error of an input file that is not what planning saw (``what``: how it differs)."""
+    return InputChangedError(f"{url}: the file changed since planning ({what}); run again to score it as it is now")
+
+
+def check_size(url: str, raw, size: int | None) -> None:
+    """``raw`` (``url`` opened, not decoded) still has the size planning listed (``size``; None:
+    not known).  The size comes with the open file (fsspec's local files seek to their end,
+    object stores' files hold their HEAD's length): no request of its own."""
+    now = getattr(raw, "size", None)
+    if size is not None and isinstance(now, int) and now != size:
+        raise changed_since_planning(url, f"{size} bytes when planned, {now} now")
+
+
+def check_range(url: str, data, row_start: int, row_stop: int | None, byte_start: int, byte_stop: int | None,
+                size: int | None, n_lines: int | None = None) -> None:
+    """The bytes read of a planned byte range (``data``; ``n_lines``: its lines, if counted) are
+    still the rows ``[row_start, row_stop)``: as many bytes and lines as planned, ending with a
+    newline unless the range ended the file (planning cut every other range after a newline).
+    A line moved across the range's end, or a file cut short, would otherwise lose or split
+    records with no word."""
+    buf = memoryview(data).cast("B")   # bytes or an Arrow buffer, not copied
+    open_end = len(buf) > 0 and buf[-1] != 10   # a last line without its newline
+    if byte_stop is not None and len(buf) != byte_stop - byte_start:
+        raise changed_since_planning(url, f"bytes {byte_start}-{byte_stop} planned, it ends at byte "
+                                          f"{byte_start + len(buf)}")
+    if n_lines is None:
+        n_lines = bytes(data).count(b"\n") + open_end
+    if row_stop is not None and n_lines != row_stop - row_start:
+        raise changed_since_planning(url, f"rows {row_start}-{row_stop} planned in bytes {byte_start}-{byte_stop}, "
+                                          f"{n_lines} lines there now")
+    if open_end and size is not None and byte_stop != size:
+        raise changed_since_planning(url, f"a line no longer ends at byte {byte_stop}")
+
+
+def check_rows(url: str, row_start: int, row_stop: int | None, end: int) -> None:
+    """A planned row range ``[row_start, row_stop)`` was read whole (``end``: the file's lines,
+    when the read stopped before ``row_stop``)."""
+    if row_stop is not None and end < row_stop:
+        raise changed_since_planning(url, f"rows {row_start}-{row_stop} planned, it has {end} now")
+
+
 @contextmanager
-def open_input(url: str, so: dict, compression: str | None = None):
+def open_input(url: str, so: dict, compression: str | None = None, size: int | None = None):
     """``url`` opened for binary reading, decompressed by ``compression`` (or by its content
     when that is None: :func:`open_input_as`)."""
-    with open_input_as(url, so, compression) as (f, _):
+    with open_input_as(url, so, compression, size) as (f, _):
         yield f
 
 
 @contextmanager
-def open_input_as(url: str, so: dict, compression: str | None = None):
+def open_input_as(url: str, so: dict, compression: str | None = None, size: int | None = None):
     """``(stream, compression)``: ``url`` opened for binary reading and decompressed by
     ``compression`` (from the extension) or, when that is None, by the magic bytes it starts
     with (:func:`sniff_compression`; the compression found is the second item).  Every decoder
     fails on a stream that ends early (gzip, bz2 and xz raise ``EOFError`` themselves; zstd
-    through :class:`ZstdReader`), so a truncated file is never read as a shorter one."""
+    through :class:`ZstdReader`), so a truncated file is never read as a shorter one.  ``size``:
+    the file's size when planned (:func:`check_size`)."""
     if compression is not None:
-        with _decoded(url, so, compression) as f:
+        with _decoded(url, so, compression, size) as f:
             yield f, compression
         return
     with fsspec.open(url, "rb", **so) as raw:
+        check_size(url, raw, size)
         found = sniff_compression(raw.read(10)) if raw.seekable() else None
         if raw.seekable():
             raw.seek(0)
@@ -203,13 +248,17 @@ def open_input_as(url: str, so: dict, compression: str | None = None):
 
 
 @contextmanager
-def _decoded(url: str, so: dict, compression: str):
-    if compression == "zstd" and _has_zstandard():
-        with fsspec.open(url, "rb", **so) as raw:
+def _decoded(url: str, so: dict, compression: str, size: int | None = None):
+    """What ``fsspec.open(url, compression=...)`` opens, its file's size checked first."""
+    with fsspec.open(url, "rb", **so) as raw:
+        check_size(url, raw, size)
+        if compression == "zstd" and _has_zstandard():
             yield ZstdReader(raw)
-        return
-    with fsspec.open(url, "rb", compression=compression, **so) as f:
-        yield f
+            return
+        from fsspec.compression import compr
+
+        with compr[compression](raw, mode="rb") as f:
+            yield f
 
 
 def _has_zstandard() -> bool:
@@ -221,15 +270,22 @@ def _has_zstandard() -> bool:
 
 
 def iter_lines(url: str, so: dict, row_start: int = 0, row_stop: int | None = None,
-                byte_start: int | None = None, byte_stop: int | None = None) -> Iterator[tuple[int, bytes]]:
-    """``(row, line bytes without the newline)`` for rows ``[row_start, row_stop)``."""
-    with reading(url), open_input_as(url, so, compression_of(url)) as (f, comp):
+                byte_start: int | None = None, byte_stop: int | None = None,
+                size: int | None = None, planned: bool = False) -> Iterator[tuple[int, bytes]]:
+    """``(row, line bytes without the newline)`` for rows ``[row_start, row_stop)`` (fewer where
+    the file ends first, unless ``planned``); ``size``: the file's size when planned.  A file that
+    no longer holds the planned rows (or bytes, or size) raises
+    :class:`~pipeline.errors.InputChangedError` rather than read as other rows."""
+    end = 0
+    with reading(url), open_input_as(url, so, compression_of(url), size) as (f, comp):
         if byte_start is not None and comp is None:
             f.seek(byte_start)
             data = f.read(byte_stop - byte_start) if byte_stop is not None else f.read()
+            check_range(url, data, row_start, row_stop, byte_start, byte_stop, size)
             yield from lines_of(data, row_start, row_stop)
             return
         for row, line in enumerate(f if comp is None else _chunked_lines(f)):
+            end = row + 1
             if row < row_start:
                 continue
             if row_stop is not None and row >= row_stop:
@@ -239,6 +295,8 @@ def iter_lines(url: str, so: dict, row_start: int = 0, row_stop: int | None = No
             if line.endswith(b"\r"):
                 line = line[:-1]
             yield row, line
+    if planned:
+        check_rows(url, row_start, row_stop, end)
 
 
 def lines_of(data: bytes, row_start: int = 0, row_stop: int | None = None) -> Iterator[tuple[int, bytes]]:

@@ -126,4 +126,6 @@ def unit_from_dict(d: dict) -> WorkUnit:
     d["extra_quarantine"] = tuple(tuple(q) for q in d.get("extra_quarantine") or ())
     d["drop_rows"] = tuple(tuple(q) for q in d.get("drop_rows") or ())
     d["files"] = tuple(d.get("files") or ())
+    d["ref_sizes"] = tuple(d.get("ref_sizes") or ())
+    d["file_sizes"] = tuple(d.get("file_sizes") or ())
     return WorkUnit(**d)

@@ -9,7 +9,8 @@ import os
 import fsspec
 import pytest
 
-from pipeline.io.readers import plan_units
+from pipeline.errors import InputChangedError
+from pipeline.io.readers import plan_units, read_unit
 from pipeline.io.input_spec import InputSpec
 from pipeline.io.writers import write_json_atomic, write_parquet_atomic
 from pipeline.runfolder import is_complete, mark_success, part_name, partition_path
@@ -58,3 +59,20 @@ def test_s3_records_paired_and_writers(tmp_path, s3_options):
     with pytest.raises(FileNotFoundError, match="nothing"):
         plan_units(InputSpec.from_config({"paths": "s3://rouge-io-test/nothing*.jsonl",
                                           "storage_options": s3_options}))
+
+
+@pytest.mark.parametrize("name", ["cut.jsonl", "cut.jsonl.gz"])
+def test_s3_object_rewritten_shorter_after_planning_fails(s3_options, name):
+    fs = fsspec.filesystem("s3", **s3_options)
+    if not fs.exists("rouge-io-changed"):
+        fs.mkdir("rouge-io-changed")
+    body = b"".join(json.dumps(r).encode() + b"\n" for r in recs(6, 0, "S"))
+    pack = gzip.compress if name.endswith(".gz") else bytes
+    fs.pipe(f"rouge-io-changed/{name}", pack(body))
+    spec = InputSpec.from_config({"paths": f"s3://rouge-io-changed/{name}", "storage_options": s3_options})
+    units = plan_units(spec, 2)
+    assert len(units) == 3
+    fs.pipe(f"rouge-io-changed/{name}", pack(body[:body.rindex(b"{")]))   # the last record gone
+    with pytest.raises(InputChangedError, match=f"s3://rouge-io-changed/{name}: the file changed since planning"):
+        for u in units:
+            read_unit(spec, u)

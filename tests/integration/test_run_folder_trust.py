@@ -525,6 +525,22 @@ def test_two_runs_on_one_folder_the_second_exits_6(tmp_path, inputs, capsys):
     assert json.loads(stdout)["rows"] == _summary(fresh)["rows"]
 
 
+def test_a_file_cut_short_before_its_unit_reads_it_stops_the_run_naming_it(tmp_path, inputs, capsys):
+    # a.jsonl in 3 byte ranges; units 1 and 2 find it 3 records shorter than planned
+    out = tmp_path / "run"
+    cfg = _cfg(tmp_path, str(inputs / "a.jsonl"), execution={"target_rows": 4})
+    with _paused(tmp_path, cfg, out, "task>=1") as (proc, gate):
+        _write_jsonl(inputs / "a.jsonl", _recs("a", 9))
+        _, err = _release(proc, gate)
+    assert proc.returncode == cli.EXIT_RUN_FOLDER, err
+    line = err.strip().splitlines()[-1]
+    assert line.startswith(f"rouge-pipeline: file://{inputs / 'a.jsonl'}: the file changed since planning (")
+    assert not (out / "_SUCCESS").exists()
+    code, err = score(capsys, cfg, out)            # the rerun plans it again and scores it as it is
+    assert code == 0, err
+    assert _summary(out)["rows"] == 9
+
+
 def test_inputs_changed_during_the_run_give_no_success(tmp_path, inputs, capsys):
     out = tmp_path / "run"
     cfg = _cfg(tmp_path, str(inputs / "*.jsonl"))
