@@ -143,6 +143,8 @@ def shard_units(url: str, fmt: str, so: dict, target_rows: int | None, n_rows: i
     if not target_rows:
         return [(0, None, None, None, n_rows)]
     n, starts = scan_lines(url, so, target_rows)
+    if n <= target_rows:  # one unit: the whole file, which the Arrow fast path reads (a row slice is not)
+        return [(0, None, None, None, n)]
     out = []
     for k, (a, b) in enumerate(row_ranges(n, target_rows)):
         if starts is not None and n > target_rows:

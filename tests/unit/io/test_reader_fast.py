@@ -143,3 +143,19 @@ def test_jsonl_shape_surrogate_escape_at_every_byte_value():
             data = prefix + bytes([c])
             sur = records._jsonl_scan(np.frombuffer(data, dtype=np.uint8))[3]
             assert sur == bool(re.search(rb"\\u[dD][89a-fA-F]", data)), data
+
+
+def test_a_file_within_target_rows_is_one_whole_file_unit_read_by_the_fast_path(tmp_path, monkeypatch):
+    """With ``target_rows`` larger than a file, the file is one unit of the whole file (a row slice
+    would send it to the line-by-line reader), and the fast path reads it; a larger file is cut."""
+    path = tmp_path / "a.jsonl"
+    _write(path, [{"id": f"d{i}", "candidate": f"c {i}", "references": [f"r {i}"]} for i in range(30)])
+    spec = InputSpec.from_config({"layout": "records", "paths": str(path)})
+    (unit,) = readers.plan_units(spec, 100)
+    assert unit.row_start == 0 and unit.row_stop is None and unit.byte_start is None
+    taken = []
+    real = records._records_fast
+    monkeypatch.setattr(records, "_records_fast", lambda *a: taken.append(real(*a)) or taken[-1])
+    table, _ = readers.read_unit(spec, unit)
+    assert taken == [True] and table.num_rows == 30
+    assert [u.row_stop for u in readers.plan_units(spec, 10)] == [10, 20, 30]
