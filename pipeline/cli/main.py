@@ -86,7 +86,15 @@ def _parser() -> argparse.ArgumentParser:
     correlate.add_parser(sub)
     for name, command in sub.choices.items():   # every --help ends with its exit statuses (pipeline.errors)
         command.epilog = status_epilog(name)
+        _accept_debug(command)
     return p
+
+
+def _accept_debug(parser: argparse.ArgumentParser) -> None:
+    """``--debug`` after the command too (``rouge-pipeline score ... --debug``, as the failure line
+    suggests); unset there, the top-level value stands."""
+    parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help=f"print the traceback of a failure too (or set {DEBUG_ENV}=1)")
 
 
 def _add_compare_parsers(sub) -> None:

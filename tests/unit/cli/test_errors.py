@@ -124,3 +124,17 @@ def test_importing_the_commands_loads_no_heavy_package():
             "{'numpy', 'pyarrow', 'pandas', 'numba', 'dask', 'distributed', 'fsspec', 'yaml'})))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert json.loads(out.stdout) == []
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_debug_works_before_or_after_the_command(where, tmp_path, capsys, monkeypatch):
+    """The failure line says "rerun with --debug": given after the command, as a user adds it, it
+    prints the traceback too (it was refused as an unknown argument)."""
+    from pipeline.cli.main import DEBUG_ENV, main
+
+    monkeypatch.delenv(DEBUG_ENV, raising=False)
+    args = ["score", str(tmp_path / "missing.jsonl"), "-o", str(tmp_path / "run")]
+    status = main(["--debug"] + args if where == "before" else args + ["--debug"])
+    err = capsys.readouterr().err
+    assert status == 2 and "Traceback" in err and err.rstrip().splitlines()[-1].startswith("rouge-pipeline: ")
+    assert main(args) == 2 and "Traceback" not in capsys.readouterr().err
