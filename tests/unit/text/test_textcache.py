@@ -301,3 +301,46 @@ def test_held_references_are_copied_before_new_ones_empty_the_cache(path, encode
     got = _score(scorer, path, batch, cands[:20] + cands[20:120] * 2)
     assert cache.n_entries == 100  # emptied: the held ones gone, the new ones from entry 0
     assert got.tolist() == _expected(False, batch, cands[:20] + cands[20:120] * 2)
+
+
+# words around the encoder's edges: stems, U+0130 and U+212A, other non-ASCII, digits, separators
+_EDGE_WORDS = ["running", "runs", "caresses", "ponies", "sky", "dying", "generously", "the", "cat", "\u0130stanbul",
+               "\u212aelvin", "caf\u00e9", "12", "x1y2", "\u65e5\u672c", "\U0001f600", "-", "A.B", "sensational",
+               "\u00df", "\u0130", "\u212a", "argument", "\n", "\n\n", " ", "", "\u2014"]
+
+
+def _edge_text(rng):
+    return "".join(rng.choice(_EDGE_WORDS) + rng.choice([" ", "\n", "", ",", "\u00a0"])
+                   for _ in range(rng.choice([0, 1, 2, 5, 8, 15])))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_call_sequences_equal_rouge_score(seed, encoders, monkeypatch):
+    """Seeded sequences of calls (lists, Arrow, score_batch; one or several references, repeated
+    within a call, an example and across calls) under random bounds, first-sight budgets, scan
+    groups and vocabulary rebuilds: every number is rouge-score's, held references included."""
+    rng = random.Random(seed)
+    monkeypatch.setattr(TextCache, "FIRST_SIGHT_BYTES", rng.choice([0, 40, 200, 1 << 20]))
+    monkeypatch.setattr(TextCache, "MAX_BYTES", rng.choice([0, 20_000, 64 << 20]))
+    monkeypatch.setattr(Vocabulary, "MAX_IDS", rng.choice([30, 4_000_000]))
+    monkeypatch.setattr(DefaultEncoder, "GROUP_UNITS", rng.choice([16, 1 << 22]))
+    stem = rng.random() < 0.6
+    scorer = RougeScorer(TYPES, use_stemmer=stem)
+    pool = [_edge_text(rng) for _ in range(rng.choice([3, 10, 30]))]
+
+    def pick(p):
+        return _fresh(rng.choice(pool)) if rng.random() < p else _edge_text(rng)
+
+    for _ in range(12):
+        n = rng.choice([1, 3, 12, 40])
+        if rng.random() < 0.5:
+            refs = [[pick(0.7) for _ in range(rng.choice([1, 2, 3]))] for _ in range(n)]
+        else:
+            refs = [pick(0.7) for _ in range(n)]
+        cands = [pick(0.3) for _ in range(n)]
+        path = rng.choice(["lists", "arrow", "batch"])
+        if path == "batch":
+            got = [[list(d[t]) for t in TYPES] for d in scorer.score_batch(refs, cands)]
+        else:
+            got = _score(scorer, path, refs, cands).tolist()
+        assert got == _expected(stem, refs, cands)
