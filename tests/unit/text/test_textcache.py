@@ -344,3 +344,34 @@ def test_random_call_sequences_equal_rouge_score(seed, encoders, monkeypatch):
         else:
             got = _score(scorer, path, refs, cands).tolist()
         assert got == _expected(stem, refs, cands)
+
+
+@pytest.mark.parametrize("path", ["lists", "arrow"])
+def test_a_token_map_that_drops_tokens_is_applied_once_to_held_references(path, monkeypatch):
+    """An encoder with a token map that drops some tokens (ROUGE-1.5.5's ``-s``) and maps others:
+    references kept at first sight, at second sight and held give, call after call, the arrays
+    of the whole batch encoded alone (tokens dropped once, sentences left empty removed)."""
+    monkeypatch.setattr(TextCache, "FIRST_SIGHT_BYTES", 60)
+    enc = DefaultEncoder(ascii_only=True, token_map=lambda t: None if t in ("the", "a") else t[:4])
+    refs = ["the a\nthe cat sat\na", "the\na\nthe", "", "Running the dogs\n\nmapped words here",
+            "a cat \u0130s here", "the mat\nof the cat"]
+    rng = random.Random(4)
+    for call in range(8):
+        n = rng.choice([2, 4, 6])
+        n_refs = np.array([rng.choice([1, 2, 3]) for _ in range(n)], dtype=np.int64)
+        flat = [_fresh(rng.choice(refs)) for _ in range(int(n_refs.sum()))]
+        cands = [f"the cat{call} sat\nthe" for _ in range(n)]
+        if path == "lists":
+            got = enc.encode_examples(cands, flat, n_refs)
+        else:
+            ro = np.concatenate([[0], np.cumsum(n_refs)])
+            refs_col = pa.array([flat[a:b] for a, b in zip(ro[:-1], ro[1:])])
+            got, _ = enc.encode_arrow(pa.array(cands), refs_col)
+        layout = []
+        ro = np.concatenate([[0], np.cumsum(n_refs)]).tolist()
+        for e in range(n):
+            layout += [cands[e]] + flat[ro[e]:ro[e + 1]]
+        alone = enc.encode(layout)
+        for name in ("tokens", "doc_tok", "sent_tok", "doc_sent"):
+            assert getattr(got, name).tolist() == getattr(alone, name).tolist(), (call, name)
+    assert enc.cache.n_entries == len(refs)
