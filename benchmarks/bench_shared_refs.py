@@ -20,17 +20,18 @@ Each order is scored with its references in two forms, one process:
 
 and by two kinds of encoder (one for each order, path and form, each its own vocabulary, warmed
 before timing): **cache**, the default
-(:mod:`pipeline.text.textcache`: a reference text is kept the first time it is seen, while the
-kept texts are within a MiB, as here, and not tokenized again after that; emptied at the start of
-every round, so each round's first system tokenizes its references), and **no cache**
+(:mod:`pipeline.text.textcache`: a reference text is kept at first sight while the kept texts
+total at most ``TextCache.FIRST_SIGHT_BYTES``, else the second time, and not tokenized again after
+that; emptied at the start of every round, so each round's first system tokenizes its references,
+and the second those past the first MiB), and **no cache**
 (its bound set to 0: each call tokenizes the references it holds once, as before the cache).
 
 Printed per order and path (``score_arrays`` on Python lists, ``score_arrow`` on Arrow columns as
 the job scores a task's table): pairs/s in process CPU time, every configuration of a call timed
 back to back (in an order that rotates), and the medians of the per-call ratios; then the share
 of a call's time its references take: the examples' encoding minus the candidates' alone, over
-the whole ``score_arrays`` call, for system 2's first call after systems 0 and 1; and the
-target's own measure: the references of all
+the whole ``score_arrays`` call, for system 2's first call after systems 0 and 1 (by then every
+reference text is kept); and the target's own measure: the references of all
 the systems of a run (by system, a new cache) against one system's references tokenized.
 """
 from __future__ import annotations
@@ -168,6 +169,7 @@ def main(argv=None) -> int:
         print(f"{order + ', ' + path:<20}{rate}{_median_q(after):>27}{_median_q(before):>30}{_median_q(cost):>29}")
 
     # the references' share of one call: system 2's first call (by system), after systems 0 and 1
+    # (by then every reference text is kept, at first or second sight)
     a, z = batches[0]
     k = min(z - a, args.docs)
     order = rows["by system"]

@@ -12,9 +12,10 @@ A text is kept the first time it is seen while the kept texts' UTF-8 bytes stay 
 time after that (in an earlier batch, or twice in one: the first time only its hash is
 recorded, in a set of hashes).  So the references of a multi-system corpus are scanned for its
 first system only (those past the first MiB, for its first two), and a corpus whose references
-never repeat copies at most that MiB into the cache, once per process, and then pays a hash-set
-insert per reference (copying every reference of such a corpus into a cache of tens of megabytes
-costs ~5-10% of a short pair, in memory traffic).
+never repeat copies at most that MiB into the cache (again once the entries are forgotten: a
+vocabulary rebuild, the bound), and then pays a hash-set insert per reference (copying every
+reference of such a corpus into a cache of tens of megabytes costs ~5-10% of a short pair, in
+memory traffic).
 
 The ids are those of one vocabulary generation (:attr:`Vocabulary.generation`): the entries are
 forgotten when the vocabulary is rebuilt.  Memory is bounded: the entries' arrays never total
@@ -217,7 +218,7 @@ class TextCache:
     # The bound on the bytes of the arrays of entries (a worker process has one cache per
     # stemming mode): about 30,000 references of 1 KB each.  0: nothing is kept.
     MAX_BYTES = 64 << 20
-    # Texts are kept at first sight while the kept ones total less than this (module docstring).
+    # Texts are kept at first sight while the kept ones total at most this (module docstring).
     FIRST_SIGHT_BYTES = 1 << 20
     # The most slots of the set of texts seen once (8 bytes each: 8 MiB); emptied when half full.
     MAX_SEEN = 1 << 20

@@ -301,3 +301,77 @@ def test_held_references_are_copied_before_new_ones_empty_the_cache(path, encode
     got = _score(scorer, path, batch, cands[:20] + cands[20:120] * 2)
     assert cache.n_entries == 100  # emptied: the held ones gone, the new ones from entry 0
     assert got.tolist() == _expected(False, batch, cands[:20] + cands[20:120] * 2)
+
+
+# words around the encoder's edges: stems, U+0130 and U+212A, other non-ASCII, digits, separators
+_EDGE_WORDS = ["running", "runs", "caresses", "ponies", "sky", "dying", "generously", "the", "cat", "\u0130stanbul",
+               "\u212aelvin", "caf\u00e9", "12", "x1y2", "\u65e5\u672c", "\U0001f600", "-", "A.B", "sensational",
+               "\u00df", "\u0130", "\u212a", "argument", "\n", "\n\n", " ", "", "\u2014"]
+
+
+def _edge_text(rng):
+    return "".join(rng.choice(_EDGE_WORDS) + rng.choice([" ", "\n", "", ",", "\u00a0"])
+                   for _ in range(rng.choice([0, 1, 2, 5, 8, 15])))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_call_sequences_equal_rouge_score(seed, encoders, monkeypatch):
+    """Seeded sequences of calls (lists, Arrow, score_batch; one or several references, repeated
+    within a call, an example and across calls) under random bounds, first-sight budgets, scan
+    groups and vocabulary rebuilds: every number is rouge-score's, held references included."""
+    rng = random.Random(seed)
+    monkeypatch.setattr(TextCache, "FIRST_SIGHT_BYTES", rng.choice([0, 40, 200, 1 << 20]))
+    monkeypatch.setattr(TextCache, "MAX_BYTES", rng.choice([0, 20_000, 64 << 20]))
+    monkeypatch.setattr(Vocabulary, "MAX_IDS", rng.choice([30, 4_000_000]))
+    monkeypatch.setattr(DefaultEncoder, "GROUP_UNITS", rng.choice([16, 1 << 22]))
+    stem = rng.random() < 0.6
+    scorer = RougeScorer(TYPES, use_stemmer=stem)
+    pool = [_edge_text(rng) for _ in range(rng.choice([3, 10, 30]))]
+
+    def pick(p):
+        return _fresh(rng.choice(pool)) if rng.random() < p else _edge_text(rng)
+
+    for _ in range(12):
+        n = rng.choice([1, 3, 12, 40])
+        if rng.random() < 0.5:
+            refs = [[pick(0.7) for _ in range(rng.choice([1, 2, 3]))] for _ in range(n)]
+        else:
+            refs = [pick(0.7) for _ in range(n)]
+        cands = [pick(0.3) for _ in range(n)]
+        path = rng.choice(["lists", "arrow", "batch"])
+        if path == "batch":
+            got = [[list(d[t]) for t in TYPES] for d in scorer.score_batch(refs, cands)]
+        else:
+            got = _score(scorer, path, refs, cands).tolist()
+        assert got == _expected(stem, refs, cands)
+
+
+@pytest.mark.parametrize("path", ["lists", "arrow"])
+def test_a_token_map_that_drops_tokens_is_applied_once_to_held_references(path, monkeypatch):
+    """An encoder with a token map that drops some tokens (ROUGE-1.5.5's ``-s``) and maps others:
+    references kept at first sight, at second sight and held give, call after call, the arrays
+    of the whole batch encoded alone (tokens dropped once, sentences left empty removed)."""
+    monkeypatch.setattr(TextCache, "FIRST_SIGHT_BYTES", 60)
+    enc = DefaultEncoder(ascii_only=True, token_map=lambda t: None if t in ("the", "a") else t[:4])
+    refs = ["the a\nthe cat sat\na", "the\na\nthe", "", "Running the dogs\n\nmapped words here",
+            "a cat \u0130s here", "the mat\nof the cat"]
+    rng = random.Random(4)
+    for call in range(8):
+        n = rng.choice([2, 4, 6])
+        n_refs = np.array([rng.choice([1, 2, 3]) for _ in range(n)], dtype=np.int64)
+        flat = [_fresh(rng.choice(refs)) for _ in range(int(n_refs.sum()))]
+        cands = [f"the cat{call} sat\nthe" for _ in range(n)]
+        if path == "lists":
+            got = enc.encode_examples(cands, flat, n_refs)
+        else:
+            ro = np.concatenate([[0], np.cumsum(n_refs)])
+            refs_col = pa.array([flat[a:b] for a, b in zip(ro[:-1], ro[1:])])
+            got, _ = enc.encode_arrow(pa.array(cands), refs_col)
+        layout = []
+        ro = np.concatenate([[0], np.cumsum(n_refs)]).tolist()
+        for e in range(n):
+            layout += [cands[e]] + flat[ro[e]:ro[e + 1]]
+        alone = enc.encode(layout)
+        for name in ("tokens", "doc_tok", "sent_tok", "doc_sent"):
+            assert getattr(got, name).tolist() == getattr(alone, name).tolist(), (call, name)
+    assert enc.cache.n_entries == len(refs)
