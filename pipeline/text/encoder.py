@@ -276,7 +276,7 @@ def _utf8_groups(texts: list[str], ends: np.ndarray, groups: list[tuple[int, int
         bufs.append(buf)
         offs.append(o[1:] + base)
         base += int(o[-1])
-    return np.concatenate(bufs), np.concatenate(offs)
+    return _read_only(np.concatenate(bufs), np.concatenate(offs))
 
 
 def _utf8_per_text(joined: str, ends: np.ndarray):  # pragma: no cover - numba moved its str accessor

@@ -369,3 +369,19 @@ def test_after_the_warm_up_the_encoders_paths_compile_nothing_more():
                 enc.encode_arrow(pa.array(["the cat", "a dog"]), pa.array(refs))
     grown = {k: (n, signatures()[k]) for k, n in before.items() if signatures()[k] != n}
     assert not grown
+
+
+def test_a_lists_references_in_several_groups_are_read_only_bytes():
+    """The UTF-8 bytes of a list's references are read-only whether converted in one group or
+    several, as Arrow's are: the probe and cache kernels then have one signature (a writable
+    buffer would compile them a second time in a user's first large call)."""
+    from pipeline.text.csr import text_groups
+    from pipeline.text.encoder import _utf8_groups
+
+    texts = ["caf\u00e9 au lait " * 20, "plain words " * 30, "\u0130stanbul \u212a " * 10]
+    for units in (1 << 22, 64):
+        ends, groups = text_groups(texts, units)
+        buf, offs = _utf8_groups(texts, ends, groups)
+        assert (len(groups) > 1) == (units == 64)
+        assert not buf.flags.writeable
+        assert bytes(buf[offs[0]:offs[-1]]) == "".join(texts).encode()
