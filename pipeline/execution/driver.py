@@ -461,12 +461,13 @@ def estimate_input_bytes(cfg) -> int:
     return sum((n or 0) * (COMPRESSION_RATIO if compression_of(url) else 1) for url, n in sizes.items())
 
 
-def choose_mode(cfg, log=_log_default) -> tuple[str, str]:
-    """(``local``/``scheduler``/``sync``, the summary's note) for ``cfg.execution.mode``."""
+def choose_mode(cfg, log=_log_default, size: int | None = None) -> tuple[str, str]:
+    """(``local``/``scheduler``/``sync``, the summary's note) for ``cfg.execution.mode``
+    (``size``: :func:`estimate_input_bytes`, when the caller has it)."""
     mode = cfg.execution.mode
     if mode != "auto":
         return mode, mode
-    size = estimate_input_bytes(cfg)
+    size = estimate_input_bytes(cfg) if size is None else size
     limit = AUTO_LOCAL_MIN_BYTES
     if size < limit:
         log(f"execution: in process (auto: input ~{size / 2**20:.1f} MiB < {limit / 2**20:.0f} MiB; "
@@ -484,12 +485,15 @@ def run_config(cfg, progress: bool | None = True, log=_log_default, stream=None,
     with ``debug``), not to the terminal (:mod:`pipeline.execution.dasklogs`)."""
     started = time.perf_counter() if started is None else started
     ex = cfg.execution
-    mode, note = choose_mode(cfg, log)
+    compiled_before = warmup.is_compiled()
+    # the input listed once for both choices that need its size
+    size = estimate_input_bytes(cfg) if ex.mode == "auto" or (ex.mode == "sync" and not compiled_before) else None
+    mode, note = choose_mode(cfg, log, size)
     checked = check(cfg, log, note, started)   # a refusal before the compile and the cluster
     compiled = None
     if mode != "scheduler":  # this machine compiles once, before any local worker starts
         # a small run in this process scores in pure Python while the scoring kernels compile
-        small = mode == "sync" and not warmup.is_compiled() and estimate_input_bytes(cfg) < PYTHON_FIRST_RUN_BYTES
+        small = mode == "sync" and not compiled_before and size < PYTHON_FIRST_RUN_BYTES
         compiled = warmup.ensure_compiled(job.ScoringSettings.from_config(cfg.scoring), log, progress=bool(progress),
                                           file=stream, scoring=not small)
     timing = dict(compile_seconds=compiled, checked=checked)
