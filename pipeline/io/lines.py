@@ -9,7 +9,7 @@ import posixpath
 
 from pipeline.errors import InputChangedError
 from pipeline.io.canonical import Out
-from pipeline.io.paths import compression_of, expand, file_stem, infer_format, parent_name
+from pipeline.io.paths import compression_of, expand, file_stem, infer_format, listed_size, parent_name
 from pipeline.io.input_spec import InputSpec, WorkUnit
 from pipeline.io.streams import iter_lines, row_ranges, scan_lines
 
@@ -61,7 +61,7 @@ def plan_lines(spec: InputSpec, target_rows):
                     ref_files=(r_url,), ref_format="text", ref_ranges=((0, a, b),),
                     ref_bytes=(r_starts[k], r_starts[k + 1]) if split and r_starts else None,
                     system=system, n_rows=b - a, id_prefix=prefixes[r_url],
-                    n_bytes=(info.get(c_url) or {}).get("size"), ref_sizes=((info.get(r_url) or {}).get("size"),)))
+                    n_bytes=listed_size(info, c_url), ref_sizes=(listed_size(info, r_url),)))
     return units
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import bisect
 
 from pipeline.io.canonical import BadRecord, Out, get_id, get_refs, get_str, location
-from pipeline.io.paths import expand, infer_format
+from pipeline.io.paths import expand, infer_format, listed_size
 from pipeline.io.records import each_record, iter_records, shard_units
 from pipeline.io.input_spec import InputSpec, WorkUnit
 from pipeline.io.streams import row_ranges
@@ -29,7 +29,7 @@ def plan_paired(spec: InputSpec, target_rows):
     ref_info: dict = {}   # the listing's entries: each file's size, checked by the readers
     cand_files = expand(spec.candidates, so, "input.candidates", info=cand_info)
     ref_files = expand(spec.references, so, "input.references", info=ref_info)
-    ref_sizes = tuple((ref_info.get(u) or {}).get("size") for u in ref_files)
+    ref_sizes = tuple(listed_size(ref_info, u) for u in ref_files)
     id_col, ref_id_col = spec.col("id"), spec.col("reference_id")
 
     # 1. references side: id -> [(file index, row)]; unreadable rows are reported now.
@@ -95,7 +95,7 @@ def plan_paired(spec: InputSpec, target_rows):
                                 byte_start=ba, byte_stop=bb, ref_files=tuple(ref_files), ref_format=ref_fmt,
                                 ref_ranges=_runs(need), ref_report=_runs(report),
                                 n_rows=n_rows if n_rows is not None else b_eff - a,
-                                n_bytes=(cand_info.get(url) or {}).get("size"), ref_sizes=ref_sizes))
+                                n_bytes=listed_size(cand_info, url), ref_sizes=ref_sizes))
     extras = _extras(extra, ref_index, used, ref_files, ref_fmt, len(planned))
     return [WorkUnit(index=i, extra_quarantine=tuple(extras.get(i, ())), **p) for i, p in enumerate(planned)]
 

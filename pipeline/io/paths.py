@@ -108,6 +108,11 @@ def _no_bucket(fs, path: str) -> str:
         return ""
 
 
+def listed_size(info: dict, url: str) -> int | None:
+    """The size in bytes of ``url``'s entry in an :func:`expand` ``info`` dict (None: not listed)."""
+    return (info.get(url) or {}).get("size")
+
+
 def expand(patterns: str | Iterable[str], storage_options: dict | None = None,
            field: str = "paths", info: dict | None = None) -> list[str]:
     """Expand URLs / globs / folders to a sorted list of file URLs.

@@ -79,7 +79,7 @@ import pyarrow.parquet as pq
 
 from pipeline.io import folders, lines, paired, records
 from pipeline.io.canonical import Out, location, parse_json_line
-from pipeline.io.paths import expand, infer_format, list_folder
+from pipeline.io.paths import expand, infer_format, list_folder, listed_size
 from pipeline.io.input_spec import ROW_KEY_BITS, InputSpec, WorkUnit
 from pipeline.io.streams import iter_lines, open_input, reading
 
@@ -125,7 +125,7 @@ def listed_sizes(spec: InputSpec | dict) -> dict[str, int | None]:
                 out.update((url, entry.get("size")) for _, url, entry in list_folder(folder, so, f"input.{field}"))
         elif urls:
             info: dict = {}
-            out.update((url, info.get(url, {}).get("size")) for url in expand(urls, so, f"input.{field}", info=info))
+            out.update((url, listed_size(info, url)) for url in expand(urls, so, f"input.{field}", info=info))
     return out
 
 

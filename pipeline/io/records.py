@@ -17,7 +17,7 @@ from numba import njit
 
 from pipeline.io.canonical import (BadRecord, BadText, Out, get_id, get_refs, get_str, get_system, json_lines,
                                    location)
-from pipeline.io.paths import compression_of, expand, infer_format
+from pipeline.io.paths import compression_of, expand, infer_format, listed_size
 from pipeline.io.linedigest import line_digest, line_digests
 from pipeline.io.input_spec import CANONICAL_SCHEMA, ROW_KEY_BITS, InputSpec, UnreadableFileError, WorkUnit
 from pipeline.io.streams import (changed_since_planning, check_range, iter_lines, lines_of, open_input, open_input_as,
@@ -147,7 +147,7 @@ def shard_units(url: str, fmt: str, so: dict, target_rows: int | None, n_rows: i
         return [(0, None, None, None, n)]
     out = []
     for k, (a, b) in enumerate(row_ranges(n, target_rows)):
-        if starts is not None and n > target_rows:
+        if starts is not None:
             out.append((a, b, starts[k], starts[k + 1], b - a))
         else:
             out.append((a, b, None, None, b - a))
@@ -179,7 +179,7 @@ def plan_records(spec: InputSpec, target_rows):
         if fmt not in ("jsonl", "parquet"):
             raise ValueError(f"{url}: layout 'records' reads jsonl or parquet, not {fmt}")
         compression_of(url)
-        size = (info.get(url) or {}).get("size")
+        size = listed_size(info, url)
         if pack and (fmt != pack_fmt or size is None or sum(n for _, n in pack) + size >= PACK_BYTES):
             close_pack()
         if target_rows is None and size is not None and size < PACK_BYTES:
