@@ -121,7 +121,7 @@ class DefaultEncoder:
         """(tokens, doc_tok, doc_sent, sent_tok) of ``texts``, each group of them joined and
         scanned in the str's own buffer (no UTF-8 copy); under the lock."""
         ends, groups = text_groups(texts, self.GROUP_UNITS)
-        if get_code_point is None:  # pragma: no cover - numba moved its str accessor
+        if get_code_point is None:  # NUMBA_DISABLE_JIT, or numba moved its str accessor: UTF-8 bytes
             return self._encode_bytes(*_utf8("".join(texts), ends))
         parts = [self._encode_units("".join(texts[a:b]), ends[a:b + 1] - ends[a], scan_str) for a, b in groups]
         return parts[0] if len(parts) == 1 else concat_parts(parts)
@@ -202,10 +202,10 @@ class DefaultEncoder:
         """The admitted misses of :meth:`_probe`'s ``found`` added to the cache: miss ``k`` is document
         ``new_doc[k]`` of the stream ``new`` (final ids); under the lock."""
         _, miss_at, miss_hash, admit = found
-        if admit.all():
+        ks = np.flatnonzero(admit)
+        if ks.shape[0] == admit.shape[0]:  # every miss admitted: no subset to take
             self.cache.add(buf, offs, miss_at, miss_hash, new, new_doc)
-        elif admit.any():
-            ks = np.flatnonzero(admit)
+        else:
             self.cache.add(buf, offs, miss_at[ks], miss_hash[ks], new, new_doc[ks])
 
     def _encode_bytes(self, buf, offs):
@@ -279,7 +279,7 @@ def _utf8_groups(texts: list[str], ends: np.ndarray, groups: list[tuple[int, int
     return _read_only(np.concatenate(bufs), np.concatenate(offs))
 
 
-def _utf8_per_text(joined: str, ends: np.ndarray):  # pragma: no cover - numba moved its str accessor
+def _utf8_per_text(joined: str, ends: np.ndarray):  # NUMBA_DISABLE_JIT (tests/integration/test_nojit.py)
     raw = [joined[a:b].encode("utf-8", "surrogatepass") for a, b in zip(ends[:-1].tolist(), ends[1:].tolist())]
     offs = np.zeros(len(raw) + 1, dtype=np.int64)
     np.cumsum(np.fromiter(map(len, raw), dtype=np.int64, count=len(raw)), out=offs[1:])

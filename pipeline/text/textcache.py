@@ -287,19 +287,26 @@ class TextCache:
         admit = np.cumsum(offs[miss_at + 1] - offs[miss_at]) <= room  # kept at first sight
         rest = np.flatnonzero(~admit)
         if rest.shape[0]:
-            if 2 * (self._n_seen + rest.shape[0]) > self.seen.shape[0]:  # the set at half load at most
-                size = self.seen.shape[0]
-                while 2 * (self._n_seen + rest.shape[0]) > size and size < self.MAX_SEEN:
-                    size *= 2
-                if 2 * (self._n_seen + rest.shape[0]) > size:
-                    self.seen.fill(0)
-                    self._n_seen = 0
-                else:
-                    self.seen = _grown_set(self.seen, size)
+            self._room_in_seen(rest.shape[0])
             seen_before = np.zeros(rest.shape[0], dtype=np.bool_)
             self._n_seen += admit_misses(miss_hash[rest], miss_count[rest], self.seen, seen_before)
             admit[rest] = seen_before
         return where, miss_at, miss_hash, admit
+
+    def _room_in_seen(self, k: int) -> None:
+        """The set of hashes seen once made ready for ``k`` more at half load at most: grown by
+        doubling up to :attr:`MAX_SEEN` slots, emptied when that is not enough."""
+        need = 2 * (self._n_seen + k)
+        if need <= self.seen.shape[0]:
+            return
+        size = self.seen.shape[0]
+        while need > size and size < self.MAX_SEEN:
+            size *= 2
+        if need > size:
+            self.seen.fill(0)
+            self._n_seen = 0
+        else:
+            self.seen = _grown_set(self.seen, size)
 
     def stream(self):
         """The entries' (tokens, doc_tok, doc_sent, sent_tok)."""
@@ -308,8 +315,8 @@ class TextCache:
     def add(self, buf, offs, miss_at, miss_hash, new, new_doc=None) -> bool:
         """Keep the texts ``miss_at`` of ``buf``/``offs`` (hashes ``miss_hash``) and their
         encoding: document ``new_doc[k]`` (``k`` if None) of ``new`` (tokens, doc_tok, doc_sent,
-        sent_tok) is text ``miss_at[k]``.  When they do not fit in the bound, the cache is emptied first; False if
-        they do not fit at all."""
+        sent_tok) is text ``miss_at[k]``.  When they do not fit in the bound, the cache is emptied
+        first; False if they do not fit at all."""
         k = miss_at.shape[0]
         if k == 0 or self.max_bytes <= 0:
             return k == 0
