@@ -89,6 +89,9 @@ def warm_encoder() -> None:
         enc.encode_arrow(pa.array(["the cat sat", "caf\u00e9 b"]), pa.array([["a cat"], ["b", "a cat"]]))
         # and a list's: its references in UTF-8 (converted when not ASCII), looked up, gathered
         enc.encode_examples(["the cat", "b"], ["a caf\u00e9", "a caf\u00e9"], np.ones(2, dtype=np.int64))
+        for _ in range(2):  # a column kept, then seen again: its run found (Arrow, a list)
+            enc.encode_arrow(pa.array(["the cat", "b"]), pa.array(["a dog", "b c"]))
+            enc.encode_examples(["the cat", "b"], ["a dog", "b c"], np.ones(2, dtype=np.int64))
     records._clean_lines(b'{"id": 1}\n')   # the line scan and digests, as a task reads a unit
 
 

@@ -33,17 +33,17 @@ class BatchScores:
     ref_len: np.ndarray  # int64 tokens of all references together
     n_refs: np.ndarray  # int64
     status: np.ndarray  # int8: STATUS_OK, or STATUS_TOO_LONG (scores NaN)
-    # the token ids scored (batch layout) and each example's first document, when known:
-    # per-example diagnostics reuse the candidates' tokens instead of encoding them again
+    # the token ids scored and each example's candidate document, when known: per-example
+    # diagnostics reuse the candidates' tokens instead of encoding them again
     encoded: EncodedDocs | None = None
-    ex_doc: np.ndarray | None = None
+    cand_doc: np.ndarray | None = None
 
     def candidate_tokens(self):
         """(tokens, start, end, generation): candidate ``e`` is ``tokens[start[e]:end[e]]``, ids
         of vocabulary generation ``generation`` (``EncodedDocs.generation``); None if unknown."""
         if self.encoded is None:
             return None
-        first = self.ex_doc[:-1]
+        first = self.cand_doc
         return (self.encoded.tokens, self.encoded.doc_tok[first], self.encoded.doc_tok[first + 1],
                 self.encoded.generation)
 
@@ -154,7 +154,27 @@ def example_offsets(n_refs: Sequence[int] | np.ndarray) -> np.ndarray:
 
 def score_encoded(enc: EncodedDocs, ex_doc: np.ndarray, types: Sequence[RougeType],
                   max_backtrack_words: int = MAX_BACKTRACK_WORDS) -> BatchScores:
-    n_ex = ex_doc.shape[0] - 1
+    """Examples in the interleaved layout (cand, refs..., cand, ...): example ``e``'s documents are
+    ``ex_doc[e] .. ex_doc[e+1]-1``, its candidate first."""
+    cand_doc = ex_doc[:-1]
+    return score_documents(enc, cand_doc, cand_doc + 1, ex_doc[1:], types, max_backtrack_words)
+
+
+def score_blocks(enc: EncodedDocs, n_refs: np.ndarray, types: Sequence[RougeType]) -> BatchScores:
+    """Examples in the block layout (every candidate, then every reference, in order), as
+    :meth:`pipeline.text.encoder.DefaultEncoder.encode_examples` returns them: example ``e``'s
+    references are the next ``n_refs[e]``."""
+    n = n_refs.shape[0]
+    ref_off = np.full(n + 1, n, dtype=np.int64)  # the references start after the n candidates
+    ref_off[1:] += np.cumsum(n_refs)
+    return score_documents(enc, np.arange(n, dtype=np.int64), ref_off[:-1], ref_off[1:], types)
+
+
+def score_documents(enc: EncodedDocs, cand_doc: np.ndarray, ref_lo: np.ndarray, ref_hi: np.ndarray,
+                    types: Sequence[RougeType], max_backtrack_words: int = MAX_BACKTRACK_WORDS) -> BatchScores:
+    """Example ``e``: candidate document ``cand_doc[e]`` of ``enc`` against its references
+    ``ref_lo[e] .. ref_hi[e]-1`` (one kernel call)."""
+    n_ex = cand_doc.shape[0]
     kinds = np.array([_KIND[t.kind] for t in types], dtype=np.int64)
     ns = np.array([t.n for t in types], dtype=np.int64)
     out = np.empty((n_ex, len(types), 3), dtype=np.float64)
@@ -162,10 +182,9 @@ def score_encoded(enc: EncodedDocs, ex_doc: np.ndarray, types: Sequence[RougeTyp
     status = np.zeros(n_ex, dtype=np.int8)
     if n_ex:
         score_batch_kernel(enc.tokens, enc.doc_tok, enc.sent_tokens, enc.sent_tok, enc.doc_sent,
-                           enc.same_stream, ex_doc, kinds, ns, max_backtrack_words, out, best, status)
+                           enc.same_stream, cand_doc, ref_lo, ref_hi, kinds, ns, max_backtrack_words, out, best,
+                           status)
     lengths = enc.doc_lengths()
-    cand_docs = ex_doc[:-1]
-    n_refs = np.diff(ex_doc) - 1
     cum = np.concatenate([[0], np.cumsum(lengths)])
-    ref_len = cum[ex_doc[1:]] - cum[cand_docs + 1]
-    return BatchScores(list(types), out, best, lengths[cand_docs], ref_len, n_refs, status, enc, ex_doc)
+    return BatchScores(list(types), out, best, lengths[cand_doc], cum[ref_hi] - cum[ref_lo], ref_hi - ref_lo,
+                       status, enc, cand_doc)

@@ -145,7 +145,7 @@ class RougeEngine:
         if self._default_stream:  # references seen before (in any batch) are not tokenized again
             refs, n_refs = batch.split_references(references, candidates)
             enc = default_encoder(self.use_stemmer).encode_examples(list(candidates), refs, n_refs)
-            return batch.score_encoded(enc, batch.example_offsets(n_refs), self.types)
+            return batch.score_blocks(enc, n_refs, self.types)
         docs, n_refs = batch.flatten_examples(references, candidates)
         ex_doc = batch.example_offsets(n_refs)
         shared = batch.shared_references(docs, ex_doc)
@@ -182,8 +182,7 @@ class RougeEngine:
                 return res
         if self._default_stream:
             enc, n_refs = default_encoder(self.use_stemmer).encode_arrow(candidates, references)
-            batch = _compiled()[0]
-            return batch.score_encoded(enc, batch.example_offsets(n_refs), self.types)
+            return _compiled()[0].score_blocks(enc, n_refs, self.types)
         return self.score_arrays(references.to_pylist(), candidates.to_pylist())
 
     def score_batch(self, targets, predictions) -> list[dict[str, Score]]:

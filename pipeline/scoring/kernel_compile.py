@@ -35,10 +35,11 @@ def compile_scoring() -> None:
     cands = ["The cat is sitting on the mat.\nIt is happy.", "b a"]
     for stem in (False, True):
         engine.RougeEngine(list(DEFAULT_TYPES), use_stemmer=stem).score_arrays(refs, cands)
-    # references seen again (kept, then gathered from the cache), enough to grow its tables
+    # references seen again, enough to grow the cache's tables: kept; the same column again (a run);
+    # held, in another order (gathered from the cache)
     more = refs + [f"r{i}" for i in range(2100)]
-    for _ in range(2):
-        engine.RougeEngine(list(DEFAULT_TYPES)).score_arrays(more, cands + ["r"] * (len(more) - len(cands)))
+    for column in (more, more, more[::-1]):
+        engine.RougeEngine(list(DEFAULT_TYPES)).score_arrays(column, cands + ["r"] * (len(more) - len(cands)))
     kernel_cache.mark(kernel_cache.SCORING)
 
 

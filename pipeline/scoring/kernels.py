@@ -572,11 +572,11 @@ def _put(scores, kinds, ns, kind, n, p, r, f):
 
 @njit(cache=True, nogil=True)
 def score_batch_kernel(tokens, doc_tok, sent_tokens, sent_tok, doc_sent, same_stream,
-                       ex_doc, kinds, ns, max_cells, out, best_ref, status):
+                       cand_doc, ref_lo, ref_hi, kinds, ns, max_cells, out, best_ref, status):
     """Score every example of a batch.
 
-    Example ``e`` has candidate document ``ex_doc[e]`` and reference documents
-    ``ex_doc[e]+1 .. ex_doc[e+1]-1``.  ``kinds[t]``/``ns[t]`` describe type ``t``.
+    Example ``e`` has candidate document ``cand_doc[e]`` and reference documents
+    ``ref_lo[e] .. ref_hi[e]-1``.  ``kinds[t]``/``ns[t]`` describe type ``t``.
     Writes P/R/F to ``out[e, t, :]``, the chosen reference (rouge-score's
     ``score_multi``: highest F, first on ties) to ``best_ref[e, t]``, and
     ``status[e]``: 0 ok, 1 a rougeLsum sentence pair too large for ``max_cells``
@@ -626,8 +626,8 @@ def score_batch_kernel(tokens, doc_tok, sent_tokens, sent_tok, doc_sent, same_st
     um = np.empty(16, dtype=np.uint64)
     scores = np.empty((n_types, 3), dtype=np.float64)
 
-    for e in range(ex_doc.shape[0] - 1):
-        cdoc = ex_doc[e]
+    for e in range(cand_doc.shape[0]):
+        cdoc = cand_doc[e]
         c0 = doc_tok[cdoc]
         n = doc_tok[cdoc + 1] - c0
         status[e] = 0
@@ -636,7 +636,7 @@ def score_batch_kernel(tokens, doc_tok, sent_tokens, sent_tok, doc_sent, same_st
             out[e, t, 1] = 0.0
             out[e, t, 2] = -1.0
             best_ref[e, t] = 0
-        for rdoc in range(cdoc + 1, ex_doc[e + 1]):
+        for rdoc in range(ref_lo[e], ref_hi[e]):
             r0 = doc_tok[rdoc]
             m = doc_tok[rdoc + 1] - r0
             # level-1 local ids: reference at [0, m), candidate at [m, m+n)
@@ -781,7 +781,7 @@ def score_batch_kernel(tokens, doc_tok, sent_tokens, sent_tok, doc_sent, same_st
                     out[e, t, 0] = scores[t, 0]
                     out[e, t, 1] = scores[t, 1]
                     out[e, t, 2] = scores[t, 2]
-                    best_ref[e, t] = rdoc - cdoc - 1
+                    best_ref[e, t] = rdoc - ref_lo[e]
         for t in range(n_types):
             if status[e] != 0:
                 out[e, t, 0] = np.nan

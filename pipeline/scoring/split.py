@@ -103,7 +103,7 @@ def merge_blocks(scorer, candidate: str, references: Sequence[str],
         scores[0, :, :] = np.nan
     lengths = enc.doc_lengths()
     return BatchScores(list(types), scores, best, lengths[:1].copy(), np.array([int(lengths[1:].sum())]),
-                       np.array([len(references)]), status, enc, ex_doc)
+                       np.array([len(references)]), status, enc, ex_doc[:-1])
 
 
 def score_split(scorer, candidate: str, references: Sequence[str], n_blocks: int) -> BatchScores:

@@ -178,41 +178,76 @@ def _size_of(a_doc_tok, a_doc_sent, b_doc_tok, b_doc_sent, w):
     return b_doc_tok[w + 1] - b_doc_tok[w], b_doc_sent[w + 1] - b_doc_sent[w]
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _start_blocks(c_tok, c_doc_tok, c_doc_sent, c_sent_tok, n_refs, n_tok, n_sent):
+    """The block layout's arrays for the candidates of stream ``c`` and ``n_refs`` references of
+    ``n_tok`` tokens and ``n_sent`` sentences, the candidates copied in: (tokens, doc_tok,
+    doc_sent, sent_tok, tokens written, sentences written)."""
+    n = c_doc_tok.shape[0] - 1
+    ct = c_doc_tok[n] - c_doc_tok[0]
+    cs = c_doc_sent[n] - c_doc_sent[0]
+    tokens, doc_tok, doc_sent, sent_tok = _new_stream(n + n_refs, ct + n_tok, cs + n_sent)
+    tokens[:ct] = c_tok[c_doc_tok[0]:c_doc_tok[n]]
+    for d in range(n + 1):
+        doc_tok[d] = c_doc_tok[d] - c_doc_tok[0]
+        doc_sent[d] = c_doc_sent[d] - c_doc_sent[0]
+    for s in range(cs):
+        sent_tok[s] = c_sent_tok[c_doc_sent[0] + s] - c_doc_tok[0]
+    return tokens, doc_tok, doc_sent, sent_tok, ct, cs
+
+
 @njit(cache=True, nogil=True)
 def gather_layout(c_tok, c_doc_tok, c_doc_sent, c_sent_tok, a_tok, a_doc_tok, a_doc_sent, a_sent_tok,
-                  b_tok, b_doc_tok, b_doc_sent, b_sent_tok, where, ref_off):
-    """The batch layout (cand, refs..., cand, ...) in one pass: candidate ``e`` is document ``e``
-    of stream ``c``, and its references ``k`` in ``ref_off[e]:ref_off[e+1]`` are document
-    ``where[k]`` of stream ``a`` (the cache) if it is >= 0, else document ``-where[k]-1`` of
-    stream ``b`` (texts scanned in this batch).  Returns (tokens, doc_tok, doc_sent, sent_tok)."""
+                  b_tok, b_doc_tok, b_doc_sent, b_sent_tok, where):
+    """The block layout (every candidate, then every reference) in one pass: the candidates are
+    the documents of stream ``c``, and reference ``k`` is document ``where[k]`` of stream ``a``
+    (the cache) if it is >= 0, else document ``-where[k]-1`` of stream ``b`` (texts scanned in
+    this batch).  Returns (tokens, doc_tok, doc_sent, sent_tok)."""
     n = c_doc_tok.shape[0] - 1
-    n_tok = c_doc_tok[n] - c_doc_tok[0]
-    n_sent = c_doc_sent[n] - c_doc_sent[0]
+    n_tok = 0
+    n_sent = 0
     for k in range(where.shape[0]):
         dt, dsn = _size_of(a_doc_tok, a_doc_sent, b_doc_tok, b_doc_sent, where[k])
         n_tok += dt
         n_sent += dsn
-    tokens, doc_tok, doc_sent, sent_tok = _new_stream(n + where.shape[0], n_tok, n_sent)
-    t = 0
-    ns = 0
-    d = 0
-    for e in range(n):
-        t, ns = _copy_doc(c_tok, c_doc_tok, c_doc_sent, c_sent_tok, e, tokens, sent_tok, t, ns)
+    tokens, doc_tok, doc_sent, sent_tok, t, ns = _start_blocks(c_tok, c_doc_tok, c_doc_sent, c_sent_tok,
+                                                               where.shape[0], n_tok, n_sent)
+    d = n
+    for k in range(where.shape[0]):
+        # the branch here, not in a helper: an inlined helper choosing the stream compiles to a
+        # loop twice as slow
+        w = where[k]
+        if w >= 0:
+            t, ns = _copy_doc(a_tok, a_doc_tok, a_doc_sent, a_sent_tok, w, tokens, sent_tok, t, ns)
+        else:
+            t, ns = _copy_doc(b_tok, b_doc_tok, b_doc_sent, b_sent_tok, -w - 1, tokens, sent_tok, t, ns)
         d += 1
         doc_tok[d] = t
         doc_sent[d] = ns
-        for k in range(ref_off[e], ref_off[e + 1]):
-            # the branch here, not in a helper: an inlined helper choosing the stream compiles to a
-            # loop twice as slow
-            w = where[k]
-            if w >= 0:
-                t, ns = _copy_doc(a_tok, a_doc_tok, a_doc_sent, a_sent_tok, w, tokens, sent_tok, t, ns)
-            else:
-                t, ns = _copy_doc(b_tok, b_doc_tok, b_doc_sent, b_sent_tok, -w - 1, tokens, sent_tok, t, ns)
-            d += 1
-            doc_tok[d] = t
-            doc_sent[d] = ns
     sent_tok[ns] = t
+    return tokens, doc_tok, doc_sent, sent_tok
+
+
+@njit(cache=True, nogil=True)
+def append_run(c_tok, c_doc_tok, c_doc_sent, c_sent_tok, a_tok, a_doc_tok, a_doc_sent, a_sent_tok, w0, n_refs):
+    """The block layout of the candidates of stream ``c`` and references that are the consecutive
+    documents ``w0 .. w0+n_refs-1`` of stream ``a`` (the cache): two slice copies and the offsets
+    shifted.  Returns (tokens, doc_tok, doc_sent, sent_tok)."""
+    w1 = w0 + n_refs
+    t0 = a_doc_tok[w0]
+    s0 = a_doc_sent[w0]
+    n_tok = a_doc_tok[w1] - t0
+    n_sent = a_doc_sent[w1] - s0
+    tokens, doc_tok, doc_sent, sent_tok, t, ns = _start_blocks(c_tok, c_doc_tok, c_doc_sent, c_sent_tok,
+                                                               n_refs, n_tok, n_sent)
+    tokens[t:t + n_tok] = a_tok[t0:t0 + n_tok]
+    n = c_doc_tok.shape[0] - 1
+    for k in range(1, n_refs + 1):
+        doc_tok[n + k] = a_doc_tok[w0 + k] - t0 + t
+        doc_sent[n + k] = a_doc_sent[w0 + k] - s0 + ns
+    for s in range(n_sent):
+        sent_tok[ns + s] = a_sent_tok[s0 + s] - t0 + t
+    sent_tok[ns + n_sent] = t + n_tok
     return tokens, doc_tok, doc_sent, sent_tok
 
 

@@ -22,10 +22,14 @@ texts costs one ``str.join`` and a few numba calls:
    through the encoder's :class:`~pipeline.text.textcache.TextCache`: a text repeated in the
    batch is scanned once, and a text the cache keeps (every text seen in an earlier batch, task
    or call: every system of a corpus has the same references) is not scanned again, its ids,
-   stemmed, are copied from the cache straight into the batch layout (one copy, no stem map).
+   stemmed, are copied from the cache straight into the batch (one copy, no stem map).
    References are looked up by their UTF-8 bytes (a Python list's are converted once); a list
-   whose references are all new (none repeats, none is held) is then scanned as one stream in
-   the batch layout, in the strs' own buffers, as without a cache, and kept from there.
+   whose references are all new (none repeats, none is held) is then scanned as one stream
+   with the candidates, in the strs' own buffers, as without a cache, and kept from there.  A
+   whole column of references the cache holds as consecutive entries, in order (the next
+   system's column, the same texts in the same order) is found by one comparison of the
+   column (its bytes; a list's strs) and copied as one slice: no text is looked up or converted.
+   The batch comes out in the block layout: every candidate, then every reference, in order.
 
 The parts live in their own modules: :mod:`~pipeline.text.intrinsics` (unaligned loads,
 UTF-8 writes), :mod:`~pipeline.text.scan` (pass 1), :mod:`~pipeline.text.vocabulary`
@@ -46,7 +50,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from pipeline.columns import utf8_buffers
-from pipeline.text.csr import (BREAK, DOC_MARK, END, LINE_MARK, EncodedDocs, check_reference_counts,
+from pipeline.text.csr import (BREAK, DOC_MARK, END, LINE_MARK, EncodedDocs, append_run, check_reference_counts,
                                compact_texts, concat_parts, drop_negative, empty_docs, gather, gather_layout,
                                map_ids, runs, split_marked, text_groups)
 from pipeline.text.intrinsics import get_code_point, str_to_utf8
@@ -92,30 +96,33 @@ class DefaultEncoder:
             return self._finish(*self._encode_strs(texts))
 
     def encode_examples(self, candidates: list[str], references: list[str], n_refs: np.ndarray) -> EncodedDocs:
-        """Examples in the batch layout (cand, refs..., ...): candidate ``e`` has the next
-        ``n_refs[e]`` texts of ``references``, which are taken from the cache of texts seen before
-        (:mod:`pipeline.text.textcache`) when it holds them."""
+        """Examples in the block layout (every candidate, then every reference): candidate ``e``
+        has the next ``n_refs[e]`` texts of ``references``, which are taken from the cache of texts
+        seen before (:mod:`pipeline.text.textcache`) when it holds them."""
         check_reference_counts(n_refs, len(candidates))
         if not candidates:
             return empty_docs()
-        ref_off = np.zeros(len(candidates) + 1, dtype=np.int64)
-        np.cumsum(n_refs, out=ref_off[1:])
         with self._lock:
             self._check_size()
+            self.cache.check_generation(self.vocab.generation)
+            w0 = self.cache.run_of_list(references)
+            if w0 >= 0:  # the same references as a column seen before: its entries, in one copy
+                c = self._stemmed(*self._encode_strs(candidates))
+                return self._docs(*append_run(*c, *self.cache.stream(), w0, len(references)))
             buf, offs = _utf8_groups(references, *text_groups(references, self.GROUP_UNITS))
-            found = self._probe(buf, offs)
+            found = self.cache.probe(buf, offs)
             where, miss_at, _, admit = found
             if miss_at.shape[0] == where.shape[0]:  # none held, none repeats: scanned once, in the batch
                 # layout, in the strs' own buffers; those to keep are kept from there
-                layout = _layout(candidates, references, ref_off)
+                layout = candidates + references
                 if not admit.any():
                     del buf, offs, found  # not held through the scan
                     return self._finish(*self._encode_strs(layout))
                 out = self._stemmed(*self._encode_strs(layout))
-                ref_docs = np.arange(where.shape[0]) + np.repeat(np.arange(1, len(candidates) + 1), n_refs)
-                self._keep(buf, offs, found, out, ref_docs)
+                self._keep(buf, offs, found, out, len(candidates) + np.arange(where.shape[0]), references)
                 return self._docs(*out)
-            return self._docs(*self._gather(self._stemmed(*self._encode_strs(candidates)), buf, offs, found, ref_off))
+            return self._docs(*self._gather(self._stemmed(*self._encode_strs(candidates)), buf, offs, found,
+                                            references))
 
     def _encode_strs(self, texts: list[str]):
         """(tokens, doc_tok, doc_sent, sent_tok) of ``texts``, each group of them joined and
@@ -128,8 +135,8 @@ class DefaultEncoder:
 
     def encode_arrow(self, candidates, references) -> tuple[EncodedDocs, np.ndarray]:
         """Arrow columns in (``candidates``: strings; ``references``: strings or lists of
-        strings, no nulls), documents in the batch layout (cand, refs..., ...) and the
-        reference counts out.  The UTF-8 buffers are scanned where they are: no Python str
+        strings, no nulls), documents in the block layout (every candidate, then every
+        reference) and the reference counts out.  The UTF-8 buffers are scanned where they are: no Python str
         is made per text."""
         import pyarrow as pa  # only Arrow callers pay for loading it (cold start)
 
@@ -150,8 +157,11 @@ class DefaultEncoder:
             self._check_size()
             c = self._stemmed(*self._encode_units(*utf8_buffers(cands)))
             buf, offs = utf8_buffers(flat)
-            found = self._probe(buf, offs)
-            return self._docs(*self._gather(c, buf, offs, found, ro)), n_refs
+            self.cache.check_generation(self.vocab.generation)
+            w0 = self.cache.run_of(buf, offs)
+            if w0 >= 0:  # the same references as a column seen before: its entries, in one copy
+                return self._docs(*append_run(*c, *self.cache.stream(), w0, offs.shape[0] - 1)), n_refs
+            return self._docs(*self._gather(c, buf, offs, self.cache.probe(buf, offs))), n_refs
 
     def _check_size(self) -> None:
         if self.vocab.n_ids > Vocabulary.MAX_IDS:
@@ -178,35 +188,36 @@ class DefaultEncoder:
         self._scratch.release()
         return EncodedDocs(tokens, doc_tok, tokens, sent_tok, doc_sent, self.vocab.generation)
 
-    def _probe(self, buf, offs):
-        """The references ``buf[offs[d]:offs[d+1]]`` looked up in the cache: (where, miss_at,
-        miss_hash, admit) of :meth:`TextCache.probe`; under the lock."""
-        self.cache.check_generation(self.vocab.generation)
-        return self.cache.probe(buf, offs)
-
-    def _gather(self, cands, buf, offs, found, ref_off):
+    def _gather(self, cands, buf, offs, found, texts=None):
         """Candidates' stream ``cands`` (final ids) and the references of ``buf``/``offs`` in the
-        batch layout: each reference the cache holds copied from it, every other distinct one
-        scanned once and kept if :meth:`_probe` admits it; under the lock."""
+        block layout: each reference the cache holds copied from it, every other distinct one
+        scanned once and kept if :meth:`TextCache.probe`'s ``found`` admits it (``texts``: the
+        references as a Python list, if they are one); under the lock."""
         where, miss_at = found[:2]
         if miss_at.shape[0] == where.shape[0]:  # all new and distinct: scanned where they are, in order
             new = self._encode_bytes(buf, offs)
         else:
             new = self._encode_bytes(*_read_only(*compact_texts(buf, offs, miss_at))) if miss_at.shape[0] else _NO_DOCS
         new = self._stemmed(*new)
-        out = gather_layout(*cands, *self.cache.stream(), *new, where, ref_off)
-        self._keep(buf, offs, found, new, np.arange(miss_at.shape[0]))  # after the copy: it may empty the cache
+        out = gather_layout(*cands, *self.cache.stream(), *new, where)
+        # after the copy: it may empty the cache
+        self._keep(buf, offs, found, new, np.arange(miss_at.shape[0]), texts)
         return out
 
-    def _keep(self, buf, offs, found, new, new_doc) -> None:
-        """The admitted misses of :meth:`_probe`'s ``found`` added to the cache: miss ``k`` is document
-        ``new_doc[k]`` of the stream ``new`` (final ids); under the lock."""
-        _, miss_at, miss_hash, admit = found
+    def _keep(self, buf, offs, found, new, new_doc, texts=None) -> None:
+        """The admitted misses of :meth:`TextCache.probe`'s ``found`` added to the cache: miss ``k``
+        is document ``new_doc[k]`` of the stream ``new`` (final ids); and the column recorded as a
+        run if its texts are now consecutive entries (``texts``: it as a Python list, if it is
+        one); under the lock."""
+        where, miss_at, miss_hash, admit = found
         ks = np.flatnonzero(admit)
-        if ks.shape[0] == admit.shape[0]:  # every miss admitted: no subset to take
-            self.cache.add(buf, offs, miss_at, miss_hash, new, new_doc)
-        else:
+        if ks.shape[0] < admit.shape[0]:  # some not kept: the column is no run
             self.cache.add(buf, offs, miss_at[ks], miss_hash[ks], new, new_doc[ks])
+            return
+        epoch = self.cache.epoch
+        if self.cache.add(buf, offs, miss_at, miss_hash, new, new_doc) and (
+                self.cache.epoch == epoch or ks.shape[0] == where.shape[0]):  # no entry it names forgotten
+            self.cache.note_run(where, self.cache.n_entries - ks.shape[0], texts)
 
     def _encode_bytes(self, buf, offs):
         """:meth:`_encode_units` of UTF-8 documents, in groups of about :attr:`GROUP_UNITS` bytes."""
@@ -231,21 +242,6 @@ class DefaultEncoder:
 # no documents, as (tokens, doc_tok, doc_sent, sent_tok)
 _NO_DOCS = (np.zeros(0, dtype=np.int32), np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64),
             np.zeros(1, dtype=np.int64))
-
-
-def _layout(candidates: list[str], references: list[str], ref_off: np.ndarray) -> list[str]:
-    """The texts in the batch layout: cand, its references, cand, ..."""
-    n = len(candidates)
-    if len(references) == n:
-        docs = [""] * (2 * n)
-        docs[0::2] = candidates
-        docs[1::2] = references
-        return docs
-    docs = []
-    for e, a, b in zip(range(n), ref_off[:-1].tolist(), ref_off[1:].tolist()):
-        docs.append(candidates[e])
-        docs.extend(references[a:b])
-    return docs
 
 
 def _utf8(joined: str, ends: np.ndarray):

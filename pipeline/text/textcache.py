@@ -17,6 +17,13 @@ vocabulary rebuild, the bound), and then pays a hash-set insert per reference (c
 reference of such a corpus into a cache of tens of megabytes costs ~5-10% of a short pair, in
 memory traffic).
 
+A column of references (one call's, in order) whose texts are consecutive entries, in order, is
+recorded as a run (:meth:`TextCache.note_run`): the next system's column, the same texts in the
+same order, is then found by one comparison (:meth:`TextCache.run_of`: every length and byte of the
+column; :meth:`TextCache.run_of_list`: a Python list equal to the one recorded, strs by value) and
+copied as one slice, with no lookup per text.  A run is recorded only from entries of the current
+epoch (emptying the cache starts a new one) and is forgotten with them.
+
 The ids are those of one vocabulary generation (:attr:`Vocabulary.generation`): the entries are
 forgotten when the vocabulary is rebuilt.  Memory is bounded: the entries' arrays never total
 more than :attr:`TextCache.MAX_BYTES` (64 MiB) and the set of hashes :attr:`TextCache.MAX_SEEN`
@@ -46,6 +53,19 @@ def _equal_bytes(a, a0, b, b0, length):
             return False
         q += 1
     return True
+
+
+@njit(cache=True, nogil=True)
+def run_matches(buf, offs, arena, text_off, w0):
+    """Whether the texts ``buf[offs[d]:offs[d+1]]`` are the entries ``w0, w0+1, ...`` in order:
+    every length, then all the bytes compared."""
+    n = offs.shape[0] - 1
+    b0 = offs[0]
+    a0 = text_off[w0]
+    for d in range(1, n + 1):
+        if offs[d] - b0 != text_off[w0 + d] - a0:
+            return False
+    return _equal_bytes(arena, a0, buf, b0, offs[n] - b0)
 
 
 @njit(cache=True, nogil=True)
@@ -222,10 +242,15 @@ class TextCache:
     FIRST_SIGHT_BYTES = 1 << 20
     # The most slots of the set of texts seen once (8 bytes each: 8 MiB); emptied when half full.
     MAX_SEEN = 1 << 20
+    # Python lists of references held as runs (their strs kept alive, to be compared with a
+    # list seen again): the most recent few, of at most this many UTF-8 bytes each.
+    LIST_RUNS = 4
+    LIST_RUN_BYTES = 4 << 20
 
     def __init__(self, max_bytes: int | None = None):
         self.max_bytes = self.MAX_BYTES if max_bytes is None else max_bytes
         self.generation = None
+        self.epoch = 0  # counts the times every entry was forgotten: entry numbers of an older epoch are void
         self._allocate()
         self._first_nbytes = self.nbytes
         self.seen = np.zeros(1 << 12, dtype=np.uint64)  # hashes of texts seen once (admit_misses)
@@ -233,7 +258,7 @@ class TextCache:
 
     def _allocate(self) -> None:
         """No entry, in arrays of their first (small) sizes; they grow by doubling within the bound."""
-        self.n_entries = 0
+        self._no_entries()
         self.slots = np.full(2 * 1024, -1, dtype=np.int64)
         self.arena = np.zeros(1 << 14, dtype=np.uint8)
         self.text_off = np.zeros(512, dtype=np.int64)
@@ -251,8 +276,15 @@ class TextCache:
     def _forget_entries(self) -> None:
         """Forget every entry.  The arrays are kept (they are within the bound): refilling them
         touches no fresh page (a fresh page costs a fault on its first write)."""
-        self.n_entries = 0
+        self._no_entries()
         self.slots.fill(-1)
+
+    def _no_entries(self) -> None:
+        self.n_entries = 0
+        self.epoch += 1
+        # runs: columns of references held as consecutive entries, in order (see note_run)
+        self._runs: dict[tuple[int, int], int] = {}
+        self._list_runs: list[tuple[list, int]] = []
 
     @property
     def nbytes(self) -> int:
@@ -307,6 +339,35 @@ class TextCache:
             self._n_seen = 0
         else:
             self.seen = _grown_set(self.seen, size)
+
+    def run_of(self, buf: np.ndarray, offs: np.ndarray) -> int:
+        """The first of the consecutive entries that hold the texts ``buf[offs[d]:offs[d+1]]`` in
+        order (a run :meth:`note_run` recorded; every byte compared), or -1."""
+        n = offs.shape[0] - 1
+        w0 = self._runs.get((n, int(offs[n] - offs[0])), -1)
+        ok = 0 <= w0 and w0 + n <= self.n_entries and run_matches(buf, offs, self.arena, self.text_off, w0)
+        return w0 if ok else -1
+
+    def run_of_list(self, texts: list) -> int:
+        """:meth:`run_of` for a Python list of strs: a list recorded with its run, equal to ``texts``."""
+        for held, w0 in self._list_runs:
+            if len(held) == len(texts) and w0 + len(held) <= self.n_entries and held == texts:
+                return w0
+        return -1
+
+    def note_run(self, where: np.ndarray, first_new: int, texts: list | None = None) -> None:
+        """Record a column of texts if its entries are consecutive, in order: text ``d`` is entry
+        ``where[d]``, or, if that is ``-(k+1)``, entry ``first_new + k`` (miss ``k``, just kept).
+        ``texts``: the column as a Python list, recorded too (:meth:`run_of_list`)."""
+        n = where.shape[0]
+        entries = np.where(where >= 0, where, first_new - 1 - where)
+        if n == 0 or entries[-1] - entries[0] != n - 1 or (n > 1 and not (np.diff(entries) == 1).all()):
+            return
+        w0 = int(entries[0])
+        nbytes = int(self.text_off[w0 + n] - self.text_off[w0])
+        self._runs[(n, nbytes)] = w0
+        if texts is not None and nbytes <= self.LIST_RUN_BYTES and self.run_of_list(texts) < 0:
+            self._list_runs = [(list(texts), w0)] + self._list_runs[: self.LIST_RUNS - 1]
 
     def stream(self):
         """The entries' (tokens, doc_tok, doc_sent, sent_tok)."""

@@ -67,7 +67,7 @@ def test_str_and_arrow_utf8_scans_tokenize_as_rouge_score():
         _same_as_rouge_score(enc, e, texts)
         refs = [texts[1:] or ["x"], texts[::-1]]
         ea, n_refs = enc.encode_arrow(pa.array([texts[0]] * 2), pa.array(refs))
-        eb = enc.encode([texts[0]] + refs[0] + [texts[0]] + refs[1])
+        eb = enc.encode([texts[0]] * 2 + refs[0] + refs[1])  # the block layout: candidates, then references
         assert n_refs.tolist() == [len(refs[0]), len(refs[1])]
         for name in ("tokens", "doc_tok", "sent_tok", "doc_sent"):
             assert np.array_equal(getattr(ea, name), getattr(eb, name)), (name, texts)
@@ -102,7 +102,7 @@ def test_eight_byte_ascii_words_tokenize_as_rouge_score(seed):
         e = enc.encode(texts)
         _same_as_rouge_score(enc, e, texts)
         ea, _ = enc.encode_arrow(pa.array(texts), pa.array(texts))
-        eb = enc.encode([t for t in texts for _ in (0, 1)])
+        eb = enc.encode(texts + texts)
         for name in ("tokens", "doc_tok", "sent_tok", "doc_sent"):
             assert np.array_equal(getattr(ea, name), getattr(eb, name)), (name, texts)
 
@@ -166,7 +166,7 @@ def test_str_scan_reads_1_2_4_byte_buffers_as_rouge_score(widest):
         utf8 = [t.encode("utf-8", "surrogatepass") for t in texts]
         if all(b"\xed" not in b for b in utf8):  # Arrow holds valid UTF-8 only (no lone surrogate)
             ea, _ = enc.encode_arrow(pa.array(texts), pa.array(texts))
-            eb = enc.encode([t for t in texts for _ in (0, 1)])
+            eb = enc.encode(texts + texts)
             for name in ("tokens", "doc_tok", "sent_tok", "doc_sent"):
                 assert np.array_equal(getattr(ea, name), getattr(eb, name)), (name, texts)
 

@@ -331,12 +331,20 @@ def test_random_call_sequences_equal_rouge_score(seed, encoders, monkeypatch):
     def pick(p):
         return _fresh(rng.choice(pool)) if rng.random() < p else _edge_text(rng)
 
+    columns = []
     for _ in range(12):
         n = rng.choice([1, 3, 12, 40])
-        if rng.random() < 0.5:
+        if columns and rng.random() < 0.3:  # a column seen before (a run), maybe one text changed
+            refs = [[_fresh(t) for t in r] if isinstance(r, list) else _fresh(r) for r in rng.choice(columns)]
+            n = len(refs)
+            if rng.random() < 0.3:
+                e = rng.randrange(n)
+                refs[e] = [_edge_text(rng)] if isinstance(refs[e], list) else _edge_text(rng)
+        elif rng.random() < 0.5:
             refs = [[pick(0.7) for _ in range(rng.choice([1, 2, 3]))] for _ in range(n)]
         else:
             refs = [pick(0.7) for _ in range(n)]
+        columns.append(refs)
         cands = [pick(0.3) for _ in range(n)]
         path = rng.choice(["lists", "arrow", "batch"])
         if path == "batch":
@@ -367,11 +375,167 @@ def test_a_token_map_that_drops_tokens_is_applied_once_to_held_references(path, 
             ro = np.concatenate([[0], np.cumsum(n_refs)])
             refs_col = pa.array([flat[a:b] for a, b in zip(ro[:-1], ro[1:])])
             got, _ = enc.encode_arrow(pa.array(cands), refs_col)
-        layout = []
-        ro = np.concatenate([[0], np.cumsum(n_refs)]).tolist()
-        for e in range(n):
-            layout += [cands[e]] + flat[ro[e]:ro[e + 1]]
-        alone = enc.encode(layout)
+        alone = enc.encode(cands + flat)  # the block layout: every candidate, then every reference
         for name in ("tokens", "doc_tok", "sent_tok", "doc_sent"):
             assert getattr(got, name).tolist() == getattr(alone, name).tolist(), (call, name)
     assert enc.cache.n_entries == len(refs)
+
+
+# -- runs: a column of references seen again is found whole (TextCache.note_run / run_of) ---------
+
+def _count_runs(monkeypatch):
+    """The calls that found their references as a run (the encoder's append_run), counted."""
+    from pipeline.text import encoder as encoder_module
+
+    hits = []
+    real = encoder_module.append_run
+
+    def counted(*args):
+        hits.append(args[-1])
+        return real(*args)
+
+    monkeypatch.setattr(encoder_module, "append_run", counted)
+    return hits
+
+
+@pytest.mark.parametrize("path", ["lists", "arrow"])
+def test_a_column_seen_again_is_found_whole_not_text_by_text(path, encoders, monkeypatch):
+    """Every system's column of references (new objects, the same texts in the same order) after
+    the first is found as one run: no reference scanned, no text looked up one by one, the
+    arrays those of the batch encoded alone, every number rouge-score's."""
+    seen = scanned_texts(monkeypatch)
+    hits = _count_runs(monkeypatch)
+    probes = []
+    real_probe = TextCache.probe
+    monkeypatch.setattr(TextCache, "probe", lambda self, buf, offs: probes.append(1) or real_probe(self, buf, offs))
+    scorer = RougeScorer(TYPES, use_stemmer=True)
+    for s in range(4):
+        refs, cands = _system(s, False)
+        seen.clear()
+        assert _score(scorer, path, refs, cands).tolist() == _expected(True, refs, cands)
+        if s:
+            assert sorted(seen) == [N_DOCS]  # the candidates alone
+    assert hits == [N_DOCS] * 3 and len(probes) == 1
+    enc = engine.default_encoder(True)
+    refs, cands = _system(5, False)
+    got = enc.encode_examples(cands, refs, np.ones(N_DOCS, dtype=np.int64)) if path == "lists" else \
+        enc.encode_arrow(pa.array(cands), pa.array(refs))[0]
+    assert len(hits) == 4
+    alone = enc.encode(cands + refs)  # the block layout: every candidate, then every reference
+    for name in ("tokens", "doc_tok", "sent_tok", "doc_sent"):
+        assert getattr(got, name).tolist() == getattr(alone, name).tolist(), name
+
+
+@pytest.mark.parametrize("path", ["lists", "arrow"])
+def test_a_run_is_trusted_only_when_every_text_is_equal(path, encoders, monkeypatch):
+    """A column of the same count and bytes as a run, one byte of one text changed (and, for
+    lists, a list changed after the call that recorded it) is no run: looked up text by text,
+    its numbers rouge-score's."""
+    hits = _count_runs(monkeypatch)
+    scorer = RougeScorer(TYPES)
+    refs, cands = _system(0, False)
+    _score(scorer, path, refs, cands)
+    for d in (0, 5, N_DOCS - 2):
+        other = list(refs)
+        k = other[d].find("a")
+        other[d] = other[d][:k] + "o" + other[d][k + 1:]   # one ASCII byte for another: same length
+        assert len(other[d].encode()) == len(refs[d].encode())
+        assert _score(scorer, path, other, cands).tolist() == _expected(False, other, cands)
+    assert hits == []
+    # the caller's list changed after the call that recorded it: the run kept its own copy
+    enc, ones = engine.default_encoder(False), np.ones(N_DOCS, dtype=np.int64)
+
+    def encoded(refs):
+        if path == "lists":
+            return enc.encode_examples(cands, refs, ones)
+        return enc.encode_arrow(pa.array(cands), pa.array(refs))[0]
+
+    refs = [f"reference {d} of another column" for d in range(N_DOCS)]
+    assert encoded(refs).tokens.tolist() == enc.encode(cands + refs).tokens.tolist()
+    refs[3] = "an unrelated text"
+    assert encoded(refs).tokens.tolist() == enc.encode(cands + refs).tokens.tolist()
+    assert hits == []
+    refs[3] = "reference 3 of another column"
+    assert encoded(refs).tokens.tolist() == enc.encode(cands + refs).tokens.tolist()
+    assert hits == [N_DOCS]
+
+
+@pytest.mark.parametrize("forget", ["clear", "vocabulary", "bound"])
+@pytest.mark.parametrize("path", ["lists", "arrow"])
+def test_runs_are_forgotten_with_their_entries(path, forget, encoders, monkeypatch):
+    """A run names entries: when they are forgotten (the cache cleared, the vocabulary rebuilt,
+    the cache emptied to make room), the run is too, and the column is encoded again, exactly."""
+    hits = _count_runs(monkeypatch)
+    scorer = RougeScorer(TYPES)
+    refs, cands = _system(0, False)
+    _score(scorer, path, refs, cands)
+    enc = engine.default_encoder(False)
+    if forget == "clear":
+        enc.cache.clear()
+    elif forget == "vocabulary":
+        enc.vocab.reset()
+    else:  # other texts, kept, that do not fit beside the run's: the cache is emptied first
+        enc.cache.max_bytes = enc.cache.nbytes + 1
+        more, more_cands = make_corpus("short", 200, 3)
+        _score(scorer, path, more + more, more_cands + more_cands)
+        assert enc.cache.run_of(*utf8_buffers(pa.array(refs))) < 0 and enc.cache.run_of_list(refs) < 0
+    refs, cands = _system(1, False)
+    assert _score(scorer, path, refs, cands).tolist() == _expected(False, refs, cands)
+    assert hits == []
+
+
+def test_a_run_is_recorded_from_held_texts_and_texts_kept_at_second_sight(encoders, monkeypatch):
+    """Past the first-sight budget a column's first texts are kept at first sight and the rest at
+    second sight: the second call holds them all, consecutive, and records the run the third finds;
+    a column of held texts in another order is no run."""
+    monkeypatch.setattr(TextCache, "FIRST_SIGHT_BYTES", 300)
+    hits = _count_runs(monkeypatch)
+    scorer = RougeScorer(TYPES)
+    refs, cands = _system(0, False)
+    for call in range(3):
+        assert _score(scorer, "arrow", [_fresh(r) for r in refs], cands).tolist() == _expected(False, refs, cands)
+        assert len(hits) == (1 if call == 2 else 0)
+    assert engine.default_encoder(False).cache.n_entries == N_DOCS
+    back = refs[::-1]
+    assert _score(scorer, "arrow", back, cands).tolist() == _expected(False, back, cands)
+    assert len(hits) == 1
+
+
+def test_a_list_of_held_texts_out_of_order_is_no_run(encoders, monkeypatch):
+    """Held texts whose entries span the right range but not in order (0, 2, 1, 3) are no run: a
+    list recorded as one would be copied as entries 0, 1, 2, 3."""
+    hits = _count_runs(monkeypatch)
+    scorer = RougeScorer(TYPES)
+    texts = ["the cat sat", "a dog ran far", "birds flew south", "the end came"]
+    cands = ["the dog sat", "a cat ran", "south birds", "the end"]
+    _score(scorer, "lists", [_fresh(t) for t in texts], cands)
+    mixed = [texts[0], texts[2], texts[1], texts[3]]
+    for _ in range(2):
+        assert _score(scorer, "lists", [_fresh(t) for t in mixed], cands).tolist() == _expected(False, mixed, cands)
+    assert hits == []
+
+
+def test_no_run_names_entries_forgotten_while_its_texts_were_kept(encoders, monkeypatch):
+    """A column of new texts and held ones, the new ones not fitting beside what the cache holds:
+    the cache is emptied, the new texts become its first entries, and the held ones' entry
+    numbers are void; no run is recorded from them (a later list would take other texts' ids)."""
+    hits = _count_runs(monkeypatch)
+    scorer = RougeScorer(TYPES)
+    small = [f"held text number {i} here" for i in range(10)]
+    _score(scorer, "lists", [_fresh(t) for t in small], ["a candidate"] * 10)
+    cache = engine.default_encoder(False).cache
+    cache.max_bytes = cache.nbytes  # no array may grow: new texts that do not fit empty the cache
+    # two new texts that fill the arena's bytes but for the held ones': they fit alone, not beside them
+    held_bytes = int(cache.text_off[cache.n_entries])
+    per_text = (cache.arena.shape[0] - held_bytes // 2) // 2
+    big = [" ".join(f"w{i}{j:06d}" for j in range(per_text // 9)) for i in range(2)]
+    assert cache.arena.shape[0] - held_bytes < sum(map(len, big)) <= cache.arena.shape[0]
+    column = big + small[2:4]  # new texts first: they become entries 0 and 1 after the emptying
+    cands = ["w0000001 w1000002", "held text"] * 2
+    assert _score(scorer, "lists", [_fresh(t) for t in column], cands).tolist() == _expected(False, column, cands)
+    assert cache.n_entries == 2
+    others = ["other words entirely", "nothing alike at all"]
+    _score(scorer, "lists", others, ["x", "y"])  # kept as entries 2 and 3
+    assert cache.n_entries == 4
+    assert _score(scorer, "lists", [_fresh(t) for t in column], cands).tolist() == _expected(False, column, cands)
+    assert hits == []
