@@ -143,13 +143,11 @@ class DefaultEncoder:
         cands = _string_array(candidates)
         refs = references.combine_chunks() if isinstance(references, pa.ChunkedArray) else references
         if pa.types.is_list(refs.type) or pa.types.is_large_list(refs.type):
-            ro = np.asarray(refs.offsets, dtype=np.int64)
-            ro = ro - ro[0]
-            flat = _string_array(refs.flatten())
+            ro, flat = _list_offsets(refs)
         else:
             ro = np.arange(len(refs) + 1, dtype=np.int64)
             flat = _string_array(refs)
-        n_refs = np.diff(ro)  # a null reference list has none
+        n_refs = ro[1:] - ro[:-1]
         check_reference_counts(n_refs, len(cands))
         if len(cands) == 0:
             return empty_docs(), n_refs
@@ -280,6 +278,23 @@ def _utf8_per_text(joined: str, ends: np.ndarray):  # NUMBA_DISABLE_JIT (tests/i
     offs = np.zeros(len(raw) + 1, dtype=np.int64)
     np.cumsum(np.fromiter(map(len, raw), dtype=np.int64, count=len(raw)), out=offs[1:])
     return np.frombuffer(b"".join(raw), dtype=np.uint8), offs
+
+
+def _list_offsets(refs):
+    """(int64 offsets from 0, the strings) of an Arrow list array, read from its buffers (no
+    compute call: a column's own offsets and a slice of its values).  A null list has no
+    reference: ValueError."""
+    import pyarrow as pa
+
+    if refs.null_count:  # a null list's slots may even hold values: never read them
+        raise ValueError(f"example {refs.is_null().to_pylist().index(True)} has no reference")
+    if len(refs) == 0:
+        return np.zeros(1, dtype=np.int64), _string_array(refs.values.slice(0, 0))
+    width = np.int64 if pa.types.is_large_list(refs.type) else np.int32
+    ro = np.frombuffer(refs.buffers()[1], dtype=width)[refs.offset: refs.offset + len(refs) + 1].astype(np.int64)
+    flat = _string_array(refs.values.slice(int(ro[0]), int(ro[-1] - ro[0])))
+    ro -= ro[0]
+    return ro, flat
 
 
 def _string_array(arr):

@@ -360,10 +360,15 @@ class TextCache:
         ``where[d]``, or, if that is ``-(k+1)``, entry ``first_new + k`` (miss ``k``, just kept).
         ``texts``: the column as a Python list, recorded too (:meth:`run_of_list`)."""
         n = where.shape[0]
-        entries = np.where(where >= 0, where, first_new - 1 - where)
-        if n == 0 or entries[-1] - entries[0] != n - 1 or (n > 1 and not (np.diff(entries) == 1).all()):
+        if n == 0:
             return
-        w0 = int(entries[0])
+        if where[0] < 0 and where[n - 1] == -n:  # every text a new one, in order: no entry to check
+            w0 = first_new
+        else:
+            entries = np.where(where >= 0, where, first_new - 1 - where)
+            if entries[-1] - entries[0] != n - 1 or (n > 1 and not (np.diff(entries) == 1).all()):
+                return
+            w0 = int(entries[0])
         nbytes = int(self.text_off[w0 + n] - self.text_off[w0])
         self._runs[(n, nbytes)] = w0
         if texts is not None and nbytes <= self.LIST_RUN_BYTES and self.run_of_list(texts) < 0:

@@ -385,3 +385,27 @@ def test_a_lists_references_in_several_groups_are_read_only_bytes():
         assert (len(groups) > 1) == (units == 64)
         assert not buf.flags.writeable
         assert bytes(buf[offs[0]:offs[-1]]) == "".join(texts).encode()
+
+
+def test_arrow_reference_lists_sliced_or_null():
+    """An Arrow list column's references are read from its own offsets and values: a sliced column
+    encodes as its rows do; a null list (even one whose slots hold values) is an example without
+    a reference, a ValueError naming it, never other rows' references moved up."""
+    import pyarrow as pa
+
+    from pipeline.text.encoder import DefaultEncoder
+
+    enc = DefaultEncoder(False)
+    refs = pa.array([["a b", "c"], ["d"], ["e f g", "h"], ["i"]])
+    cands = pa.array(["a", "b", "c", "d"])
+    for a, n in ((0, 4), (1, 3), (1, 2), (3, 1)):
+        got, n_refs = enc.encode_arrow(cands.slice(a, n), refs.slice(a, n))
+        rows = refs.slice(a, n).to_pylist()
+        assert n_refs.tolist() == [len(r) for r in rows]
+        alone = enc.encode(cands.slice(a, n).to_pylist() + [t for r in rows for t in r])
+        assert got.tokens.tolist() == alone.tokens.tolist() and got.doc_tok.tolist() == alone.doc_tok.tolist()
+    backed = pa.ListArray.from_arrays(pa.array([0, 1, 3, 4], type=pa.int32()), pa.array(["a", "b", "c", "d"]),
+                                      mask=pa.array([False, True, False]))
+    for column in (pa.array([["x"], None, ["y"]]), backed):
+        with pytest.raises(ValueError, match="^example 1 has no reference$"):
+            enc.encode_arrow(pa.array(["p", "q", "r"]), column)
