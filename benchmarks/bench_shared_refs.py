@@ -22,7 +22,8 @@ and by two kinds of encoder (one for each order, path and form, each its own voc
 before timing): **cache**, the default
 (:mod:`pipeline.text.textcache`: a reference text is kept at first sight while the kept texts
 total at most ``TextCache.FIRST_SIGHT_BYTES``, else the second time, and not tokenized again after
-that; emptied at the start of every round, so each round's first system tokenizes its references,
+that; a column of references held as consecutive entries, in order, is found again whole, as a run;
+emptied at the start of every round, so each round's first system tokenizes its references,
 and the second those past the first MiB), and **no cache**
 (its bound set to 0: each call tokenizes the references it holds once, as before the cache).
 

@@ -112,8 +112,8 @@ class DefaultEncoder:
             buf, offs = _utf8_groups(references, *text_groups(references, self.GROUP_UNITS))
             found = self.cache.probe(buf, offs)
             where, miss_at, _, admit = found
-            if miss_at.shape[0] == where.shape[0]:  # none held, none repeats: scanned once, in the batch
-                # layout, in the strs' own buffers; those to keep are kept from there
+            if miss_at.shape[0] == where.shape[0]:  # none held, none repeats: scanned once, with the
+                # candidates, in the strs' own buffers; those to keep are kept from there
                 layout = candidates + references
                 if not admit.any():
                     del buf, offs, found  # not held through the scan
@@ -136,8 +136,8 @@ class DefaultEncoder:
     def encode_arrow(self, candidates, references) -> tuple[EncodedDocs, np.ndarray]:
         """Arrow columns in (``candidates``: strings; ``references``: strings or lists of
         strings, no nulls), documents in the block layout (every candidate, then every
-        reference) and the reference counts out.  The UTF-8 buffers are scanned where they are: no Python str
-        is made per text."""
+        reference) and the reference counts out.  The UTF-8 buffers are scanned where they are:
+        no Python str is made per text."""
         import pyarrow as pa  # only Arrow callers pay for loading it (cold start)
 
         cands = _string_array(candidates)
