@@ -705,3 +705,34 @@ def test_random_run_sequences_equal_rouge_score(seed, encoders, monkeypatch):
             if res is not None:
                 _check_candidate_tokens(res, enc, cands)
 
+
+class _AnyText(str):
+    """A str subclass whose ``==`` says yes to every str."""
+
+    def __eq__(self, other):
+        return True
+
+    __hash__ = str.__hash__
+
+
+def test_a_list_run_is_found_only_for_strs_of_the_same_value(encoders, monkeypatch):
+    """A list equal to a recorded one by ``==`` but not by value is no run: items that only compare
+    equal to its strs (a UserString) raise TypeError as they do the first time (rouge-score raises
+    too), and a str subclass whose ``==`` says yes to anything is scored by its own value."""
+    from collections import UserString
+
+    hits = _count_runs(monkeypatch)
+    scorer = RougeScorer(TYPES)
+    refs, cands = ["the cat sat on the mat", "a dog ran far away"], ["the cat", "a dog"]
+    for _ in range(2):
+        assert _score(scorer, "lists", [[_fresh(r)] for r in refs], cands).tolist() == _expected(False, refs, cands)
+    assert len(hits) == 1
+    with pytest.raises(TypeError):
+        rouge_scorer.RougeScorer(TYPES).score_multi([UserString(refs[0])], cands[0])
+    with pytest.raises(TypeError):
+        scorer.score_arrays([[UserString(r)] for r in refs], cands)
+    other = [_AnyText("birds flew south"), _AnyText("")]
+    assert [str(t) for t in other] != refs and other == refs
+    assert _score(scorer, "lists", [[t] for t in other], cands).tolist() == _expected(False, [str(t) for t in other],
+                                                                                      cands)
+    assert len(hits) == 1
