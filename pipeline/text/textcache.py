@@ -227,6 +227,20 @@ def _rehash_set(old, new):
             new[slot] = h
 
 
+def _same_strs(held: list, texts: list) -> bool:
+    """Whether every item of ``texts`` is a str of the value of the one at its place in ``held``
+    (strs).  ``==`` alone would also take an object that merely compares equal to a str (a
+    UserString, which the encoder cannot read) or a str subclass whose ``==`` is not by value."""
+    if held != texts:
+        return False
+    if list(map(type, texts)).count(str) == len(texts):  # plain strs (the usual case): == compared values
+        return True
+    try:
+        return all(map(str.__eq__, texts, held))  # by value whatever the class; TypeError for a non-str
+    except TypeError:
+        return False
+
+
 class TextCache:
     """Texts -> the encoder's token ids of one vocabulary generation, across batches (see module
     docstring).
@@ -349,9 +363,10 @@ class TextCache:
         return w0 if ok else -1
 
     def run_of_list(self, texts: list) -> int:
-        """:meth:`run_of` for a Python list of strs: a list recorded with its run, equal to ``texts``."""
+        """:meth:`run_of` for a Python list of strs: a list recorded with its run, its strs equal
+        to those of ``texts`` by value."""
         for held, w0 in self._list_runs:
-            if len(held) == len(texts) and w0 + len(held) <= self.n_entries and held == texts:
+            if len(held) == len(texts) and w0 + len(held) <= self.n_entries and _same_strs(held, texts):
                 return w0
         return -1
 

@@ -23,6 +23,10 @@ def _same(scorer, candidate, references, n_blocks):
     np.testing.assert_array_equal(split.best_ref, whole.best_ref)
     assert split.cand_len.tolist() == whole.cand_len.tolist()
     assert split.ref_len.tolist() == whole.ref_len.tolist()
+    # diagnostics reuse the candidate's tokens: the split result points at the candidate too
+    (tok, start, end, gen), (w_tok, w_start, w_end, w_gen) = split.candidate_tokens(), whole.candidate_tokens()
+    if gen == w_gen:  # ids of one vocabulary generation
+        assert tok[start[0]:end[0]].tolist() == w_tok[w_start[0]:w_end[0]].tolist()
 
 
 @pytest.mark.parametrize("stem", [False, True])

@@ -2,6 +2,7 @@
 in this batch or any earlier one, is taken from its cache (:mod:`pipeline.text.textcache`)
 instead of being tokenized again, and every number stays rouge-score's."""
 import random
+from concurrent.futures import ThreadPoolExecutor
 import sys
 from pathlib import Path
 
@@ -539,3 +540,204 @@ def test_no_run_names_entries_forgotten_while_its_texts_were_kept(encoders, monk
     assert cache.n_entries == 4
     assert _score(scorer, "lists", [_fresh(t) for t in column], cands).tolist() == _expected(False, column, cands)
     assert hits == []
+
+
+# -- runs under random call sequences: whole columns seen again, changed, sliced, in other forms ---
+
+def _arrow_column(refs, rng, references=True):
+    """``refs`` (strs, or lists of strs) as an Arrow column of a random type: strings or lists
+    (single ``references`` maybe as lists of one), 32- or 64-bit offsets, one chunk or two, or a
+    slice of a larger column."""
+    lists = any(isinstance(r, list) for r in refs)
+    if references and not lists and rng.random() < 0.3:  # one reference each, as lists of one
+        refs, lists = [[r] for r in refs], True
+    text = rng.choice([pa.string(), pa.large_string()])
+    kind = rng.choice([pa.list_, pa.large_list]) if lists else None
+    typ = kind(text) if lists else text
+    form = rng.choice(["whole", "chunked", "sliced"])
+    if form == "sliced":  # a slice at an offset of a column with other rows around it
+        pad = [["before x"], ["after y", "z"]] if lists else ["before x", "after y"]
+        return pa.array(pad[:1] * 2 + refs + pad[1:] * 3, type=typ).slice(2, len(refs))
+    arr = pa.array(refs, type=typ)
+    if form == "chunked" and len(refs) > 1:
+        cut = rng.randrange(1, len(refs))
+        return pa.chunked_array([arr.slice(0, cut), arr.slice(cut)])
+    return arr
+
+
+def _changed(text, rng):
+    """``text`` with one ASCII letter changed (its length and byte count kept), or another text."""
+    at = [i for i, ch in enumerate(text) if ch.isascii() and ch.isalpha()]
+    if not at or rng.random() < 0.2:
+        return _edge_text(rng) + " changed"
+    i = rng.choice(at)
+    return text[:i] + ("q" if text[i] != "q" else "z") + text[i + 1:]
+
+
+class _Text(str):
+    """A str subclass (equal by value): the encoder reads its characters."""
+
+
+def _variant(column, rng):
+    """A column seen before as new objects: maybe one text changed, two neighbouring examples
+    swapped, a contiguous slice of its examples; its strs maybe of a str subclass."""
+    wrap = _Text if rng.random() < 0.2 else _fresh
+    refs = [[wrap(t) for t in r] if isinstance(r, list) else wrap(r) for r in column]
+    if len(refs) > 2 and rng.random() < 0.15:  # entries that span the column's range, out of order
+        e = len(refs) // 2
+        refs[e - 1], refs[e] = refs[e], refs[e - 1]
+    if rng.random() < 0.25:
+        e = rng.randrange(len(refs))
+        if isinstance(refs[e], list):
+            k = rng.randrange(len(refs[e]))
+            refs[e] = refs[e][:k] + [_changed(refs[e][k], rng)] + refs[e][k + 1:]
+        else:
+            refs[e] = _changed(refs[e], rng)
+    if len(refs) > 1 and rng.random() < 0.15:
+        a = rng.randrange(len(refs))
+        refs = refs[a:rng.randrange(a + 1, len(refs) + 1)]
+    return refs
+
+
+def _scored(scorer, path, refs, cands, rng):
+    """(P/R/F as nested lists, the BatchScores or None) of one call by ``path``."""
+    if path in ("batch", "lists") and rng.random() < 0.3:  # examples of mixed forms: strs, lists, tuples
+        refs = [r if not isinstance(r, list) else r[0] if len(r) == 1 and rng.random() < 0.5
+                else tuple(r) if rng.random() < 0.3 else r for r in refs]
+    if path == "batch":
+        return [[list(d[t]) for t in TYPES] for d in scorer.score_batch(refs, cands)], None
+    if path == "lists":
+        res = scorer.score_arrays(refs, cands)
+    elif path == "table":
+        table = pa.table({"candidate": _arrow_column(cands, rng, False), "references": _arrow_column(refs, rng)})
+        out = scorer.score_table(table)
+        cols = [[out.column(f"{t}_{s}").to_pylist() for s in ("precision", "recall", "fmeasure")] for t in TYPES]
+        return [[[cols[t][s][e] for s in range(3)] for t in range(len(TYPES))] for e in range(len(cands))], None
+    else:
+        res = scorer.score_arrow(_arrow_column(refs, rng), _arrow_column(cands, rng, False))
+    return res.scores.tolist(), res
+
+
+def _check_candidate_tokens(res, enc, cands):
+    """Diagnostics reuse the scored candidates' tokens: those of the candidates encoded alone."""
+    tokens, start, end, generation = res.candidate_tokens()
+    alone = enc.encode(list(cands))
+    if alone.generation != generation:  # the vocabulary was rebuilt in between: ids not comparable
+        return
+    for e in range(len(cands)):
+        assert tokens[start[e]:end[e]].tolist() == alone.tokens[alone.doc_tok[e]:alone.doc_tok[e + 1]].tolist()
+
+
+def _encoder_call_then_mutate(enc, stem, refs, cands, rng):
+    """The encoder called with a Python list, the list changed in place by its caller, and the
+    same list object passed again: both calls give rouge-score's numbers."""
+    from pipeline.scoring import batch
+    from pipeline.scoring.types import parse_rouge_types
+
+    types = parse_rouge_types(TYPES)
+    flat, n_refs = batch.split_references(refs, cands)
+    for _ in range(2):
+        got = batch.score_blocks(enc.encode_examples(cands, flat, n_refs), n_refs, types).scores.tolist()
+        per_example = np.split(np.array(flat, dtype=object), np.cumsum(n_refs)[:-1])
+        assert got == _expected(stem, [list(r) for r in per_example], cands)
+        k = rng.randrange(len(flat))
+        flat[k] = _changed(flat[k], rng)
+
+
+@pytest.mark.parametrize("seed", range(120))
+def test_random_run_sequences_equal_rouge_score(seed, encoders, monkeypatch):
+    """Seeded sequences of calls that mostly repeat a few whole columns (new objects; sometimes
+    one text changed by a byte or replaced, a slice of the examples, strs of a subclass, strings
+    as lists of one) through lists, Arrow (string or large_string, list or large_list, chunked,
+    sliced), score_table, score_batch and the encoder itself (its list then changed in place
+    and passed again), from two threads at times, with the cache cleared, the vocabulary rebuilt
+    and small cache bounds: every number is rouge-score's, and the candidates' tokens kept for
+    diagnostics are those of the candidates encoded alone."""
+    rng = random.Random(1000 + seed)
+    monkeypatch.setattr(TextCache, "FIRST_SIGHT_BYTES", rng.choice([0, 60, 1 << 20, 1 << 20]))
+    # the cache's first arrays take ~64 KB: a bound a little above it is emptied often
+    monkeypatch.setattr(TextCache, "MAX_BYTES", rng.choice([0, 70_000, 100_000, 64 << 20, 64 << 20, 64 << 20]))
+    monkeypatch.setattr(TextCache, "LIST_RUNS", rng.choice([1, 4]))
+    monkeypatch.setattr(Vocabulary, "MAX_IDS", rng.choice([60, 400, 4_000_000, 4_000_000, 4_000_000]))
+    monkeypatch.setattr(DefaultEncoder, "GROUP_UNITS", rng.choice([16, 1 << 22]))
+    stem = rng.random() < 0.5
+    scorer = RougeScorer(TYPES, use_stemmer=stem)
+    enc = engine.default_encoder(stem)
+    pool = [_edge_text(rng) for _ in range(rng.choice([4, 12]))]
+
+    def pick(p=0.5):
+        return _fresh(rng.choice(pool)) if rng.random() < p else _edge_text(rng)
+
+    def ref():  # mostly distinct texts (a text repeated in a column makes it no run), an empty one at times
+        if rng.random() < 0.05:
+            return rng.choice(["", pick(0.5)])
+        return f"{_edge_text(rng)}{rng.choice([' ', chr(10)])}r{rng.randrange(10**6)}"
+
+    def new_column():
+        n = rng.choice([1, 2, 5, 12, 30])
+        if rng.random() < 0.5:
+            return [[ref() for _ in range(rng.choice([1, 2, 3]))] for _ in range(n)]
+        return [ref() for _ in range(n)]
+
+    columns = [new_column() for _ in range(3)]
+    for _ in range(20):
+        event = rng.random()
+        if event < 0.05:
+            enc.cache.clear()
+        elif event < 0.1:
+            enc.vocab.reset()
+        if rng.random() < 0.3:  # the last column again (a changed or out of order one too)
+            refs = [[_fresh(t) for t in r] if isinstance(r, list) else _fresh(r) for r in columns[-1]]
+        else:
+            refs = _variant(rng.choice(columns), rng) if rng.random() < 0.85 else new_column()
+            columns.append(refs)
+        cands = [pick() for _ in range(len(refs))]
+        path = rng.choice(["lists", "arrow", "arrow", "table", "batch", "encoder", "threads"])
+        if path == "encoder":
+            _encoder_call_then_mutate(enc, stem, refs, cands, rng)
+        elif path == "threads":  # two calls at once on the shared encoder
+            other = _variant(rng.choice(columns), rng)
+            calls = [(refs, cands), (other, [pick() for _ in range(len(other))])]
+            seeds = [rng.random() for _ in calls]
+            with ThreadPoolExecutor(2) as pool_:
+                got = list(pool_.map(lambda c: _scored(scorer, "arrow" if c[2] < 0.5 else "lists", c[0], c[1],
+                                                      random.Random(c[2]))[0], [c + (s,) for c, s in zip(calls, seeds)]))
+            for (r, c), g in zip(calls, got):
+                assert g == _expected(stem, r, c)
+        else:
+            got, res = _scored(scorer, path, refs, cands, rng)
+            assert got == _expected(stem, refs, cands), path
+            if res is not None:
+                _check_candidate_tokens(res, enc, cands)
+
+
+class _AnyText(str):
+    """A str subclass whose ``==`` says yes to every str."""
+
+    def __eq__(self, other):
+        return True
+
+    __hash__ = str.__hash__
+
+
+def test_a_list_run_is_found_only_for_strs_of_the_same_value(encoders, monkeypatch):
+    """A list equal to a recorded one by ``==`` but not by value is no run: items that only compare
+    equal to its strs (a UserString) raise TypeError as they do the first time (rouge-score raises
+    too), and a str subclass whose ``==`` says yes to anything is scored by its own value."""
+    from collections import UserString
+
+    hits = _count_runs(monkeypatch)
+    scorer = RougeScorer(TYPES)
+    refs, cands = ["the cat sat on the mat", "a dog ran far away"], ["the cat", "a dog"]
+    for _ in range(2):
+        assert _score(scorer, "lists", [[_fresh(r)] for r in refs], cands).tolist() == _expected(False, refs, cands)
+    assert len(hits) == 1
+    with pytest.raises(TypeError):
+        rouge_scorer.RougeScorer(TYPES).score_multi([UserString(refs[0])], cands[0])
+    with pytest.raises(TypeError):
+        scorer.score_arrays([[UserString(r)] for r in refs], cands)
+    other = [_AnyText("birds flew south"), _AnyText("")]
+    assert [str(t) for t in other] != refs and other == refs
+    assert _score(scorer, "lists", [[t] for t in other], cands).tolist() == _expected(False, [str(t) for t in other],
+                                                                                      cands)
+    assert len(hits) == 1
