@@ -43,8 +43,8 @@ class BatchScores:
         of vocabulary generation ``generation`` (``EncodedDocs.generation``); None if unknown."""
         if self.encoded is None:
             return None
-        first = self.cand_doc
-        return (self.encoded.tokens, self.encoded.doc_tok[first], self.encoded.doc_tok[first + 1],
+        cand = self.cand_doc
+        return (self.encoded.tokens, self.encoded.doc_tok[cand], self.encoded.doc_tok[cand + 1],
                 self.encoded.generation)
 
     def __len__(self) -> int:
@@ -162,8 +162,8 @@ def score_encoded(enc: EncodedDocs, ex_doc: np.ndarray, types: Sequence[RougeTyp
 
 def score_blocks(enc: EncodedDocs, n_refs: np.ndarray, types: Sequence[RougeType]) -> BatchScores:
     """Examples in the block layout (every candidate, then every reference, in order), as
-    :meth:`pipeline.text.encoder.DefaultEncoder.encode_examples` returns them: example ``e``'s
-    references are the next ``n_refs[e]``."""
+    :meth:`pipeline.text.encoder.DefaultEncoder.encode_examples` and ``encode_arrow`` return
+    them: example ``e``'s references are the next ``n_refs[e]``."""
     n = n_refs.shape[0]
     ref_off = np.full(n + 1, n, dtype=np.int64)  # the references start after the n candidates
     ref_off[1:] += np.cumsum(n_refs)

@@ -29,7 +29,9 @@ forgotten when the vocabulary is rebuilt.  Memory is bounded: the entries' array
 more than :attr:`TextCache.MAX_BYTES` (64 MiB) and the set of hashes :attr:`TextCache.MAX_SEEN`
 slots (8 MiB); when a batch's new texts would not fit, the entries are forgotten first
 (clear-when-full), a batch whose new texts alone exceed the bound is not kept, and the set is
-emptied when half full.
+emptied when half full.  Apart from those, the runs: at most :attr:`TextCache.MAX_RUNS` keys (forgotten
+all at once past that), and the strs of the last :attr:`TextCache.LIST_RUNS` Python lists recorded
+(of at most :attr:`TextCache.LIST_RUN_BYTES` UTF-8 bytes each) kept alive.
 """
 from __future__ import annotations
 
@@ -260,6 +262,9 @@ class TextCache:
     # list seen again): the most recent few, of at most this many UTF-8 bytes each.
     LIST_RUNS = 4
     LIST_RUN_BYTES = 4 << 20
+    # The most runs recorded by their (count, bytes) key; past it they are forgotten (a run found
+    # again is recorded again).
+    MAX_RUNS = 4096
 
     def __init__(self, max_bytes: int | None = None):
         self.max_bytes = self.MAX_BYTES if max_bytes is None else max_bytes
@@ -385,6 +390,8 @@ class TextCache:
                 return
             w0 = int(entries[0])
         nbytes = int(self.text_off[w0 + n] - self.text_off[w0])
+        if len(self._runs) >= self.MAX_RUNS:
+            self._runs.clear()
         self._runs[(n, nbytes)] = w0
         if texts is not None and nbytes <= self.LIST_RUN_BYTES and self.run_of_list(texts) < 0:
             self._list_runs = [(list(texts), w0)] + self._list_runs[: self.LIST_RUNS - 1]

@@ -741,3 +741,21 @@ def test_a_list_run_is_found_only_for_strs_of_the_same_value(encoders, monkeypat
     assert _score(scorer, "lists", [[t] for t in other], cands).tolist() == _expected(False, [str(t) for t in other],
                                                                                       cands)
     assert len(hits) == 1
+
+
+def test_runs_are_forgotten_past_their_bound(encoders, monkeypatch):
+    """The runs' keys are bounded (``MAX_RUNS``): past it they are forgotten, and a column seen
+    again is looked up text by text, recorded again, and found whole after that."""
+    monkeypatch.setattr(TextCache, "MAX_RUNS", 3)
+    hits = _count_runs(monkeypatch)
+    scorer = RougeScorer(TYPES)
+    columns = [[f"column {c} text {i}" + " word" * c for i in range(3)] for c in range(4)]
+    cands = ["column text", "text word", "a b"]
+    for col in columns:
+        _score(scorer, "arrow", col, cands)
+    cache = engine.default_encoder(False).cache
+    assert len(cache._runs) <= 3
+    for _ in range(2):
+        assert _score(scorer, "arrow", [_fresh(t) for t in columns[0]], cands).tolist() == \
+            _expected(False, columns[0], cands)
+    assert hits == [3]  # the first forgotten, recorded again from its held entries, then found
