@@ -21,7 +21,7 @@ import hashlib
 import numpy as np
 import pyarrow as pa
 
-from pipeline.columns import utf8_buffers
+from pipeline.columns import list_values, utf8_buffers
 from pipeline.stats.poisson import key_hashes_utf8
 
 SOURCE_SUFFIX = "|source"
@@ -82,9 +82,7 @@ def text_digests(candidates, references, sources=None, *, signature: str = "", w
     cand, refs = _one(candidates), _one(references)
     n = len(cand)
     extra = 3 if with_source else 2
-    loffs = np.asarray(refs.offsets, dtype=np.int64)  # a sliced list array's own offsets
-    flat = refs.values.slice(int(loffs[0]), int(loffs[-1] - loffs[0]))
-    loffs = loffs - loffs[0]
+    loffs, flat = list_values(refs)
     starts = loffs[:-1] + np.arange(n, dtype=np.int64) * extra   # row i's first word: the key
     ends = np.append(starts[1:], len(flat) + n * extra)
     words = np.empty(n * extra + len(flat), dtype="<u8")

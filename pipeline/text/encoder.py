@@ -49,7 +49,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from pipeline.columns import utf8_buffers
+from pipeline.columns import list_values, utf8_buffers
 from pipeline.text.csr import (BREAK, DOC_MARK, END, LINE_MARK, EncodedDocs, append_run, check_reference_counts,
                                compact_texts, concat_parts, drop_negative, empty_docs, gather, gather_layout,
                                map_ids, runs, split_marked, text_groups)
@@ -281,20 +281,12 @@ def _utf8_per_text(joined: str, ends: np.ndarray):  # NUMBA_DISABLE_JIT (tests/i
 
 
 def _list_offsets(refs):
-    """(int64 offsets from 0, the strings) of an Arrow list array, read from its buffers (no
-    compute call: a column's own offsets and a slice of its values).  A null list has no
-    reference: ValueError."""
-    import pyarrow as pa
-
+    """(int64 offsets from 0, the strings) of an Arrow list array (:func:`pipeline.columns.list_values`).
+    A null list has no reference: ValueError."""
     if refs.null_count:  # a null list's slots may even hold values: never read them
         raise ValueError(f"example {refs.is_null().to_pylist().index(True)} has no reference")
-    if len(refs) == 0:
-        return np.zeros(1, dtype=np.int64), _string_array(refs.values.slice(0, 0))
-    width = np.int64 if pa.types.is_large_list(refs.type) else np.int32
-    ro = np.frombuffer(refs.buffers()[1], dtype=width)[refs.offset: refs.offset + len(refs) + 1].astype(np.int64)
-    flat = _string_array(refs.values.slice(int(ro[0]), int(ro[-1] - ro[0])))
-    ro -= ro[0]
-    return ro, flat
+    ro, flat = list_values(refs)
+    return ro, _string_array(flat)
 
 
 def _string_array(arr):

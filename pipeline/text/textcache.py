@@ -299,6 +299,8 @@ class TextCache:
         self.slots.fill(-1)
 
     def _no_entries(self) -> None:
+        """No entry, a new epoch, no run: the only place entries are forgotten, so a run never
+        names an entry that is gone."""
         self.n_entries = 0
         self.epoch += 1
         # runs: columns of references held as consecutive entries, in order (see note_run)
@@ -364,14 +366,13 @@ class TextCache:
         order (a run :meth:`note_run` recorded; every byte compared), or -1."""
         n = offs.shape[0] - 1
         w0 = self._runs.get((n, int(offs[n] - offs[0])), -1)
-        ok = 0 <= w0 and w0 + n <= self.n_entries and run_matches(buf, offs, self.arena, self.text_off, w0)
-        return w0 if ok else -1
+        return w0 if w0 >= 0 and run_matches(buf, offs, self.arena, self.text_off, w0) else -1
 
     def run_of_list(self, texts: list) -> int:
         """:meth:`run_of` for a Python list of strs: a list recorded with its run, its strs equal
         to those of ``texts`` by value."""
         for held, w0 in self._list_runs:
-            if len(held) == len(texts) and w0 + len(held) <= self.n_entries and _same_strs(held, texts):
+            if len(held) == len(texts) and _same_strs(held, texts):
                 return w0
         return -1
 
