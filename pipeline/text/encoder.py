@@ -109,27 +109,40 @@ class DefaultEncoder:
             if w0 >= 0:  # the same references as a column seen before: its entries, in one copy
                 c = self._stemmed(*self._encode_strs(candidates))
                 return self._docs(*append_run(*c, *self.cache.stream(), w0, len(references)))
-            buf, offs = _utf8_groups(references, *text_groups(references, self.GROUP_UNITS))
+            layout = candidates + references
+            nc = len(candidates)
+            ends, groups = text_groups(layout, self.GROUP_UNITS)
+            # one group (the usual batch): joined once, for the references' UTF-8 and for the scan
+            joined = "".join(layout) if len(groups) == 1 and get_code_point is not None else None
+            if joined is not None:
+                buf, offs = _utf8(joined, ends[nc:])
+            else:
+                buf, offs = _utf8_groups(references, *text_groups(references, self.GROUP_UNITS))
             found = self.cache.probe(buf, offs)
             where, miss_at, _, admit = found
             if miss_at.shape[0] == where.shape[0]:  # none held, none repeats: scanned once, with the
                 # candidates, in the strs' own buffers; those to keep are kept from there
-                layout = candidates + references
                 if not admit.any():
                     del buf, offs, found  # not held through the scan
-                    return self._finish(*self._encode_strs(layout))
-                out = self._stemmed(*self._encode_strs(layout))
-                self._keep(buf, offs, found, out, len(candidates) + np.arange(where.shape[0]), references)
+                    return self._finish(*self._encode_strs(layout, ends, groups, joined))
+                out = self._stemmed(*self._encode_strs(layout, ends, groups, joined))
+                self._keep(buf, offs, found, out, nc + np.arange(where.shape[0]), references)
                 return self._docs(*out)
-            return self._docs(*self._gather(self._stemmed(*self._encode_strs(candidates)), buf, offs, found,
-                                            references))
+            cands = (self._encode_units(joined, ends[:nc + 1], scan_str) if joined is not None
+                     else self._encode_strs(candidates))
+            return self._docs(*self._gather(self._stemmed(*cands), buf, offs, found, references))
 
-    def _encode_strs(self, texts: list[str]):
+    def _encode_strs(self, texts: list[str], ends=None, groups=None, joined=None):
         """(tokens, doc_tok, doc_sent, sent_tok) of ``texts``, each group of them joined and
-        scanned in the str's own buffer (no UTF-8 copy); under the lock."""
-        ends, groups = text_groups(texts, self.GROUP_UNITS)
+        scanned in the str's own buffer (no UTF-8 copy); ``ends``, ``groups``: their
+        :func:`text_groups`, and ``joined``: the one group joined, if the caller has them; under
+        the lock."""
+        if ends is None:
+            ends, groups = text_groups(texts, self.GROUP_UNITS)
         if get_code_point is None:  # NUMBA_DISABLE_JIT, or numba moved its str accessor: UTF-8 bytes
             return self._encode_bytes(*_utf8("".join(texts), ends))
+        if joined is not None:
+            return self._encode_units(joined, ends, scan_str)
         parts = [self._encode_units("".join(texts[a:b]), ends[a:b + 1] - ends[a], scan_str) for a, b in groups]
         return parts[0] if len(parts) == 1 else concat_parts(parts)
 
@@ -244,7 +257,8 @@ _NO_DOCS = (np.zeros(0, dtype=np.int32), np.zeros(1, dtype=np.int64), np.zeros(1
 
 def _utf8(joined: str, ends: np.ndarray):
     """(UTF-8 bytes, byte offsets) of the documents ``joined[ends[d]:ends[d+1]]``
-    (``surrogatepass``, as ``str.encode``)."""
+    (``surrogatepass``, as ``str.encode``; the offsets may start past 0, and the bytes then
+    hold the str's start too)."""
     if joined.isascii():  # its own UTF-8: one copy
         return np.frombuffer(joined.encode("ascii"), dtype=np.uint8), ends
     if get_code_point is not None:  # read in place, no 2- or 4-byte str.encode

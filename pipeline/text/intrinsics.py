@@ -166,7 +166,7 @@ def str_to_utf8(text, offs):
     units at a time (:func:`read8`; ``str.encode`` of a 2-byte str costs more than the whole
     scan)."""
     kind = text._kind
-    n = len(text)
+    n = offs[offs.shape[0] - 1] - offs[0]
     out = np.empty(n * (2 if kind == 1 else (3 if kind == 2 else 4)) + 8, dtype=np.uint8)
     out_offs = np.empty_like(offs)
     out_offs[0] = 0
