@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import gc
 from collections import namedtuple
+from itertools import repeat
 from typing import TYPE_CHECKING, Sequence
 
 from pipeline.scoring import cold, kernel_cache
@@ -232,10 +233,10 @@ class RougeEngine:
         gc.disable()
         try:
             # One flat float list converted in C, Scores made by tuple.__new__ (no Python
-            # frame) and each dict by a dict display: about 5x less than dict(zip(...)) of
-            # Score._make over nested lists.
+            # frame; called by map itself, not through a partial) and each dict by a dict
+            # display: about 5x less than dict(zip(...)) of Score._make over nested lists.
             flat = iter(res.scores.ravel().tolist())
-            scores = map(_NEW_SCORE, zip(flat, flat, flat))
+            scores = map(tuple.__new__, repeat(Score), zip(flat, flat, flat))
             return list(map(_dict_builder(tuple(self.rouge_types)), *([scores] * k)))
         finally:
             if gc_was_enabled:
