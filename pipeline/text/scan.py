@@ -183,15 +183,31 @@ def _word(x, w, prev, ntok, nend, nnl, low, tstart, tend, nl_tok):
         nl_tok[nnl] = v
         nnl += np.int64(v > nl_tok[nnl - 1])
         nlm &= nlm - 1
-    while starts:
-        tstart[ntok] = w + _CTZ8[starts]
-        ntok += 1
-        starts &= starts - 1
-    while ends:
-        tend[nend] = w + _CTZ8[ends]
-        nend += 1
-        ends &= ends - 1
-    return ntok, nend, (bm >> 7) & 1, nnl
+    # the first two starts and ends stored unconditionally (a loop's exit mispredicts once a
+    # word); a third or fourth is rare
+    ks = _POP8[starts]
+    tstart[ntok] = w + _CTZ8[starts]
+    s2 = starts & (starts - 1)
+    tstart[ntok + 1] = w + _CTZ8[s2]
+    if ks > 2:
+        s2 &= s2 - 1
+        q = ntok + 2
+        while s2:
+            tstart[q] = w + _CTZ8[s2]
+            q += 1
+            s2 &= s2 - 1
+    ke = _POP8[ends]
+    tend[nend] = w + _CTZ8[ends]
+    e2 = ends & (ends - 1)
+    tend[nend + 1] = w + _CTZ8[e2]
+    if ke > 2:
+        e2 &= e2 - 1
+        q = nend + 2
+        while e2:
+            tend[q] = w + _CTZ8[e2]
+            q += 1
+            e2 &= e2 - 1
+    return ntok + ks, nend + ke, (bm >> 7) & 1, nnl
 
 
 @njit(cache=True, nogil=True, inline="always")
