@@ -342,7 +342,7 @@ def check_reference_counts(n_refs: np.ndarray, n_candidates: int) -> None:
     """ValueError unless there is one reference count per candidate, each at least one."""
     if len(n_refs) != n_candidates:
         raise ValueError(f"{len(n_refs)} references for {n_candidates} candidates")
-    if len(n_refs) and n_refs.min() == 0:
+    if len(n_refs) and n_refs.min() < 1:
         raise ValueError(f"example {int(np.argmin(n_refs))} has no reference")
 
 

@@ -100,6 +100,8 @@ class DefaultEncoder:
         has the next ``n_refs[e]`` texts of ``references``, which are taken from the cache of texts
         seen before (:mod:`pipeline.text.textcache`) when it holds them."""
         check_reference_counts(n_refs, len(candidates))
+        if int(n_refs.sum()) != len(references):  # else the kernel would read past the batch
+            raise ValueError(f"the reference counts add up to {int(n_refs.sum())}, not {len(references)} references")
         if not candidates:
             return empty_docs()
         with self._lock:

@@ -409,3 +409,17 @@ def test_arrow_reference_lists_sliced_or_null():
     for column in (pa.array([["x"], None, ["y"]]), backed):
         with pytest.raises(ValueError, match="^example 1 has no reference$"):
             enc.encode_arrow(pa.array(["p", "q", "r"]), column)
+
+
+def test_encode_examples_refuses_counts_that_do_not_match_the_references():
+    """A direct call whose counts disagree with its references is refused: the kernel would read past
+    the batch (numba checks no bounds)."""
+    from pipeline.text.encoder import DefaultEncoder
+
+    enc = DefaultEncoder(False)
+    with pytest.raises(ValueError, match="^the reference counts add up to 3, not 2 references$"):
+        enc.encode_examples(["a", "b"], ["x", "y"], np.array([1, 2]))
+    with pytest.raises(ValueError, match="^example 1 has no reference$"):  # a negative count is none
+        enc.encode_examples(["a", "b"], ["x"], np.array([2, -1]))
+    got = enc.encode_examples(["a", "b"], ["x", "y", "z"], np.array([1, 2]))
+    assert got.doc_tok.shape[0] == 6
