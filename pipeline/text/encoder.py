@@ -243,7 +243,7 @@ class DefaultEncoder:
         (UTF-8 bytes; with ``scan=scan_str``, a str's code points); under the lock."""
         n_docs = offs.shape[0] - 1
         start, stop = int(offs[0]), int(offs[-1])
-        low, tstart, tend, nl_tok, sent_tok = self._scratch.get(stop - start, n_docs)
+        low, tstart, tend, nl_tok, sent_tok = self._scratch.get(stop - start, n_docs, scan is scan_str)
         doc_tok = np.zeros(n_docs + 1, dtype=np.int64)
         doc_sent = np.zeros(n_docs + 1, dtype=np.int64)
         ntok, nsent = scan(buf, np.asarray(offs, dtype=np.int64), not self.ascii_only, low,

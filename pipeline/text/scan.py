@@ -247,13 +247,16 @@ class Scratch:
         self._cap = -1
         self._arrays = None
 
-    def get(self, n: int, n_docs: int):
+    def get(self, n: int, n_docs: int, per_unit: bool = False):
         """(low, tstart, tend, nl_tok, sent_tok) for ``n`` code units in ``n_docs`` documents: a
-        document of k units holds at most (k + 1) // 2 tokens (and sentences)."""
-        cap = n // 2 + n_docs + 2
+        document of k UTF-8 bytes holds at most (k + 1) // 2 tokens (and sentences); of k str
+        units (``per_unit``) at most k, since U+0130 is one unit and a whole token ("i", then a
+        break).  Two more slots: the scan stores a word's second start and end unconditionally."""
+        per = 1 if per_unit else 2  # units a token takes at least
+        cap = n // per + n_docs + 2
         if n > self._n or cap > self._cap:
             n_alloc = max(n, min(int(1.25 * self._n), self.KEEP_UNITS))
-            cap = max(cap, n_alloc // 2 + n_docs + 2)
+            cap = max(cap, n_alloc // per + n_docs + 2)
             # low is padded to whole words (plus one) for the vocabulary's two aligned reads per token
             low = np.zeros(((n_alloc + 7) >> 3) + 2, dtype=np.uint64).view(np.uint8)
             self._arrays = (low, np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64),

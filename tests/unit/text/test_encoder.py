@@ -207,6 +207,9 @@ for texts in (["a"] * 5000, ["a b"] * 3000, ["a\nb"] * 3000, ["\u0130"] * 2000, 
     e = enc.encode(texts)
     assert e.doc_tok.shape[0] == len(texts) + 1
     a, _ = enc.encode_arrow(pa.array(texts), pa.array(texts))
+# U+0130 is one str unit and a whole token: a token a unit (fresh encoders: working arrays sized for these alone)
+for texts in (["\u0130" * 2000], ["\u0130" * k + " " * 8 for k in range(1, 20)] * 20):
+    assert DefaultEncoder(True).encode(texts).doc_tok.shape[0] == len(texts) + 1
 # and the kernels on the shapes they branch on: 1-word and multi-word sentences, ties, multi-reference
 import random
 from pipeline import RougeScorer
