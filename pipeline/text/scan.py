@@ -183,31 +183,27 @@ def _word(x, w, prev, ntok, nend, nnl, low, tstart, tend, nl_tok):
         nl_tok[nnl] = v
         nnl += np.int64(v > nl_tok[nnl - 1])
         nlm &= nlm - 1
-    # the first two starts and ends stored unconditionally (a loop's exit mispredicts once a
-    # word); a third or fourth is rare
-    ks = _POP8[starts]
-    tstart[ntok] = w + _CTZ8[starts]
-    s2 = starts & (starts - 1)
-    tstart[ntok + 1] = w + _CTZ8[s2]
-    if ks > 2:
-        s2 &= s2 - 1
-        q = ntok + 2
-        while s2:
-            tstart[q] = w + _CTZ8[s2]
+    return (_store_positions(tstart, ntok, w, starts), _store_positions(tend, nend, w, ends), (bm >> 7) & 1,
+            nnl)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _store_positions(out, n, w, bits):
+    """``w`` plus each set bit's position in ``bits`` (8 bits) stored at ``out[n:]``; returns the new
+    count.  The first two are stored unconditionally, so ``out[n + 1]`` must exist (a loop's exit
+    mispredicts about once a word); a third or fourth is rare."""
+    k = _POP8[bits]
+    out[n] = w + _CTZ8[bits]
+    rest = bits & (bits - 1)
+    out[n + 1] = w + _CTZ8[rest]
+    if k > 2:
+        rest &= rest - 1
+        q = n + 2
+        while rest:
+            out[q] = w + _CTZ8[rest]
             q += 1
-            s2 &= s2 - 1
-    ke = _POP8[ends]
-    tend[nend] = w + _CTZ8[ends]
-    e2 = ends & (ends - 1)
-    tend[nend + 1] = w + _CTZ8[e2]
-    if ke > 2:
-        e2 &= e2 - 1
-        q = nend + 2
-        while e2:
-            tend[q] = w + _CTZ8[e2]
-            q += 1
-            e2 &= e2 - 1
-    return ntok + ks, nend + ke, (bm >> 7) & 1, nnl
+            rest &= rest - 1
+    return n + k
 
 
 @njit(cache=True, nogil=True, inline="always")
