@@ -184,7 +184,6 @@ def score_documents(enc: EncodedDocs, cand_doc: np.ndarray, ref_lo: np.ndarray, 
         score_batch_kernel(enc.tokens, enc.doc_tok, enc.sent_tokens, enc.sent_tok, enc.doc_sent,
                            enc.same_stream, cand_doc, ref_lo, ref_hi, kinds, ns, max_backtrack_words, out, best,
                            status)
-    lengths = enc.doc_lengths()
-    cum = np.concatenate([[0], np.cumsum(lengths)])
-    return BatchScores(list(types), out, best, lengths[cand_doc], cum[ref_hi] - cum[ref_lo], ref_hi - ref_lo,
-                       status, enc, cand_doc)
+    doc_tok = enc.doc_tok  # documents' token offsets: a run of documents' length is one subtraction
+    return BatchScores(list(types), out, best, doc_tok[cand_doc + 1] - doc_tok[cand_doc], doc_tok[ref_hi] - doc_tok[ref_lo],
+                       ref_hi - ref_lo, status, enc, cand_doc)

@@ -322,7 +322,7 @@ def text_groups(texts: list[str], units: int) -> tuple[np.ndarray, list[tuple[in
     n = len(texts)
     ends = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=n), out=ends[1:])
-    return ends, runs(ends, units)
+    return ends, ([(0, n)] if 0 < n and ends[n] <= units else runs(ends, units))  # one group: no search
 
 
 def runs(ends: np.ndarray, units: int) -> list[tuple[int, int]]:

@@ -86,6 +86,10 @@ class DefaultEncoder:
     # bounded, and the joined str stays within tens of megabytes; a 5,000-pair batch of short
     # texts is one group (fewer calls and no concatenation).
     GROUP_UNITS = 1 << 22
+    # Calls whose references are at most this many texts of this many code units in all skip the
+    # reference cache (scanning ~4,000 units costs about what looking them up and keeping them does).
+    FEW_REFERENCES = 16
+    FEW_UNITS = 4096
 
     def encode(self, texts: Sequence[str]) -> EncodedDocs:
         texts = texts if isinstance(texts, list) else list(texts)
@@ -106,6 +110,10 @@ class DefaultEncoder:
             return empty_docs()
         with self._lock:
             self._check_size()
+            if len(references) <= self.FEW_REFERENCES and sum(map(len, references)) <= self.FEW_UNITS:
+                # a call of a few short texts (score(), a small batch): scanning them costs less
+                # than the cache's lookups and bookkeeping
+                return self._finish(*self._encode_strs(candidates + references))
             self.cache.check_generation(self.vocab.generation)
             w0 = self.cache.run_of_list(references)
             if w0 >= 0:  # the same references as a column seen before: its entries, in one copy

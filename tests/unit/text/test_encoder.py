@@ -426,3 +426,30 @@ def test_encode_examples_refuses_counts_that_do_not_match_the_references():
         enc.encode_examples(["a", "b"], ["x"], np.array([2, -1]))
     got = enc.encode_examples(["a", "b"], ["x", "y", "z"], np.array([1, 2]))
     assert got.doc_tok.shape[0] == 6
+
+
+def test_a_call_of_few_short_references_skips_the_cache_with_the_same_numbers(monkeypatch):
+    """score() one pair at a time (rouge-score's idiom) and small batches scan their few short
+    references rather than pay the cache's lookups and bookkeeping; past either bound the cache is used."""
+    from rouge_score import rouge_scorer
+
+    from pipeline import RougeScorer
+    from pipeline.scoring import engine
+    from pipeline.text.encoder import DefaultEncoder
+
+    monkeypatch.setattr(engine, "_ENCODERS", {})
+    types = ["rouge1", "rouge2", "rougeL", "rougeLsum"]
+    ours, oracle = RougeScorer(types, use_stemmer=True), rouge_scorer.RougeScorer(types, use_stemmer=True)
+    pairs = [("The cats ran home.\nThey slept.", "the cat runs home"), ("Caf\u00e9 \u0130stanbul \u212a", "cafe k"),
+             ("", "nothing here"), ("running runs", "")]
+    for ref, cand in pairs * 2:
+        assert ours.score(ref, cand) == oracle.score(ref, cand)
+    assert engine.default_encoder(True).cache.n_entries == 0
+    enc = DefaultEncoder(False)
+    enc.encode_examples(["x"] * 16, ["r %d" % i for i in range(16)], np.ones(16, dtype=np.int64))
+    assert enc.cache.n_entries == 0
+    enc.encode_examples(["x"] * 17, ["r %d" % i for i in range(17)], np.ones(17, dtype=np.int64))
+    assert enc.cache.n_entries == 17
+    long_ref = "word " * (DefaultEncoder.FEW_UNITS // 5 + 1)
+    enc.encode_examples(["x"], [long_ref], np.ones(1, dtype=np.int64))
+    assert enc.cache.n_entries == 18

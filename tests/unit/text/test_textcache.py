@@ -50,6 +50,13 @@ def _system(s: int, multi: bool):
     return refs, cands
 
 
+@pytest.fixture(autouse=True)
+def _every_call_through_the_cache(monkeypatch):
+    """These tests are about the reference cache: every call goes through it, however few and short
+    its references (such a call skips it otherwise: ``DefaultEncoder.FEW_UNITS``)."""
+    monkeypatch.setattr(DefaultEncoder, "FEW_REFERENCES", -1)
+
+
 @pytest.fixture
 def encoders(monkeypatch):
     """Fresh per-process encoders (empty vocabularies and caches) for this test."""
