@@ -9,6 +9,7 @@ invalidates it (:mod:`pipeline.scoring.kernel_cache`).
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import subprocess
@@ -38,6 +39,8 @@ def warmup(settings=None, diagnostics: bool = True, stats: bool = True) -> float
     cands = ["The cat is sitting on the mat.\nIt is happy.", "b a", "a cat"]
     for stem in (False, True):
         RougeScorer(list(DEFAULT_TYPES), use_stemmer=stem).score_batch(refs, cands)
+        with _through_the_cache():
+            RougeScorer(list(DEFAULT_TYPES), use_stemmer=stem).score_batch(refs, cands)
     RougeScorer(["rougeLsum"], tokenizer=str.split).score_batch(refs, cands)
     _warm_job(settings, diagnostics, stats)
     return time.perf_counter() - t0
@@ -72,6 +75,20 @@ def _warm_job(settings=None, diagnostics: bool = True, stats: bool = True) -> No
     score_split(job.scorer_for(job.ScoringSettings()), "a b\nc", ["c a\nb"], 2)
 
 
+@contextlib.contextmanager
+def _through_the_cache():
+    """The default encoders take every list of references through their reference cache, however
+    few and short (such a call skips it otherwise), so that the cache's kernels are loaded too."""
+    encoders = [default_encoder(stem) for stem in (False, True)]
+    for enc in encoders:
+        enc.FEW_REFERENCES = -1
+    try:
+        yield
+    finally:
+        for enc in encoders:
+            del enc.FEW_REFERENCES
+
+
 def warm_encoder() -> None:
     """The default encoder's kernels (texts and Arrow columns, ASCII and not) and the JSONL byte
     check, without the scoring kernel."""
@@ -87,11 +104,13 @@ def warm_encoder() -> None:
         enc.encode(["a b c \u2014 caf\u00e9"])                     # a 2-byte str
         # a reference repeated: the cache's gather and the Arrow buffer's compaction
         enc.encode_arrow(pa.array(["the cat sat", "caf\u00e9 b"]), pa.array([["a cat"], ["b", "a cat"]]))
-        # and a list's: its references in UTF-8 (converted when not ASCII), looked up, gathered
-        enc.encode_examples(["the cat", "b"], ["a caf\u00e9", "a caf\u00e9"], np.ones(2, dtype=np.int64))
-        for _ in range(2):  # a column kept, then seen again: its run found (Arrow, a list)
-            enc.encode_arrow(pa.array(["the cat", "b"]), pa.array(["a dog", "b c"]))
-            enc.encode_examples(["the cat", "b"], ["a dog", "b c"], np.ones(2, dtype=np.int64))
+        enc.encode_examples(["the cat", "b"], ["a dog", "b c"], np.ones(2, dtype=np.int64))  # few: no cache
+        with _through_the_cache():
+            # a list's references in UTF-8 (converted when not ASCII), looked up, gathered
+            enc.encode_examples(["the cat", "b"], ["a caf\u00e9", "a caf\u00e9"], np.ones(2, dtype=np.int64))
+            for _ in range(2):  # a column kept, then seen again: its run found (Arrow, a list)
+                enc.encode_arrow(pa.array(["the cat", "b"]), pa.array(["a dog", "b c"]))
+                enc.encode_examples(["the cat", "b"], ["a dog", "b c"], np.ones(2, dtype=np.int64))
     records._clean_lines(b'{"id": 1}\n')   # the line scan and digests, as a task reads a unit
 
 
