@@ -86,7 +86,7 @@ def _through_the_cache():
         yield
     finally:
         for enc in encoders:
-            del enc.FEW_REFERENCES
+            vars(enc).pop("FEW_REFERENCES", None)  # the class's bound again
 
 
 def warm_encoder() -> None:

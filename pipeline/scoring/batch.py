@@ -185,5 +185,5 @@ def score_documents(enc: EncodedDocs, cand_doc: np.ndarray, ref_lo: np.ndarray, 
                            enc.same_stream, cand_doc, ref_lo, ref_hi, kinds, ns, max_backtrack_words, out, best,
                            status)
     doc_tok = enc.doc_tok  # documents' token offsets: a run of documents' length is one subtraction
-    return BatchScores(list(types), out, best, doc_tok[cand_doc + 1] - doc_tok[cand_doc], doc_tok[ref_hi] - doc_tok[ref_lo],
-                       ref_hi - ref_lo, status, enc, cand_doc)
+    return BatchScores(list(types), out, best, doc_tok[cand_doc + 1] - doc_tok[cand_doc],
+                       doc_tok[ref_hi] - doc_tok[ref_lo], ref_hi - ref_lo, status, enc, cand_doc)

@@ -49,8 +49,10 @@ class Score(namedtuple("Score", STATS)):
     __slots__ = ()
 
 
-# Score from a (p, r, f) tuple without a Python frame (namedtuple's __new__ is Python code)
-_NEW_SCORE = functools.partial(tuple.__new__, Score)
+# Scores from (p, r, f) tuples without a Python frame (namedtuple's __new__ is Python code): map
+# calls tuple.__new__ itself
+def _new_scores(triples):
+    return map(tuple.__new__, repeat(Score), triples)
 
 
 @functools.lru_cache(maxsize=64)
@@ -194,7 +196,7 @@ class RougeEngine:
         if self._default_stream:
             small = cold.try_score(self.types, self.use_stemmer, targets, predictions)
             if small is not None:
-                return [dict(zip(d, map(_NEW_SCORE, d.values()))) for d in small]
+                return [dict(zip(d, _new_scores(d.values()))) for d in small]
         return self.to_dicts(self._checked_arrays(targets, predictions))
 
     def score_matrix(self, targets, predictions):
@@ -232,11 +234,10 @@ class RougeEngine:
         gc_was_enabled = gc.isenabled()
         gc.disable()
         try:
-            # One flat float list converted in C, Scores made by tuple.__new__ (no Python
-            # frame; called by map itself, not through a partial) and each dict by a dict
-            # display: about 5x less than dict(zip(...)) of Score._make over nested lists.
+            # One flat float list converted in C, Scores made by _new_scores and each dict by a
+            # dict display: about 5x less than dict(zip(...)) of Score._make over nested lists.
             flat = iter(res.scores.ravel().tolist())
-            scores = map(tuple.__new__, repeat(Score), zip(flat, flat, flat))
+            scores = _new_scores(zip(flat, flat, flat))
             return list(map(_dict_builder(tuple(self.rouge_types)), *([scores] * k)))
         finally:
             if gc_was_enabled:

@@ -24,8 +24,9 @@ texts costs one ``str.join`` and a few numba calls:
    or call: every system of a corpus has the same references) is not scanned again, its ids,
    stemmed, are copied from the cache straight into the batch (one copy, no stem map).
    References are looked up by their UTF-8 bytes (a Python list's are converted once, from the
-   str joined for the scan); a list whose references are all new (none repeats, none is held) is then scanned as one stream
-   with the candidates, in the strs' own buffers, as without a cache, and kept from there.  A
+   str joined for the scan); a list whose references are all new (none repeats, none is held)
+   is then scanned as one stream with the candidates, in the strs' own buffers, as without a
+   cache, and kept from there.  A call of a few short references skips the cache.  A
    whole column of references the cache holds as consecutive entries, in order (the next
    system's column, the same texts in the same order) is found by one comparison of the
    column (its bytes; a list's strs) and copied as one slice: no text is looked up or converted.
