@@ -17,10 +17,9 @@ for _var in ("NUMBA_NUM_THREADS", "RAYON_NUM_THREADS", "OMP_NUM_THREADS"):
 import argparse  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
-import time  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_core import TYPES, forget_references  # noqa: E402
+from bench_core import TYPES, _compare, _timed, forget_references, run_rouge_score  # noqa: E402
 from corpus import make_corpus  # noqa: E402
 
 
@@ -46,16 +45,14 @@ def main(argv=None) -> int:
         for name in (list(libs) if r % 2 == 0 else list(libs)[::-1]):
             if name == "ours":
                 forget_references()
-            score = libs[name].score
-            t0 = time.perf_counter()
-            res = [score(ref, cand) for ref, cand in zip(refs, cands)]
-            per_call[name].append((time.perf_counter() - t0) / len(refs) * 1e6)
+            res, wall, _ = _timed(run_rouge_score, libs[name], refs, cands, None)  # score() a pair a call
+            per_call[name].append(wall / len(refs) * 1e6)
             results.setdefault(name, res)
     for name, us in per_call.items():
         print(f"{name:<16} {statistics.median(us):8.1f} us a call (min {min(us):.1f})")
     ratio = statistics.median(b / a for a, b in zip(per_call["ours"], per_call["rouge-score-rs"]))
     print(f"ours / rouge-score-rs: x{ratio:.2f} (median of per-round ratios; > 1: ours faster)")
-    bad = sum(any(tuple(a[t]) != tuple(b[t]) for t in TYPES) for a, b in zip(results["ours"], results["rouge-score-rs"]))
+    bad = len(_compare(results["ours"], results["rouge-score-rs"]))
     print(f"exact: {len(refs) - bad} of {len(refs)} pairs == rouge-score-rs")
     return 0 if bad == 0 else 1
 
